@@ -1,0 +1,726 @@
+// Double DQN in LibTorch. Layout choices made for speed on small networks:
+//  * every network keeps its parameters in one contiguous tensor (the
+//    modules' parameters are views of it), and the online network's
+//    gradients live in one contiguous tensor too, so gradient clipping, Adam
+//    and the target sync are a handful of whole-tensor operations instead of
+//    several per parameter;
+//  * Adam is applied to those flat tensors with exactly the arithmetic of
+//    torch::optim::Adam (no weight decay, no amsgrad);
+//  * single-observation inference (Act, QValues) bypasses LibTorch and runs a
+//    plain C++ forward pass over the online parameters (read in place on the
+//    CPU, through a host mirror refreshed after updates on CUDA), with no
+//    allocation once a thread has warmed up.
+#include "agents/dqn_agent.h"
+
+#include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <utility>
+
+#include "common/files.h"
+
+namespace tensortier {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr double kAdamBeta1 = 0.9;
+constexpr double kAdamBeta2 = 0.999;
+constexpr double kAdamEps = 1e-8;
+constexpr const char* kCheckpointFormat = "tensortier.dqn.checkpoint";
+constexpr int64_t kCheckpointVersion = 1;
+
+// ---------------------------------------------------------------------------
+// Config validation and JSON.
+
+[[noreturn]] void BadConfig(const std::string& what) {
+  throw std::invalid_argument("DqnConfig: " + what);
+}
+
+void ValidateDevice(const std::string& device) {
+  if (device == "auto" || device == "cpu" || device == "cuda") return;
+  if (device.rfind("cuda:", 0) == 0 && device.size() > 5 && device.size() <= 8 &&
+      std::all_of(device.begin() + 5, device.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return;
+  BadConfig("device '" + device + "' is not one of auto, cpu, cuda, cuda:N");
+}
+
+void Validate(const DqnConfig& c) {
+  if (c.observation_size < 1) BadConfig("observation_size must be at least 1");
+  if (c.num_actions < 1 || c.num_actions > 256)
+    BadConfig("num_actions must be in [1, 256] (actions are stored as uint8)");
+  if (c.hidden.empty()) BadConfig("hidden must list at least one layer size");
+  for (int h : c.hidden)
+    if (h < 1) BadConfig("hidden layer sizes must be at least 1");
+  if (!(c.learning_rate > 0) || !std::isfinite(c.learning_rate))
+    BadConfig("learning_rate must be positive");
+  if (!(c.gamma >= 0 && c.gamma <= 1)) BadConfig("gamma must be in [0, 1]");
+  if (c.batch_size < 1) BadConfig("batch_size must be at least 1");
+  if (!(c.huber_delta > 0) || !std::isfinite(c.huber_delta))
+    BadConfig("huber_delta must be positive");
+  if (!(c.grad_clip_norm > 0)) BadConfig("grad_clip_norm must be positive");
+  if (c.target_update_interval < 1) BadConfig("target_update_interval must be at least 1");
+  if (!(c.epsilon_start >= 0 && c.epsilon_start <= 1)) BadConfig("epsilon_start must be in [0, 1]");
+  if (!(c.epsilon_end >= 0 && c.epsilon_end <= 1)) BadConfig("epsilon_end must be in [0, 1]");
+  if (c.epsilon_decay_episodes < 0) BadConfig("epsilon_decay_episodes must not be negative");
+  if (c.replay_capacity < 1) BadConfig("replay_capacity must be at least 1");
+  if (c.learning_starts < 0) BadConfig("learning_starts must not be negative");
+  if (c.updates_per_episode < 0) BadConfig("updates_per_episode must not be negative");
+  ValidateDevice(c.device);
+}
+
+std::string Describe(const Json& v) {
+  std::string s = v.dump();
+  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  return std::string(v.type_name()) + " " + s;
+}
+
+int AsInt(const std::string& key, const Json& v) {
+  if (!v.is_number_integer()) BadConfig("'" + key + "' must be an integer, got " + Describe(v));
+  if (v.is_number_unsigned()) {
+    uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int>::max()))
+      BadConfig("'" + key + "' is out of range: " + v.dump());
+    return static_cast<int>(u);
+  }
+  int64_t i = v.get<int64_t>();
+  if (i < std::numeric_limits<int>::min() || i > std::numeric_limits<int>::max())
+    BadConfig("'" + key + "' is out of range: " + v.dump());
+  return static_cast<int>(i);
+}
+
+double AsDouble(const std::string& key, const Json& v) {
+  if (!v.is_number()) BadConfig("'" + key + "' must be a number, got " + Describe(v));
+  return v.get<double>();
+}
+
+uint64_t AsU64(const std::string& key, const Json& v) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  BadConfig("'" + key + "' must be a non-negative integer, got " + Describe(v));
+}
+
+std::string AsString(const std::string& key, const Json& v) {
+  if (!v.is_string()) BadConfig("'" + key + "' must be a string, got " + Describe(v));
+  return v.get<std::string>();
+}
+
+// "12-128-128-2"
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "-" : "") + std::to_string(shape[i]);
+  return s;
+}
+
+std::vector<int64_t> NetworkShape(const DqnConfig& c) {
+  std::vector<int64_t> shape{c.observation_size};
+  for (int h : c.hidden) shape.push_back(h);
+  shape.push_back(c.num_actions);
+  return shape;
+}
+
+// ---------------------------------------------------------------------------
+// Networks.
+
+torch::Device ResolveDevice(const std::string& name) {
+  ValidateDevice(name);
+  if (name == "cpu") return torch::Device(torch::kCPU);
+  if (name == "auto")
+    return torch::cuda::is_available() ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+  if (!torch::cuda::is_available())
+    throw std::runtime_error("DqnAgent: device '" + name +
+                             "' was requested but CUDA is not available to this LibTorch build "
+                             "or machine (use \"auto\" or \"cpu\")");
+  int index = name.size() > 5 ? std::stoi(name.substr(5)) : 0;
+  int count = static_cast<int>(torch::cuda::device_count());
+  if (index >= count)
+    throw std::runtime_error("DqnAgent: device '" + name + "' does not exist (" +
+                             std::to_string(count) + " CUDA device(s))");
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
+}
+
+// Flatten, then Linear-ReLU-...-Linear.
+struct QNetImpl : torch::nn::Module {
+  explicit QNetImpl(const std::vector<int64_t>& shape) {
+    for (size_t i = 0; i + 1 < shape.size(); ++i)
+      layers.push_back(register_module("fc" + std::to_string(i),
+                                       torch::nn::Linear(shape[i], shape[i + 1])));
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    if (x.dim() > 2) x = x.flatten(1);
+    for (size_t i = 0; i < layers.size(); ++i) {
+      x = layers[i]->forward(x);
+      if (i + 1 < layers.size()) x = torch::relu_(x);
+    }
+    return x;
+  }
+  std::vector<torch::nn::Linear> layers;
+};
+
+struct LayerSpan {
+  int64_t in = 0, out = 0;
+  int64_t weight_offset = 0, bias_offset = 0;  // into the flat parameter tensor
+};
+
+// A network whose parameters are views of one contiguous tensor, in the
+// order fc0.weight, fc0.bias, fc1.weight, ...
+struct FlatNet {
+  std::shared_ptr<QNetImpl> net;
+  torch::Tensor flat;
+  std::vector<torch::Tensor> params;
+
+  FlatNet(const std::vector<int64_t>& shape, const std::vector<LayerSpan>& spans,
+          int64_t numel, torch::Device device, uint64_t seed, bool trainable) {
+    torch::NoGradGuard no_grad;
+    net = std::make_shared<QNetImpl>(shape);
+    flat = torch::empty({numel}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
+    // Linear's default initialisation (weights and biases uniform in
+    // +-1/sqrt(fan_in)), drawn from a generator of our own so that the seed
+    // decides the weights without touching LibTorch's global generator.
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+    for (size_t i = 0; i < net->layers.size(); ++i) {
+      auto& layer = net->layers[i];
+      const LayerSpan& s = spans[i];
+      double bound = 1.0 / std::sqrt(static_cast<double>(s.in));
+      layer->weight.uniform_(-bound, bound, gen);
+      layer->bias.uniform_(-bound, bound, gen);
+      params.push_back(Adopt(layer->weight, s.weight_offset));
+      params.push_back(Adopt(layer->bias, s.bias_offset));
+    }
+    for (auto& p : params) p.requires_grad_(trainable);
+  }
+
+  // Moves `p` into `flat` at `offset` and makes it a view of it.
+  torch::Tensor Adopt(torch::Tensor& p, int64_t offset) {
+    auto view = flat.narrow(0, offset, p.numel()).view(p.sizes());
+    view.copy_(p);
+    p.set_data(view);
+    return p;
+  }
+
+  torch::Tensor Forward(const torch::Tensor& x) { return net->forward(x); }
+};
+
+// Host-side forward pass for one observation; weights in the flat layout.
+inline float Dot(const float* a, const float* b, int64_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) acc[k] += a[i + k] * b[i + k];
+  float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+std::string DqnConfig::ToJson() const {
+  Json j = {
+      {"observation_size", observation_size},
+      {"num_actions", num_actions},
+      {"hidden", hidden},
+      {"learning_rate", learning_rate},
+      {"gamma", gamma},
+      {"batch_size", batch_size},
+      {"huber_delta", huber_delta},
+      {"grad_clip_norm", grad_clip_norm},
+      {"target_update_interval", target_update_interval},
+      {"epsilon_start", epsilon_start},
+      {"epsilon_end", epsilon_end},
+      {"epsilon_decay_episodes", epsilon_decay_episodes},
+      {"replay_capacity", replay_capacity},
+      {"learning_starts", learning_starts},
+      {"updates_per_episode", updates_per_episode},
+      {"seed", seed},
+      {"device", device},
+  };
+  return j.dump(2);
+}
+
+DqnConfig DqnConfig::FromJson(const std::string& text) {
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const Json::exception& e) {
+    BadConfig(std::string("malformed JSON: ") + e.what());
+  }
+  if (!j.is_object()) BadConfig("expected a JSON object, got " + Describe(j));
+  DqnConfig c;
+  for (const auto& [key, v] : j.items()) {
+    if (key == "observation_size") c.observation_size = AsInt(key, v);
+    else if (key == "num_actions") c.num_actions = AsInt(key, v);
+    else if (key == "hidden") {
+      if (!v.is_array()) BadConfig("'hidden' must be an array of integers, got " + Describe(v));
+      c.hidden.clear();
+      for (const auto& h : v) c.hidden.push_back(AsInt("hidden[]", h));
+    }
+    else if (key == "learning_rate") c.learning_rate = AsDouble(key, v);
+    else if (key == "gamma") c.gamma = AsDouble(key, v);
+    else if (key == "batch_size") c.batch_size = AsInt(key, v);
+    else if (key == "huber_delta") c.huber_delta = AsDouble(key, v);
+    else if (key == "grad_clip_norm") c.grad_clip_norm = AsDouble(key, v);
+    else if (key == "target_update_interval") c.target_update_interval = AsInt(key, v);
+    else if (key == "epsilon_start") c.epsilon_start = AsDouble(key, v);
+    else if (key == "epsilon_end") c.epsilon_end = AsDouble(key, v);
+    else if (key == "epsilon_decay_episodes") c.epsilon_decay_episodes = AsInt(key, v);
+    else if (key == "replay_capacity") c.replay_capacity = AsInt(key, v);
+    else if (key == "learning_starts") c.learning_starts = AsInt(key, v);
+    else if (key == "updates_per_episode") c.updates_per_episode = AsInt(key, v);
+    else if (key == "seed") c.seed = AsU64(key, v);
+    else if (key == "device") c.device = AsString(key, v);
+    else BadConfig("unknown key '" + key + "'");
+  }
+  Validate(c);
+  return c;
+}
+
+double DqnConfig::EpsilonAt(uint64_t episode) const {
+  if (epsilon_decay_episodes <= 0 || episode >= static_cast<uint64_t>(epsilon_decay_episodes))
+    return epsilon_end;
+  double frac = static_cast<double>(episode) / epsilon_decay_episodes;
+  return epsilon_start + (epsilon_end - epsilon_start) * frac;
+}
+
+// ---------------------------------------------------------------------------
+
+struct DqnAgent::Impl {
+  torch::Device device;
+  bool on_cpu;
+  std::vector<int64_t> shape;
+  int64_t numel = 0;  // declared before spans, which sets it
+  std::vector<LayerSpan> spans;
+  int64_t max_width = 0;
+  FlatNet online;
+  FlatNet target;
+  torch::Tensor grad;      // flat gradients of the online network
+  torch::Tensor exp_avg;   // Adam moments, flat
+  torch::Tensor exp_avg_sq;
+  torch::Tensor denom;     // Adam scratch
+  int64_t adam_step = 0;
+
+  // Batch staging on the host: [obs; next_obs], actions, [reward; discount].
+  std::vector<float> h_obs;
+  std::vector<int64_t> h_act;
+  std::vector<float> h_rd;
+
+  // Host copy of the online parameters for inference when they live on a GPU.
+  mutable std::mutex mirror_mu;
+  mutable std::atomic<bool> mirror_stale{true};
+  mutable std::vector<float> mirror;
+
+  static std::vector<LayerSpan> Spans(const std::vector<int64_t>& shape, int64_t* numel) {
+    std::vector<LayerSpan> spans;
+    int64_t off = 0;
+    for (size_t i = 0; i + 1 < shape.size(); ++i) {
+      LayerSpan s;
+      s.in = shape[i];
+      s.out = shape[i + 1];
+      s.weight_offset = off;
+      off += s.in * s.out;
+      s.bias_offset = off;
+      off += s.out;
+      spans.push_back(s);
+    }
+    *numel = off;
+    return spans;
+  }
+
+  Impl(const DqnConfig& c, torch::Device dev)
+      : device(dev),
+        on_cpu(dev.is_cpu()),
+        shape(NetworkShape(c)),
+        spans(Spans(shape, &numel)),
+        online(shape, spans, numel, dev, c.seed, /*trainable=*/true),
+        target(shape, spans, numel, dev, c.seed, /*trainable=*/false) {
+    for (int64_t w : shape) max_width = std::max(max_width, w);
+    torch::NoGradGuard no_grad;
+    target.flat.copy_(online.flat);
+    grad = torch::zeros_like(online.flat);
+    int64_t off = 0;
+    for (auto& p : online.params) {
+      p.mutable_grad() = grad.narrow(0, off, p.numel()).view(p.sizes());
+      off += p.numel();
+    }
+    exp_avg = torch::zeros_like(online.flat);
+    exp_avg_sq = torch::zeros_like(online.flat);
+    denom = torch::empty_like(online.flat);
+    h_obs.resize(static_cast<size_t>(2) * c.batch_size * c.observation_size);
+    h_act.resize(c.batch_size);
+    h_rd.resize(static_cast<size_t>(2) * c.batch_size);
+  }
+
+  const float* HostWeights() const {
+    if (on_cpu) return online.flat.data_ptr<float>();
+    if (mirror_stale.load(std::memory_order_acquire)) {
+      std::lock_guard<std::mutex> lock(mirror_mu);
+      if (mirror_stale.load(std::memory_order_relaxed)) {
+        torch::Tensor cpu = online.flat.detach().to(torch::kCPU).contiguous();
+        mirror.assign(cpu.data_ptr<float>(), cpu.data_ptr<float>() + numel);
+        mirror_stale.store(false, std::memory_order_release);
+      }
+    }
+    return mirror.data();
+  }
+
+  void Changed() { mirror_stale.store(true, std::memory_order_release); }
+
+  // Q-values of one observation into q[num_actions].
+  void HostForward(const float* x, float* q) const {
+    const float* w = HostWeights();
+    thread_local std::vector<float> scratch;
+    if (scratch.size() < static_cast<size_t>(2 * max_width)) scratch.resize(2 * max_width);
+    const float* in = x;
+    float* bufs[2] = {scratch.data(), scratch.data() + max_width};
+    for (size_t l = 0; l < spans.size(); ++l) {
+      const LayerSpan& s = spans[l];
+      bool last = l + 1 == spans.size();
+      float* out = last ? q : bufs[l % 2];
+      const float* weight = w + s.weight_offset;
+      const float* bias = w + s.bias_offset;
+      for (int64_t o = 0; o < s.out; ++o) {
+        float v = Dot(weight + o * s.in, in, s.in) + bias[o];
+        out[o] = last ? v : std::max(v, 0.0f);
+      }
+      in = out;
+    }
+  }
+
+  // Copies CPU tensors (already validated) into a network's parameters.
+  static void Assign(FlatNet& net, const std::vector<torch::Tensor>& values) {
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < values.size(); ++i) net.params[i].copy_(values[i]);
+  }
+};
+
+namespace {
+
+// Writes a network as nested archives fc0/{weight,bias}, ... plus its shape.
+void WriteNetwork(torch::serialize::OutputArchive& ar, const std::vector<int64_t>& shape,
+                  const std::vector<torch::Tensor>& params) {
+  ar.write("shape", torch::tensor(shape, torch::kInt64), /*is_buffer=*/true);
+  for (size_t i = 0; i + 1 < shape.size(); ++i) {
+    torch::serialize::OutputArchive layer(ar.compilation_unit());
+    layer.write("weight", params[2 * i].detach().to(torch::kCPU).clone());
+    layer.write("bias", params[2 * i + 1].detach().to(torch::kCPU).clone());
+    ar.write("fc" + std::to_string(i), layer);
+  }
+}
+
+// Reads a network written by WriteNetwork and checks it against `shape`.
+// Returns CPU tensors in parameter order. Throws std::runtime_error.
+std::vector<torch::Tensor> ReadNetwork(torch::serialize::InputArchive& ar,
+                                       const std::vector<int64_t>& shape,
+                                       const std::string& what) {
+  torch::Tensor stored;
+  if (!ar.try_read("shape", stored, /*is_buffer=*/true) || stored.dim() != 1 ||
+      stored.scalar_type() != torch::kInt64)
+    throw std::runtime_error(what + " has no network shape record");
+  std::vector<int64_t> got(stored.data_ptr<int64_t>(), stored.data_ptr<int64_t>() + stored.numel());
+  if (got != shape)
+    throw std::runtime_error(what + " holds a network of shape " + ShapeText(got) +
+                             " but this agent's network is " + ShapeText(shape));
+  std::vector<torch::Tensor> out;
+  for (size_t i = 0; i + 1 < shape.size(); ++i) {
+    std::string name = "fc" + std::to_string(i);
+    torch::serialize::InputArchive layer;
+    if (!ar.try_read(name, layer)) throw std::runtime_error(what + " lacks layer " + name);
+    for (const char* field : {"weight", "bias"}) {
+      torch::Tensor t;
+      if (!layer.try_read(field, t))
+        throw std::runtime_error(what + " lacks " + name + "." + field);
+      std::vector<int64_t> want = std::string(field) == "weight"
+                                      ? std::vector<int64_t>{shape[i + 1], shape[i]}
+                                      : std::vector<int64_t>{shape[i + 1]};
+      if (t.sizes().vec() != want || t.scalar_type() != torch::kFloat32)
+        throw std::runtime_error(what + ": " + name + "." + field + " has shape " +
+                                 ShapeText(t.sizes().vec()) + " (" +
+                                 std::string(c10::toString(t.scalar_type())) + "), expected " +
+                                 ShapeText(want) + " (Float)");
+      out.push_back(t.detach().to(torch::kCPU).contiguous());
+    }
+  }
+  return out;
+}
+
+std::string SaveArchive(torch::serialize::OutputArchive& ar) {
+  std::ostringstream os;
+  ar.save_to(os);
+  return os.str();
+}
+
+// Runs `fn`, turning LibTorch errors into std::runtime_error.
+template <typename Fn>
+auto WithTorchErrors(const std::string& what, Fn&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(what + ": " + e.what_without_backtrace());
+  } catch (const std::runtime_error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw std::runtime_error(what + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+DqnAgent::DqnAgent(DqnConfig config) : config_(std::move(config)) {
+  Validate(config_);
+  torch::Device device = ResolveDevice(config_.device);
+  impl_ = std::make_unique<Impl>(config_, device);
+}
+
+DqnAgent::~DqnAgent() = default;
+DqnAgent::DqnAgent(DqnAgent&&) noexcept = default;
+DqnAgent& DqnAgent::operator=(DqnAgent&&) noexcept = default;
+
+std::string DqnAgent::device_name() const { return impl_->device.str(); }
+
+int DqnAgent::Act(const float* observation, double epsilon, std::mt19937_64& rng) const {
+  const int actions = config_.num_actions;
+  if (epsilon > 0) {
+    std::uniform_real_distribution<double> coin(0.0, 1.0);
+    if (coin(rng) < epsilon) return std::uniform_int_distribution<int>(0, actions - 1)(rng);
+  }
+  thread_local std::vector<float> q;
+  if (q.size() < static_cast<size_t>(actions)) q.resize(actions);
+  impl_->HostForward(observation, q.data());
+  return static_cast<int>(std::max_element(q.begin(), q.begin() + actions) - q.begin());
+}
+
+std::vector<float> DqnAgent::QValues(const float* observation) const {
+  std::vector<float> q(config_.num_actions);
+  impl_->HostForward(observation, q.data());
+  return q;
+}
+
+UpdateStats DqnAgent::Update(const ReplayBuffer& replay, std::mt19937_64& rng) {
+  if (replay.size() == 0) throw std::logic_error("DqnAgent::Update: the replay buffer is empty");
+  Impl& m = *impl_;
+  const int64_t batch = config_.batch_size;
+  const int64_t obs = config_.observation_size;
+  const float gamma = static_cast<float>(config_.gamma);
+
+  // Stage the batch on the host.
+  std::vector<const Transition*> sample = replay.Sample(static_cast<size_t>(batch), rng);
+  float* h_obs = m.h_obs.data();
+  float* h_next = h_obs + batch * obs;
+  for (int64_t i = 0; i < batch; ++i) {
+    const Transition& t = *sample[i];
+    if (t.observation.size() != static_cast<size_t>(obs))
+      throw std::invalid_argument("DqnAgent::Update: a transition has an observation of " +
+                                  std::to_string(t.observation.size()) + " floats, expected " +
+                                  std::to_string(obs));
+    std::memcpy(h_obs + i * obs, t.observation.data(), obs * sizeof(float));
+    if (t.next_observation.size() == static_cast<size_t>(obs)) {
+      std::memcpy(h_next + i * obs, t.next_observation.data(), obs * sizeof(float));
+    } else if (t.done && t.next_observation.empty()) {
+      std::memset(h_next + i * obs, 0, obs * sizeof(float));
+    } else {
+      throw std::invalid_argument("DqnAgent::Update: a transition has a next observation of " +
+                                  std::to_string(t.next_observation.size()) +
+                                  " floats, expected " + std::to_string(obs));
+    }
+    if (t.action >= config_.num_actions)
+      throw std::invalid_argument("DqnAgent::Update: a transition has action " +
+                                  std::to_string(t.action) + " but the agent has " +
+                                  std::to_string(config_.num_actions) + " actions");
+    m.h_act[i] = t.action;
+    m.h_rd[i] = t.reward;
+    m.h_rd[batch + i] = t.done ? 0.0f : gamma;
+  }
+
+  auto f32 = torch::TensorOptions().dtype(torch::kFloat32);
+  torch::Tensor all_obs = torch::from_blob(m.h_obs.data(), {2 * batch, obs}, f32);
+  torch::Tensor actions = torch::from_blob(m.h_act.data(), {batch, 1}, torch::kInt64);
+  torch::Tensor rd = torch::from_blob(m.h_rd.data(), {2, batch}, f32);
+  if (!m.on_cpu) {
+    all_obs = all_obs.to(m.device);
+    actions = actions.to(m.device);
+    rd = rd.to(m.device);
+  }
+  torch::Tensor states = all_obs.narrow(0, 0, batch);
+  torch::Tensor next_states = all_obs.narrow(0, batch, batch);
+
+  // Double-DQN target: the online network picks the next action, the
+  // target network values it.
+  torch::Tensor td_target;
+  {
+    torch::NoGradGuard no_grad;
+    torch::Tensor next_action = m.online.Forward(next_states).argmax(1, /*keepdim=*/true);
+    torch::Tensor next_q = m.target.Forward(next_states).gather(1, next_action).squeeze(1);
+    td_target = torch::addcmul(rd[0], rd[1], next_q);
+  }
+  torch::Tensor q_taken = m.online.Forward(states).gather(1, actions).squeeze(1);
+  torch::Tensor loss = torch::huber_loss(q_taken, td_target, at::Reduction::Mean,
+                                         config_.huber_delta);
+  m.grad.zero_();
+  loss.backward();
+
+  UpdateStats stats;
+  torch::NoGradGuard no_grad;
+  // clip_grad_norm_ over all parameters at once.
+  torch::Tensor norm = m.grad.norm();
+  if (m.on_cpu) {
+    stats.grad_norm = norm.item<double>();
+    double coef = config_.grad_clip_norm / (stats.grad_norm + 1e-6);
+    if (coef < 1) m.grad.mul_(coef);
+  } else {
+    m.grad.mul_((config_.grad_clip_norm / (norm + 1e-6)).clamp_max_(1.0));
+  }
+
+  // Adam, as torch::optim::Adam computes it.
+  ++m.adam_step;
+  double bias1 = 1 - std::pow(kAdamBeta1, static_cast<double>(m.adam_step));
+  double bias2 = 1 - std::pow(kAdamBeta2, static_cast<double>(m.adam_step));
+  m.exp_avg.mul_(kAdamBeta1).add_(m.grad, 1 - kAdamBeta1);
+  m.exp_avg_sq.mul_(kAdamBeta2).addcmul_(m.grad, m.grad, 1 - kAdamBeta2);
+  torch::sqrt_out(m.denom, m.exp_avg_sq);
+  m.denom.div_(std::sqrt(bias2)).add_(kAdamEps);
+  m.online.flat.addcdiv_(m.exp_avg, m.denom, -config_.learning_rate / bias1);
+  m.Changed();
+
+  ++updates_;
+  if (updates_ % static_cast<uint64_t>(config_.target_update_interval) == 0) SyncTarget();
+
+  if (m.on_cpu) {
+    stats.loss = loss.item<double>();
+    torch::Tensor q = q_taken.detach().contiguous();
+    const float* qp = q.data_ptr<float>();
+    double sum = 0;
+    for (int64_t i = 0; i < batch; ++i) sum += qp[i];
+    stats.mean_q = sum / batch;
+  } else {
+    torch::Tensor all = torch::stack({loss.detach(), q_taken.detach().mean(), norm}).to(torch::kCPU);
+    stats.loss = all[0].item<double>();
+    stats.mean_q = all[1].item<double>();
+    stats.grad_norm = all[2].item<double>();
+  }
+  return stats;
+}
+
+void DqnAgent::SyncTarget() {
+  torch::NoGradGuard no_grad;
+  impl_->target.flat.copy_(impl_->online.flat);
+}
+
+std::string DqnAgent::SerializeWeights() const {
+  return WithTorchErrors("DqnAgent::SerializeWeights", [&] {
+    torch::serialize::OutputArchive ar;
+    WriteNetwork(ar, impl_->shape, impl_->online.params);
+    return SaveArchive(ar);
+  });
+}
+
+void DqnAgent::LoadWeights(const std::string& blob) {
+  // Everything is read and checked before any parameter changes.
+  std::vector<torch::Tensor> values =
+      WithTorchErrors("DqnAgent::LoadWeights: unreadable weights blob", [&] {
+        torch::serialize::InputArchive ar;
+        ar.load_from(blob.data(), blob.size(), torch::Device(torch::kCPU));
+        return ReadNetwork(ar, impl_->shape, "weights blob");
+      });
+  Impl::Assign(impl_->online, values);
+  impl_->Changed();
+}
+
+void DqnAgent::SaveCheckpoint(const std::string& path) const {
+  const Impl& m = *impl_;
+  std::string data = WithTorchErrors("DqnAgent::SaveCheckpoint", [&] {
+    torch::serialize::OutputArchive ar;
+    ar.write("format", c10::IValue(std::string(kCheckpointFormat)));
+    ar.write("version", c10::IValue(kCheckpointVersion));
+    ar.write("config", c10::IValue(config_.ToJson()));
+    ar.write("updates", c10::IValue(static_cast<int64_t>(updates_)));
+    ar.write("adam_step", c10::IValue(m.adam_step));
+    torch::serialize::OutputArchive online(ar.compilation_unit());
+    WriteNetwork(online, m.shape, m.online.params);
+    ar.write("online", online);
+    torch::serialize::OutputArchive target(ar.compilation_unit());
+    WriteNetwork(target, m.shape, m.target.params);
+    ar.write("target", target);
+    ar.write("adam_exp_avg", m.exp_avg.to(torch::kCPU).clone(), /*is_buffer=*/true);
+    ar.write("adam_exp_avg_sq", m.exp_avg_sq.to(torch::kCPU).clone(), /*is_buffer=*/true);
+    return SaveArchive(ar);
+  });
+  WriteFileAtomically(path, data);
+}
+
+void DqnAgent::LoadCheckpoint(const std::string& path) {
+  Impl& m = *impl_;
+  std::string data = ReadFile(path);
+  const std::string what = "checkpoint '" + path + "'";
+  struct Loaded {
+    std::vector<torch::Tensor> online, target;
+    torch::Tensor exp_avg, exp_avg_sq;
+    int64_t updates = 0, adam_step = 0;
+  };
+  Loaded in = WithTorchErrors("DqnAgent::LoadCheckpoint", [&] {
+    torch::serialize::InputArchive ar;
+    ar.load_from(data.data(), data.size(), torch::Device(torch::kCPU));
+    auto read_value = [&](const char* key) {
+      c10::IValue v;
+      if (!ar.try_read(key, v)) throw std::runtime_error(what + " lacks '" + key + "'");
+      return v;
+    };
+    c10::IValue format = read_value("format");
+    if (!format.isString() || format.toStringRef() != kCheckpointFormat)
+      throw std::runtime_error(what + " is not a DQN checkpoint");
+    c10::IValue version = read_value("version");
+    if (!version.isInt() || version.toInt() != kCheckpointVersion)
+      throw std::runtime_error(what + " has an unsupported version");
+    c10::IValue config = read_value("config");
+    if (!config.isString()) throw std::runtime_error(what + " has no config record");
+    DqnConfig saved;
+    try {
+      saved = DqnConfig::FromJson(config.toStringRef());
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error(what + " has an invalid config: " + e.what());
+    }
+    if (NetworkShape(saved) != m.shape)
+      throw std::runtime_error(what + " was saved by an agent with network " +
+                               ShapeText(NetworkShape(saved)) + "; this agent's network is " +
+                               ShapeText(m.shape));
+    Loaded out;
+    c10::IValue updates = read_value("updates");
+    c10::IValue adam_step = read_value("adam_step");
+    if (!updates.isInt() || updates.toInt() < 0 || !adam_step.isInt() || adam_step.toInt() < 0)
+      throw std::runtime_error(what + " has invalid counters");
+    out.updates = updates.toInt();
+    out.adam_step = adam_step.toInt();
+    torch::serialize::InputArchive online, target;
+    if (!ar.try_read("online", online) || !ar.try_read("target", target))
+      throw std::runtime_error(what + " lacks a network");
+    out.online = ReadNetwork(online, m.shape, what + " (online network)");
+    out.target = ReadNetwork(target, m.shape, what + " (target network)");
+    for (auto [key, dst] : {std::pair<const char*, torch::Tensor*>{"adam_exp_avg", &out.exp_avg},
+                            {"adam_exp_avg_sq", &out.exp_avg_sq}}) {
+      if (!ar.try_read(key, *dst, /*is_buffer=*/true))
+        throw std::runtime_error(what + " lacks '" + key + "'");
+      if (dst->dim() != 1 || dst->numel() != m.numel || dst->scalar_type() != torch::kFloat32)
+        throw std::runtime_error(what + ": '" + key + "' does not match the network");
+    }
+    return out;
+  });
+
+  torch::NoGradGuard no_grad;
+  Impl::Assign(m.online, in.online);
+  Impl::Assign(m.target, in.target);
+  m.exp_avg.copy_(in.exp_avg);
+  m.exp_avg_sq.copy_(in.exp_avg_sq);
+  m.adam_step = in.adam_step;
+  updates_ = static_cast<uint64_t>(in.updates);
+  m.Changed();
+}
+
+}  // namespace tensortier

@@ -1,0 +1,82 @@
+// Double DQN over the placement MDP (DeepTM IV-C): a Q-network of a flatten
+// and three dense layers, a target network, Huber loss, gradient clipping and
+// an epsilon schedule. LibTorch stays behind this header.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "agents/replay_buffer.h"
+
+namespace tensortier {
+
+struct DqnConfig {
+  int observation_size = 13;  // kObservationSize of envs/placement_env.h
+  int num_actions = 2;
+  std::vector<int> hidden = {128, 128};  // two hidden layers -> three dense layers
+  double learning_rate = 1e-4;           // DeepTM Table II
+  double gamma = 0.99;
+  int batch_size = 32;
+  double huber_delta = 1.0;
+  double grad_clip_norm = 10.0;
+  int target_update_interval = 100;      // gradient updates between target syncs
+  double epsilon_start = 0.9;            // DeepTM: greedy probability 0.1 -> 1.0 ...
+  double epsilon_end = 0.0;              // ... over 150 episodes
+  int epsilon_decay_episodes = 150;
+  int replay_capacity = 100000;          // DeepTM uses 100 episodes' worth
+  int learning_starts = 256;             // transitions in replay before the first update
+  int updates_per_episode = 32;
+  uint64_t seed = 1;
+  std::string device = "auto";           // "auto" (CUDA when present), "cpu", "cuda", "cuda:N"
+
+  std::string ToJson() const;
+  static DqnConfig FromJson(const std::string& json);  // throws on malformed input
+  // Linear schedule from epsilon_start to epsilon_end.
+  double EpsilonAt(uint64_t episode) const;
+};
+
+struct UpdateStats {
+  double loss = 0;
+  double mean_q = 0;
+  double grad_norm = 0;
+};
+
+class DqnAgent {
+ public:
+  explicit DqnAgent(DqnConfig config);
+  ~DqnAgent();
+  DqnAgent(DqnAgent&&) noexcept;
+  DqnAgent& operator=(DqnAgent&&) noexcept;
+
+  const DqnConfig& config() const { return config_; }
+  std::string device_name() const;
+
+  // Greedy action; with probability epsilon a uniform one.
+  int Act(const float* observation, double epsilon, std::mt19937_64& rng) const;
+  std::vector<float> QValues(const float* observation) const;
+
+  // One double-DQN gradient step on a batch sampled from `replay`.
+  UpdateStats Update(const ReplayBuffer& replay, std::mt19937_64& rng);
+  void SyncTarget();
+  uint64_t updates() const { return updates_; }
+
+  // Policy (online network) parameters only, for workers.
+  std::string SerializeWeights() const;
+  void LoadWeights(const std::string& blob);  // throws std::runtime_error on a bad blob
+
+  // Online and target networks, optimizer state and counters; written to a
+  // temporary file and renamed.
+  void SaveCheckpoint(const std::string& path) const;
+  void LoadCheckpoint(const std::string& path);
+
+ private:
+  struct Impl;
+  DqnConfig config_;
+  std::unique_ptr<Impl> impl_;
+  uint64_t updates_ = 0;
+};
+
+}  // namespace tensortier

@@ -1,0 +1,36 @@
+// A fixed-capacity ring of transitions with uniform sampling. Plain C++ so
+// that the learner's ingest path needs no LibTorch.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "envs/transition.h"
+
+namespace tensortier {
+
+class ReplayBuffer {
+ public:
+  explicit ReplayBuffer(size_t capacity);
+
+  void Add(Transition t);
+  size_t size() const { return items_.size(); }
+  size_t capacity() const { return capacity_; }
+  uint64_t total_added() const { return total_added_; }
+
+  // `batch` indices drawn uniformly with replacement; requires size() > 0.
+  std::vector<const Transition*> Sample(size_t batch, std::mt19937_64& rng) const;
+
+  const std::vector<Transition>& items() const { return items_; }
+  void Restore(std::vector<Transition> items, size_t next, uint64_t total_added);
+  size_t next_slot() const { return next_; }
+
+ private:
+  size_t capacity_;
+  size_t next_ = 0;
+  uint64_t total_added_ = 0;
+  std::vector<Transition> items_;
+};
+
+}  // namespace tensortier

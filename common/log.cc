@@ -1,0 +1,96 @@
+#include "common/log.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+#include <stdexcept>
+
+namespace tensortier {
+namespace {
+std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
+std::mutex g_mu;
+std::string& Component() {
+  static std::string c = "tensortier";
+  return c;
+}
+const char* LevelName(LogLevel l) {
+  switch (l) {
+    case LogLevel::kDebug: return "debug";
+    case LogLevel::kInfo: return "info";
+    case LogLevel::kWarn: return "warn";
+    case LogLevel::kError: return "error";
+  }
+  return "info";
+}
+bool NeedsQuotes(const std::string& v) {
+  if (v.empty()) return true;
+  for (char c : v)
+    if (c == ' ' || c == '"' || c == '=' || c == '\n' || c == '\t') return true;
+  return false;
+}
+std::string Quote(const std::string& v) {
+  if (!NeedsQuotes(v)) return v;
+  std::string out = "\"";
+  for (char c : v) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') { out += "\\n"; continue; }
+    out += c;
+  }
+  return out + "\"";
+}
+}  // namespace
+
+void SetLogLevel(LogLevel level) { g_level = static_cast<int>(level); }
+
+LogLevel ParseLogLevel(const std::string& name) {
+  if (name == "debug") return LogLevel::kDebug;
+  if (name == "info") return LogLevel::kInfo;
+  if (name == "warn") return LogLevel::kWarn;
+  if (name == "error") return LogLevel::kError;
+  throw std::invalid_argument("unknown log level '" + name + "' (debug, info, warn, error)");
+}
+
+void SetLogComponent(const std::string& component) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  Component() = component;
+}
+
+LogLine::LogLine(LogLevel level, const char* event)
+    : enabled_(static_cast<int>(level) >= g_level.load()) {
+  if (!enabled_) return;
+  auto now = std::chrono::system_clock::now();
+  std::time_t secs = std::chrono::system_clock::to_time_t(now);
+  int ms = static_cast<int>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char ts[64];
+  std::snprintf(ts, sizeof ts, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+  std::string component;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    component = Component();
+  }
+  line_ = std::string("ts=") + ts + " level=" + LevelName(level) + " component=" + Quote(component) +
+          " event=" + Quote(event);
+}
+
+void LogLine::Append(const char* key, const std::string& value) {
+  line_ += ' ';
+  line_ += key;
+  line_ += '=';
+  line_ += Quote(value);
+}
+
+LogLine::~LogLine() {
+  if (!enabled_) return;
+  line_ += '\n';
+  std::lock_guard<std::mutex> lock(g_mu);
+  std::fwrite(line_.data(), 1, line_.size(), stderr);
+  std::fflush(stderr);
+}
+
+}  // namespace tensortier

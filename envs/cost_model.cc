@@ -1,0 +1,119 @@
+#include "envs/cost_model.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace tensortier {
+namespace {
+
+// Whether kernel k writes tensor t (accesses_of_kernel is sorted by tensor).
+bool KernelWrites(const Workload& w, size_t k, uint32_t t) {
+  const auto& idx = w.accesses_of_kernel(k);
+  auto it = std::lower_bound(idx.begin(), idx.end(), t,
+                             [&](uint32_t i, uint32_t tensor) { return w.accesses[i].tensor < tensor; });
+  return it != idx.end() && w.accesses[*it].tensor == t && w.accesses[*it].writes > 0;
+}
+
+struct InFlight {
+  uint32_t tensor;
+  Tier to;
+};
+
+}  // namespace
+
+double CopyTimeNs(const Workload& w, uint64_t bytes, Tier to) {
+  double bw = to == Tier::kSlow ? w.device.dram_to_slow_bytes_per_second
+                                : w.device.slow_to_dram_bytes_per_second;
+  return static_cast<double>(bytes) / bw * 1e9;
+}
+
+double MinCostNs(const Workload& w) { return w.total_dram_time_ns(); }
+double MaxCostNs(const Workload& w) { return w.total_slow_time_ns(); }
+
+double NormalisedCost(const Workload& w, double cost_ns) {
+  double lo = MinCostNs(w), hi = MaxCostNs(w);
+  if (hi - lo <= 0) return 0;
+  return (cost_ns - lo) / (hi - lo);
+}
+
+CostReport EvaluatePlan(const Workload& w, const PlacementPlan& plan) {
+  if (!w.finalized()) throw std::logic_error("EvaluatePlan: workload not finalized");
+  plan.Validate(w);
+  const size_t K = w.num_kernels();
+  CostReport r;
+  r.kernel_ns.assign(K, 0);
+  std::vector<Tier> tier = plan.initial_tiers;
+  std::vector<InFlight> in_flight;
+  size_t next = 0;
+
+  auto count_copy = [&](uint32_t t, Tier to) {
+    uint64_t bytes = w.tensors[t].size_bytes;
+    if (to == Tier::kSlow) {
+      r.bytes_to_slow += bytes;
+      ++r.migrations_to_slow;
+    } else {
+      r.bytes_to_dram += bytes;
+      ++r.migrations_to_dram;
+    }
+    double ns = CopyTimeNs(w, bytes, to);
+    r.raw_migration_ns += ns;
+    return ns;
+  };
+
+  for (size_t k = 0; k < K; ++k) {
+    double blocking_ns = 0, overlapped_ns = 0;
+    in_flight.clear();
+    const int32_t boundary = static_cast<int32_t>(k) - 1;
+    for (; next < plan.migrations.size() && plan.migrations[next].after_kernel <= boundary; ++next) {
+      const Migration& m = plan.migrations[next];
+      if (tier[m.tensor] == m.to) continue;
+      double ns = count_copy(m.tensor, m.to);
+      if (plan.mode == MigrationMode::kSync || KernelWrites(w, k, m.tensor)) {
+        blocking_ns += ns;
+        tier[m.tensor] = m.to;
+      } else {
+        overlapped_ns += ns;
+        in_flight.push_back({m.tensor, m.to});
+      }
+    }
+
+    double exec_ns = w.kernels[k].dram_time_ns;
+    for (uint32_t i : w.accesses_of_kernel(k))
+      if (tier[w.accesses[i].tensor] == Tier::kSlow) exec_ns += w.accesses[i].slow_penalty_ns;
+
+    uint64_t dram = 0, slow = 0;
+    for (uint32_t t : w.live_at(k)) (tier[t] == Tier::kDram ? dram : slow) += w.tensors[t].size_bytes;
+    // A copy in flight holds space in both tiers (eq. 7).
+    for (const InFlight& f : in_flight) (f.to == Tier::kDram ? dram : slow) += w.tensors[f.tensor].size_bytes;
+    r.dram_peak_bytes = std::max(r.dram_peak_bytes, dram);
+    r.slow_peak_bytes = std::max(r.slow_peak_bytes, slow);
+    uint64_t excess = 0;
+    if (plan.dram_limit_bytes > 0 && dram > plan.dram_limit_bytes) excess = dram - plan.dram_limit_bytes;
+    if (w.device.slow_capacity_bytes > 0 && slow > w.device.slow_capacity_bytes)
+      excess = std::max(excess, slow - w.device.slow_capacity_bytes);
+    if (excess > 0) {
+      if (!r.oom) r.oom_kernel = static_cast<int32_t>(k);
+      r.oom = true;
+      r.oom_excess_bytes = std::max(r.oom_excess_bytes, excess);
+    }
+
+    double exposed_ns = blocking_ns + std::max(overlapped_ns - exec_ns, 0.0);
+    r.exec_ns += exec_ns;
+    r.migration_ns += exposed_ns;
+    r.kernel_ns[k] = exec_ns + exposed_ns;
+    for (const InFlight& f : in_flight) tier[f.tensor] = f.to;
+  }
+
+  // The plan repeats every iteration: persistent tensors go back to where
+  // the next iteration starts them.
+  for (uint32_t t = 0; t < w.num_tensors(); ++t) {
+    if (!w.tensors[t].persistent || tier[t] == plan.initial_tiers[t]) continue;
+    double ns = count_copy(t, plan.initial_tiers[t]);
+    r.migration_ns += ns;
+    r.kernel_ns[K - 1] += ns;
+  }
+  r.total_ns = r.exec_ns + r.migration_ns;
+  return r;
+}
+
+}  // namespace tensortier

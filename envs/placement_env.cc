@@ -1,0 +1,220 @@
+#include "envs/placement_env.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+namespace tensortier {
+namespace {
+
+// The access of tensor t by kernel k, or nullptr.
+const Access* FindAccess(const Workload& w, size_t k, uint32_t t) {
+  const auto& idx = w.accesses_of_kernel(k);
+  auto it = std::lower_bound(idx.begin(), idx.end(), t,
+                             [&](uint32_t i, uint32_t x) { return w.accesses[i].tensor < x; });
+  return it != idx.end() && w.accesses[*it].tensor == t ? &w.accesses[*it] : nullptr;
+}
+
+uint64_t BytesTouched(const Workload& w, size_t k) {
+  uint64_t sum = 0;
+  for (uint32_t i : w.accesses_of_kernel(k)) sum += w.tensors[w.accesses[i].tensor].size_bytes;
+  return sum;
+}
+
+constexpr float kNewTensor = 0.5f;
+
+}  // namespace
+
+PlacementEnv::PlacementEnv(const Workload& w, EnvConfig config) : w_(w), config_(config) {
+  if (!w.finalized()) throw std::invalid_argument("PlacementEnv: workload not finalized");
+  if (config_.dram_limit_bytes == 0) throw std::invalid_argument("PlacementEnv: DRAM limit must be positive");
+  if (!(config_.beta >= 0 && config_.beta <= 1)) throw std::invalid_argument("PlacementEnv: beta must be in [0, 1]");
+  heats_ = ComputeAllHeats(w, config_.dram_limit_bytes);
+  bottleneck_.resize(w.num_kernels());
+  decision_order_.resize(w.num_kernels());
+  for (size_t k = 0; k < w.num_kernels(); ++k) {
+    bottleneck_[k] = w.live_bytes_at(k) > config_.dram_limit_bytes;
+    if (!bottleneck_[k]) continue;
+    max_steps_ += static_cast<uint32_t>(w.live_at(k).size());
+    // Hottest first, so that D_left tells the agent what the hot tensors left.
+    auto& order = decision_order_[k];
+    order.resize(w.live_at(k).size());
+    std::iota(order.begin(), order.end(), 0u);
+    const auto& heat = heats_[k];
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return heat[a] > heat[b]; });
+  }
+  touched_bytes_.resize(w.num_kernels());
+  for (size_t k = 0; k < w.num_kernels(); ++k) touched_bytes_[k] = BytesTouched(w, k);
+}
+
+Observation PlacementEnv::Reset() {
+  const size_t T = w_.num_tensors();
+  tier_.assign(T, Tier::kDram);
+  placed_.assign(T, false);
+  plan_ = PlacementPlan::Uniform(w_, Tier::kDram, config_.dram_limit_bytes);
+  plan_.mode = config_.mode;
+  plan_.produced_by = "placement-env";
+  summary_ = EpisodeSummary{};
+  kernel_ = 0;
+  cursor_ = 0;
+  done_ = false;
+  AdvanceToDecision();
+  return done_ ? Observation{} : MakeObservation();
+}
+
+// Places the tensors of kernels that need no decision and stops at the next
+// bottleneck kernel (or finishes the episode).
+void PlacementEnv::AdvanceToDecision() {
+  while (kernel_ < w_.num_kernels()) {
+    for (uint32_t t : w_.allocated_at(kernel_)) {
+      placed_[t] = true;  // new tensors start in DRAM unless a decision says otherwise
+    }
+    if (bottleneck_[kernel_]) {
+      for (uint32_t t : w_.allocated_at(kernel_)) placed_[t] = false;
+      cursor_ = 0;
+      dram_committed_ = 0;
+      undecided_bytes_ = w_.live_bytes_at(kernel_);
+      return;
+    }
+    ++kernel_;
+  }
+  FinishEpisode(false);
+}
+
+uint32_t PlacementEnv::CurrentTensor() const {
+  return w_.live_at(kernel_)[decision_order_[kernel_][cursor_]];
+}
+
+Observation PlacementEnv::MakeObservation() const {
+  Observation o{};
+  const size_t k = kernel_;
+  const uint32_t t = CurrentTensor();
+  const Tensor& x = w_.tensors[t];
+  const double limit = static_cast<double>(config_.dram_limit_bytes);
+  const double kernel_ns = std::max(w_.kernels[k].dram_time_ns, 1.0);
+  const Access* access = FindAccess(w_, k, t);
+
+  o[kObsTier] = placed_[t] ? static_cast<float>(tier_[t]) : kNewTensor;
+  o[kObsHeat] = static_cast<float>(std::tanh(heats_[k][decision_order_[k][cursor_]]));
+  o[kObsDramLeft] = static_cast<float>((limit - static_cast<double>(dram_committed_)) / limit);
+  o[kObsSlowLeft] = 1.0f;
+  if (w_.device.slow_capacity_bytes > 0)
+    o[kObsSlowLeft] = static_cast<float>(1.0 - static_cast<double>(w_.live_bytes_at(k) - dram_committed_) /
+                                                   static_cast<double>(w_.device.slow_capacity_bytes));
+  o[kObsSizeShare] = static_cast<float>(static_cast<double>(x.size_bytes) / static_cast<double>(w_.live_bytes_at(k)));
+  o[kObsAccessedNow] = access ? 1.0f : 0.0f;
+  o[kObsInputShare] = access ? static_cast<float>(static_cast<double>(x.size_bytes) /
+                                                  static_cast<double>(touched_bytes_[k]))
+                             : 0.0f;
+  o[kObsPenaltyShare] = access ? static_cast<float>(std::min(1.0, access->slow_penalty_ns / kernel_ns)) : 0.0f;
+  const auto& uses = w_.kernels_of_tensor(t);
+  auto next = std::upper_bound(uses.begin(), uses.end(), static_cast<uint32_t>(k));
+  o[kObsNextUse] = next == uses.end() ? 1.0f
+                                      : static_cast<float>(static_cast<double>(*next - k) /
+                                                           static_cast<double>(w_.num_kernels()));
+  o[kObsPosition] = static_cast<float>(static_cast<double>(k) / static_cast<double>(w_.num_kernels()));
+  Tier other = placed_[t] && tier_[t] == Tier::kDram ? Tier::kSlow : Tier::kDram;
+  o[kObsCopyCost] = placed_[t] ? static_cast<float>(std::min(1.0, CopyTimeNs(w_, x.size_bytes, other) / kernel_ns))
+                               : 0.0f;
+  o[kObsPendingBytes] = static_cast<float>(std::min(4.0, static_cast<double>(undecided_bytes_) / limit) / 4.0);
+  o[kObsSizeOfLimit] = static_cast<float>(std::min(1.0, static_cast<double>(x.size_bytes) / limit));
+  return o;
+}
+
+StepResult PlacementEnv::Step(int action) {
+  if (done_) throw std::logic_error("PlacementEnv::Step after the episode ended");
+  if (action != 0 && action != 1) throw std::invalid_argument("PlacementEnv::Step: action must be 0 or 1");
+  const Tier chosen = static_cast<Tier>(action);
+  const size_t k = kernel_;
+  const uint32_t t = CurrentTensor();
+  const Tensor& x = w_.tensors[t];
+  const Access* access = FindAccess(w_, k, t);
+  const double kernel_ns = std::max(w_.kernels[k].dram_time_ns, 1.0);
+
+  StepResult result;
+  double reward = 0;
+  bool migrates = false;
+  Tier effective = chosen;  // the tier kernel k reads t from
+  if (!placed_[t]) {
+    plan_.initial_tiers[t] = chosen;
+    placed_[t] = true;
+  } else if (tier_[t] != chosen) {
+    migrates = true;
+    plan_.migrations.push_back({static_cast<int32_t>(k) - 1, t, chosen});
+    // An async copy overlaps kernel k, which still uses the source copy
+    // unless it writes the tensor (then the copy is synchronous).
+    bool overlapped = config_.mode == MigrationMode::kAsync && !(access && access->writes > 0);
+    if (overlapped) effective = tier_[t];
+    reward -= std::min(1.0, CopyTimeNs(w_, x.size_bytes, chosen) / kernel_ns);  // m_nor
+  }
+  tier_[t] = chosen;
+  // DRAM held during kernel k: DRAM-placed tensors and, with async copies,
+  // every tensor in flight (one of its two copies is in DRAM).
+  if (chosen == Tier::kDram || (migrates && effective != chosen)) dram_committed_ += x.size_bytes;
+  undecided_bytes_ -= x.size_bytes;
+  ++summary_.steps;
+
+  if (dram_committed_ > config_.dram_limit_bytes) {
+    reward -= config_.oom_penalty;
+    summary_.step_reward_sum += reward;
+    FinishEpisode(true);
+    result.reward = reward;
+    result.done = true;
+    return result;
+  }
+  if (effective == Tier::kDram && access)
+    reward += static_cast<double>(x.size_bytes) / static_cast<double>(touched_bytes_[k]);  // eq. 8
+  summary_.step_reward_sum += reward;
+
+  if (++cursor_ == decision_order_[k].size()) {
+    ++kernel_;
+    AdvanceToDecision();
+  }
+  if (done_) {
+    reward += summary_.episodic_reward;
+    result.done = true;
+  } else {
+    result.observation = MakeObservation();
+  }
+  result.reward = reward;
+  return result;
+}
+
+double PlacementEnv::EpisodicReward(double normalised_cost, uint64_t dram_peak_bytes) const {
+  // eq. 13 with both terms scaled by R_fix (docs/mdp.md): performance
+  // 1 - C_normal, and P_normal, the memory price saved against all-DRAM,
+  // which with linear prices reduces to the share of the peak kept out of DRAM.
+  double c = std::clamp(normalised_cost, 0.0, 2.0);
+  double peak = static_cast<double>(w_.peak_live_bytes());
+  double price = peak > 0 ? std::clamp(1.0 - static_cast<double>(dram_peak_bytes) / peak, 0.0, 1.0) : 0.0;
+  return config_.reward_fix * (config_.beta * (1.0 - c) + (1.0 - config_.beta) * price);
+}
+
+void PlacementEnv::FinishEpisode(bool oom) {
+  done_ = true;
+  // Tensors never reached (the episode ended early) go to the slow tier, so
+  // the plan is complete and can still be scored.
+  for (uint32_t t = 0; t < w_.num_tensors(); ++t)
+    if (!placed_[t] && w_.tensors[t].alloc_kernel >= kernel_) plan_.initial_tiers[t] = Tier::kSlow;
+  plan_.Normalize();
+  summary_.oom = oom;
+  summary_.plan = plan_;
+  summary_.cost = EvaluatePlan(w_, plan_);
+  summary_.normalised_cost = NormalisedCost(w_, summary_.cost.total_ns);
+  double peak = static_cast<double>(w_.peak_live_bytes());
+  summary_.price_score =
+      peak > 0 ? std::clamp(1.0 - static_cast<double>(summary_.cost.dram_peak_bytes) / peak, 0.0, 1.0) : 0.0;
+  summary_.episodic_reward = oom ? 0.0 : EpisodicReward(summary_.normalised_cost, summary_.cost.dram_peak_bytes);
+}
+
+double PlacementEnv::RescoreWithRuntime(double runtime_ns, double min_runtime_ns, double max_runtime_ns) {
+  if (!done_) throw std::logic_error("RescoreWithRuntime before the episode ended");
+  if (summary_.oom) return summary_.episodic_reward;
+  double range = max_runtime_ns - min_runtime_ns;
+  summary_.normalised_cost = range > 0 ? (runtime_ns - min_runtime_ns) / range : 0.0;
+  summary_.episodic_reward = EpisodicReward(summary_.normalised_cost, summary_.cost.dram_peak_bytes);
+  return summary_.episodic_reward;
+}
+
+}  // namespace tensortier

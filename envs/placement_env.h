@@ -1,0 +1,131 @@
+// The placement MDP of DeepTM IV-C. An episode walks one training iteration
+// kernel by kernel; at each kernel whose live tensors exceed the DRAM limit
+// (a "bottleneck" kernel) the agent places each live tensor, one step per
+// tensor, in DRAM or the slow tier for that kernel. Kernels without a
+// bottleneck keep every tensor where it is and put new tensors in DRAM.
+// The decisions become a PlacementPlan that the cost model (or a worker on
+// real memory) scores at the end of the episode.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "envs/cost_model.h"
+#include "envs/heat.h"
+#include "envs/placement_plan.h"
+#include "envs/workload.h"
+
+namespace tensortier {
+
+struct EnvConfig {
+  uint64_t dram_limit_bytes = 0;
+  MigrationMode mode = MigrationMode::kSync;
+  double beta = 0.5;                  // weight of performance against memory price (eq. 13)
+  double reward_fix = 50.0;           // R_fix
+  double oom_penalty = 50.0;          // subtracted on the step that runs out of DRAM
+  double dram_price_per_gb = 23.81;   // U_D (DeepTM)
+  double slow_price_per_gb = 7.85;    // U_P
+};
+
+// Observation layout; kObservationSize floats. Documented in docs/mdp.md.
+enum ObservationIndex : int {
+  kObsTier = 0,            // p_t: current tier (0 DRAM, 1 slow)
+  kObsHeat,                // H_t from Algorithm 1, squashed to [-1, 1]
+  kObsDramLeft,            // D_left / L_D
+  kObsSlowLeft,            // P_left / slow capacity (1 when unbounded)
+  kObsSizeShare,           // s_t / live bytes at k
+  kObsAccessedNow,         // 1 if kernel k reads or writes t
+  kObsInputShare,          // s_t / bytes kernel k touches (0 if not touched)
+  kObsPenaltyShare,        // slow penalty of t at k / kernel's DRAM time, capped at 1
+  kObsNextUse,             // kernels to next access / K (1 if none)
+  kObsPosition,            // k / K
+  kObsCopyCost,            // copy time of t / kernel's DRAM time, capped at 1
+  kObsPendingBytes,        // live bytes still to decide at k / L_D, capped at 4 (then /4)
+  kObsSizeOfLimit,         // s_t / L_D, capped at 1
+  kObservationSize
+};
+using Observation = std::array<float, kObservationSize>;
+
+struct StepResult {
+  Observation observation{};  // next state (zeros when done)
+  double reward = 0;          // step reward (eq. 8), plus the episodic reward on the last step
+  bool done = false;
+};
+
+struct EpisodeSummary {
+  uint32_t steps = 0;
+  double step_reward_sum = 0;
+  double episodic_reward = 0;
+  bool oom = false;
+  CostReport cost;
+  double normalised_cost = 0;
+  double price_score = 0;     // P_normal
+  PlacementPlan plan;
+};
+
+class PlacementEnv {
+ public:
+  // `w` must be finalized and outlive the env. Heats are computed once here.
+  PlacementEnv(const Workload& w, EnvConfig config);
+
+  Observation Reset();
+  StepResult Step(int action);  // 0 = DRAM, 1 = slow
+  bool done() const { return done_; }
+
+  // Valid after done(): the plan built so far and its score.
+  const EpisodeSummary& summary() const { return summary_; }
+
+  const Workload& workload() const { return w_; }
+  const EnvConfig& config() const { return config_; }
+  // Upper bound on the steps of an episode (sum of live tensors over
+  // bottleneck kernels).
+  uint32_t max_steps() const { return max_steps_; }
+  // The decision the next Step() makes: which tensor, at which kernel.
+  uint32_t current_tensor() const { return CurrentTensor(); }
+  size_t current_kernel() const { return kernel_; }
+
+  // Replaces the cost-model score of the finished episode with a measured
+  // runtime (workers on real memory call this) and recomputes the episodic
+  // reward. Returns the new episodic reward.
+  double RescoreWithRuntime(double runtime_ns, double min_runtime_ns, double max_runtime_ns);
+
+  // Episodic reward (eq. 11-13) for a normalised cost and a DRAM peak.
+  double EpisodicReward(double normalised_cost, uint64_t dram_peak_bytes) const;
+
+ private:
+  void AdvanceToDecision();
+  void FinishEpisode(bool oom);
+  Observation MakeObservation() const;
+  uint32_t CurrentTensor() const;
+
+  const Workload& w_;
+  EnvConfig config_;
+  std::vector<std::vector<double>> heats_;        // [kernel][index in live_at]
+  std::vector<bool> bottleneck_;
+  std::vector<std::vector<uint32_t>> decision_order_;  // indices into live_at(k), hottest first
+  std::vector<uint64_t> touched_bytes_;           // bytes each kernel reads or writes
+  uint32_t max_steps_ = 0;
+
+  // Episode state.
+  size_t kernel_ = 0;
+  size_t cursor_ = 0;                  // position in decision_order_[kernel_]
+  std::vector<Tier> tier_;             // tier of each tensor from the current kernel on
+  std::vector<bool> placed_;           // whether the tensor has a tier yet
+  uint64_t dram_committed_ = 0;        // DRAM held during kernel_ by decisions so far
+  uint64_t undecided_bytes_ = 0;
+  bool done_ = true;
+  PlacementPlan plan_;
+  EpisodeSummary summary_;
+};
+
+// Runs `policy(observation) -> action` through one episode and returns it.
+template <typename Policy>
+EpisodeSummary RunEpisode(PlacementEnv& env, Policy&& policy) {
+  Observation obs = env.Reset();
+  while (!env.done()) obs = env.Step(policy(obs)).observation;
+  return env.summary();
+}
+
+}  // namespace tensortier

@@ -1,0 +1,273 @@
+#include "envs/synthetic.h"
+
+#include <algorithm>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+namespace tensortier {
+namespace {
+
+// Bandwidths behind the synthetic kernel times: DRAM as on a small server,
+// the slow tier as one first-generation Optane DIMM (Izraelevitz et al.).
+constexpr double kDramBytesPerSecond = 20e9;
+constexpr double kSlowReadBytesPerSecond = 6.6e9;
+constexpr double kSlowWriteBytesPerSecond = 2.3e9;
+
+class Builder {
+ public:
+  explicit Builder(uint64_t seed) : rng_(seed) {}
+
+  uint32_t AddTensor(const std::string& name, uint64_t bytes, TensorKind kind, bool persistent = false) {
+    Tensor t;
+    t.name = name;
+    t.size_bytes = std::max<uint64_t>(bytes, 4);
+    t.kind = kind;
+    t.persistent = persistent;
+    tensors_.push_back(t);
+    first_use_.push_back(UINT32_MAX);
+    last_use_.push_back(0);
+    return static_cast<uint32_t>(tensors_.size() - 1);
+  }
+
+  // A kernel that reads `reads` and writes `writes`; its DRAM time follows
+  // the bytes it moves times a compute intensity, and each tensor's slow
+  // penalty the extra transfer time scaled by how memory-bound the kernel is.
+  uint32_t AddKernel(const std::string& name, const std::vector<uint32_t>& reads,
+                     const std::vector<uint32_t>& writes, double intensity) {
+    const uint32_t k = static_cast<uint32_t>(kernels_.size());
+    std::uniform_real_distribution<double> boundness(0.3, 1.0);
+    const double memory_bound = boundness(rng_) / intensity;
+    uint64_t moved = 0;
+    std::vector<Access> acc;
+    auto touch = [&](uint32_t t, bool write) {
+      for (Access& a : acc)
+        if (a.tensor == t) {
+          (write ? a.writes : a.reads) += 1;
+          return;
+        }
+      Access a;
+      a.kernel = k;
+      a.tensor = t;
+      (write ? a.writes : a.reads) = 1;
+      acc.push_back(a);
+    };
+    for (uint32_t t : reads) touch(t, false);
+    for (uint32_t t : writes) touch(t, true);
+    for (Access& a : acc) {
+      const double bytes = static_cast<double>(tensors_[a.tensor].size_bytes);
+      moved += tensors_[a.tensor].size_bytes * (a.reads + a.writes);
+      double extra = a.reads * bytes * (1 / kSlowReadBytesPerSecond - 1 / kDramBytesPerSecond) +
+                     a.writes * bytes * (1 / kSlowWriteBytesPerSecond - 1 / kDramBytesPerSecond);
+      a.slow_penalty_ns = extra * 1e9 * memory_bound;
+      first_use_[a.tensor] = std::min(first_use_[a.tensor], k);
+      last_use_[a.tensor] = std::max(last_use_[a.tensor], k);
+      accesses_.push_back(a);
+    }
+    Kernel kernel;
+    kernel.name = name;
+    kernel.dram_time_ns = static_cast<double>(moved) / kDramBytesPerSecond * 1e9 * intensity + 2000.0;
+    kernels_.push_back(kernel);
+    return k;
+  }
+
+  std::mt19937_64& rng() { return rng_; }
+
+  Workload Build(const std::string& name, const std::string& source, uint32_t batch) {
+    Workload w;
+    w.name = name;
+    w.source = source;
+    w.batch_size = batch;
+    const uint32_t last = static_cast<uint32_t>(kernels_.size() - 1);
+    for (size_t t = 0; t < tensors_.size(); ++t) {
+      Tensor& x = tensors_[t];
+      if (x.persistent || first_use_[t] == UINT32_MAX) {
+        x.alloc_kernel = 0;
+        x.free_kernel = last;
+        x.persistent = true;
+      } else {
+        x.alloc_kernel = first_use_[t];
+        x.free_kernel = last_use_[t];
+      }
+    }
+    w.kernels = kernels_;
+    w.tensors = tensors_;
+    w.accesses = accesses_;
+    w.device.name = "synthetic-optane";
+    w.device.dram_to_slow_bytes_per_second = kSlowWriteBytesPerSecond;
+    w.device.slow_to_dram_bytes_per_second = kSlowReadBytesPerSecond;
+    w.Finalize();
+    return w;
+  }
+
+ private:
+  std::mt19937_64 rng_;
+  std::vector<Kernel> kernels_;
+  std::vector<Tensor> tensors_;
+  std::vector<Access> accesses_;
+  std::vector<uint32_t> first_use_, last_use_;
+};
+
+struct Layer {
+  uint64_t activation_bytes;
+  uint64_t weight_bytes;
+  int small_params;       // batch-norm style parameters under one page
+  double intensity;       // compute per byte moved
+  int skip_from = -1;     // layer whose output this one adds (resnet)
+};
+
+std::vector<Layer> LayersFor(const SyntheticOptions& o, std::mt19937_64& rng) {
+  std::vector<Layer> layers;
+  std::uniform_real_distribution<double> jitter(0.8, 1.25);
+  const double b = static_cast<double>(o.base_bytes);
+  for (int l = 0; l < o.layers; ++l) {
+    double depth = o.layers > 1 ? static_cast<double>(l) / (o.layers - 1) : 0.0;
+    Layer x{};
+    switch (o.shape) {
+      case SyntheticShape::kVggLike:
+        // Activations shrink with depth; weights grow, the classifier is huge.
+        x.activation_bytes = static_cast<uint64_t>(b * 2.0 * (1.0 - 0.85 * depth) * jitter(rng));
+        x.weight_bytes = static_cast<uint64_t>(b * (l == o.layers - 1 ? 3.0 : 0.1 + 0.6 * depth) * jitter(rng));
+        x.small_params = 1;
+        x.intensity = 3.0;
+        break;
+      case SyntheticShape::kResnetLike:
+        x.activation_bytes = static_cast<uint64_t>(b * (1.0 - 0.5 * depth) * jitter(rng));
+        x.weight_bytes = static_cast<uint64_t>(b * (0.05 + 0.3 * depth) * jitter(rng));
+        x.small_params = 4;
+        x.intensity = 2.0;
+        if (l >= 2 && l % 2 == 0) x.skip_from = l - 2;
+        break;
+      case SyntheticShape::kMobilenetLike:
+        x.activation_bytes = static_cast<uint64_t>(b * 0.6 * (1.0 - 0.6 * depth) * jitter(rng));
+        // Depthwise filters: tiny.
+        x.weight_bytes = static_cast<uint64_t>((l % 2 == 0 ? 1152.0 : b * 0.02) * jitter(rng));
+        x.small_params = 6;
+        x.intensity = 0.8;  // memory bound
+        break;
+      case SyntheticShape::kTiny:
+        x.activation_bytes = static_cast<uint64_t>(b * jitter(rng));
+        x.weight_bytes = static_cast<uint64_t>(b * 0.5 * jitter(rng));
+        x.small_params = 0;
+        x.intensity = 1.0;
+        break;
+    }
+    layers.push_back(x);
+  }
+  return layers;
+}
+
+}  // namespace
+
+SyntheticShape ParseSyntheticShape(const std::string& name) {
+  if (name == "vgg" || name == "vgg-like") return SyntheticShape::kVggLike;
+  if (name == "resnet" || name == "resnet-like") return SyntheticShape::kResnetLike;
+  if (name == "mobilenet" || name == "mobilenet-like") return SyntheticShape::kMobilenetLike;
+  if (name == "tiny") return SyntheticShape::kTiny;
+  throw std::invalid_argument("unknown synthetic shape '" + name + "' (vgg, resnet, mobilenet, tiny)");
+}
+
+const char* SyntheticShapeName(SyntheticShape shape) {
+  switch (shape) {
+    case SyntheticShape::kVggLike: return "vgg-like";
+    case SyntheticShape::kResnetLike: return "resnet-like";
+    case SyntheticShape::kMobilenetLike: return "mobilenet-like";
+    case SyntheticShape::kTiny: return "tiny";
+  }
+  return "unknown";
+}
+
+Workload GenerateSynthetic(const SyntheticOptions& o) {
+  if (o.layers < 1 || o.layers > 4096) throw std::invalid_argument("synthetic: layers must be in [1, 4096]");
+  if (o.base_bytes < 64) throw std::invalid_argument("synthetic: base_bytes must be at least 64");
+  Builder b(o.seed);
+  const std::vector<Layer> layers = LayersFor(o, b.rng());
+  const int L = o.layers;
+  const std::string s = SyntheticShapeName(o.shape);
+  const bool tiny = o.shape == SyntheticShape::kTiny;
+
+  uint32_t input = b.AddTensor("input", layers[0].activation_bytes, TensorKind::kInput);
+  std::vector<uint32_t> weight(L), momentum(L), act(L), grad_w(L);
+  std::vector<std::vector<uint32_t>> small(L), small_state(L);
+  for (int l = 0; l < L; ++l) {
+    const std::string n = std::to_string(l);
+    weight[l] = b.AddTensor("layer" + n + ".weight", layers[l].weight_bytes, TensorKind::kParameter, true);
+    if (!tiny)
+      momentum[l] = b.AddTensor("layer" + n + ".momentum", layers[l].weight_bytes, TensorKind::kOptimizerState, true);
+    for (int i = 0; i < layers[l].small_params; ++i) {
+      small[l].push_back(b.AddTensor("layer" + n + ".bn" + std::to_string(i), 256 + 256 * (l % 8),
+                                     TensorKind::kParameter, true));
+      small_state[l].push_back(b.AddTensor("layer" + n + ".bn" + std::to_string(i) + ".momentum",
+                                           256 + 256 * (l % 8), TensorKind::kOptimizerState, true));
+    }
+  }
+
+  // Forward: each layer reads its input and weights, writes an activation
+  // kept for backward and a short-lived workspace.
+  for (int l = 0; l < L; ++l) {
+    const std::string n = std::to_string(l);
+    act[l] = b.AddTensor("layer" + n + ".out", layers[l].activation_bytes, TensorKind::kActivation);
+    std::vector<uint32_t> reads = {l == 0 ? input : act[l - 1], weight[l]};
+    for (uint32_t p : small[l]) reads.push_back(p);
+    if (layers[l].skip_from >= 0) reads.push_back(act[layers[l].skip_from]);
+    std::vector<uint32_t> writes = {act[l]};
+    if (!tiny) {
+      uint32_t workspace = b.AddTensor("layer" + n + ".workspace", layers[l].activation_bytes / 4 + 512,
+                                       TensorKind::kTemporary);
+      writes.push_back(workspace);
+      // Batch statistics: tiny temporaries, read again in the same kernel.
+      uint32_t stats = b.AddTensor("layer" + n + ".stats", 512, TensorKind::kTemporary);
+      writes.push_back(stats);
+      reads.push_back(stats);
+    }
+    b.AddKernel("forward." + n, reads, writes, layers[l].intensity);
+  }
+
+  // Loss, then backward from the last layer to the first.
+  uint32_t grad_out = b.AddTensor("loss.grad", layers[L - 1].activation_bytes, TensorKind::kGradient);
+  b.AddKernel("loss", {act[L - 1]}, {grad_out}, 0.5);
+  std::vector<uint32_t> skip_grad(L, UINT32_MAX);
+  uint32_t upstream = grad_out;
+  for (int l = L - 1; l >= 0; --l) {
+    const std::string n = std::to_string(l);
+    grad_w[l] = b.AddTensor("layer" + n + ".weight.grad", layers[l].weight_bytes, TensorKind::kGradient);
+    std::vector<uint32_t> reads = {upstream, act[l], l == 0 ? input : act[l - 1], weight[l]};
+    for (uint32_t p : small[l]) reads.push_back(p);
+    if (skip_grad[l] != UINT32_MAX) reads.push_back(skip_grad[l]);
+    std::vector<uint32_t> writes = {grad_w[l]};
+    if (l > 0) {
+      uint32_t down = b.AddTensor("layer" + n + ".in.grad", layers[l - 1].activation_bytes, TensorKind::kGradient);
+      writes.push_back(down);
+      upstream = down;
+    }
+    if (layers[l].skip_from >= 0) {
+      skip_grad[layers[l].skip_from + 1 < L ? layers[l].skip_from + 1 : L - 1] =
+          b.AddTensor("layer" + n + ".skip.grad", layers[layers[l].skip_from].activation_bytes,
+                      TensorKind::kGradient);
+      writes.push_back(skip_grad[layers[l].skip_from + 1 < L ? layers[l].skip_from + 1 : L - 1]);
+    }
+    b.AddKernel("backward." + n, reads, writes, layers[l].intensity);
+  }
+
+  // Optimizer step per layer: SGD with momentum.
+  for (int l = 0; l < L; ++l) {
+    const std::string n = std::to_string(l);
+    std::vector<uint32_t> reads = {grad_w[l], weight[l]};
+    std::vector<uint32_t> writes = {weight[l]};
+    if (!tiny) {
+      reads.push_back(momentum[l]);
+      writes.push_back(momentum[l]);
+    }
+    for (size_t i = 0; i < small[l].size(); ++i) {
+      writes.push_back(small[l][i]);
+      writes.push_back(small_state[l][i]);
+    }
+    b.AddKernel("optimizer." + n, reads, writes, 0.6);
+  }
+
+  std::string source = "synthetic:" + s + " layers=" + std::to_string(L) +
+                       " base_bytes=" + std::to_string(o.base_bytes) + " seed=" + std::to_string(o.seed);
+  return b.Build(s + "-" + std::to_string(L), source, o.batch_size);
+}
+
+}  // namespace tensortier

@@ -1,0 +1,30 @@
+// Synthetic workloads with realistic shapes, for tests and for training
+// before real profiles exist. The graphs mimic a training iteration:
+// forward kernels allocate activations kept for backward, backward kernels
+// read them and free them, gradients and optimizer state update parameters.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "envs/workload.h"
+
+namespace tensortier {
+
+enum class SyntheticShape { kVggLike, kResnetLike, kMobilenetLike, kTiny };
+
+struct SyntheticOptions {
+  SyntheticShape shape = SyntheticShape::kResnetLike;
+  int layers = 8;            // forward layers (blocks for resnet-like)
+  uint64_t base_bytes = 4ull << 20;
+  uint32_t batch_size = 32;
+  uint64_t seed = 1;
+};
+
+// Parses "vgg", "resnet", "mobilenet", "tiny"; throws on anything else.
+SyntheticShape ParseSyntheticShape(const std::string& name);
+const char* SyntheticShapeName(SyntheticShape shape);
+
+Workload GenerateSynthetic(const SyntheticOptions& options);
+
+}  // namespace tensortier

@@ -1,0 +1,109 @@
+#include "envs/workload.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "common/hash.h"
+
+namespace tensortier {
+
+const char* TierName(Tier tier) { return tier == Tier::kDram ? "dram" : "slow"; }
+
+const char* TensorKindName(TensorKind kind) {
+  switch (kind) {
+    case TensorKind::kParameter: return "parameter";
+    case TensorKind::kActivation: return "activation";
+    case TensorKind::kTemporary: return "temporary";
+    case TensorKind::kGradient: return "gradient";
+    case TensorKind::kOptimizerState: return "optimizer_state";
+    case TensorKind::kInput: return "input";
+  }
+  return "unknown";
+}
+
+namespace {
+[[noreturn]] void Invalid(const std::string& what) {
+  throw std::invalid_argument("invalid workload: " + what);
+}
+}  // namespace
+
+void Workload::Finalize() {
+  const size_t K = kernels.size();
+  const size_t T = tensors.size();
+  if (K == 0) Invalid("no kernels");
+  if (K > (1u << 24) || T > (1u << 26)) Invalid("too many kernels or tensors");
+  for (size_t k = 0; k < K; ++k)
+    if (!(kernels[k].dram_time_ns >= 0)) Invalid("kernel " + std::to_string(k) + " has a negative or NaN time");
+  for (size_t t = 0; t < T; ++t) {
+    const Tensor& x = tensors[t];
+    if (x.size_bytes == 0) Invalid("tensor " + std::to_string(t) + " has size 0");
+    if (x.alloc_kernel > x.free_kernel)
+      Invalid("tensor " + std::to_string(t) + " is freed (kernel " + std::to_string(x.free_kernel) +
+              ") before it is allocated (kernel " + std::to_string(x.alloc_kernel) + ")");
+    if (x.free_kernel >= K)
+      Invalid("tensor " + std::to_string(t) + " is freed at kernel " + std::to_string(x.free_kernel) +
+              " but there are " + std::to_string(K) + " kernels");
+  }
+  std::stable_sort(accesses.begin(), accesses.end(), [](const Access& a, const Access& b) {
+    return a.kernel != b.kernel ? a.kernel < b.kernel : a.tensor < b.tensor;
+  });
+  for (size_t i = 0; i < accesses.size(); ++i) {
+    const Access& a = accesses[i];
+    if (a.kernel >= K) Invalid("access " + std::to_string(i) + " names kernel " + std::to_string(a.kernel));
+    if (a.tensor >= T) Invalid("access " + std::to_string(i) + " names tensor " + std::to_string(a.tensor));
+    const Tensor& x = tensors[a.tensor];
+    if (a.kernel < x.alloc_kernel || a.kernel > x.free_kernel)
+      Invalid("kernel " + std::to_string(a.kernel) + " accesses tensor " + std::to_string(a.tensor) +
+              " outside its lifetime [" + std::to_string(x.alloc_kernel) + ", " +
+              std::to_string(x.free_kernel) + "]");
+    if (!(a.slow_penalty_ns >= 0)) Invalid("access " + std::to_string(i) + " has a negative or NaN penalty");
+    if (i > 0 && accesses[i - 1].kernel == a.kernel && accesses[i - 1].tensor == a.tensor)
+      Invalid("kernel " + std::to_string(a.kernel) + " lists tensor " + std::to_string(a.tensor) + " twice");
+  }
+  if (!(device.dram_to_slow_bytes_per_second > 0) || !(device.slow_to_dram_bytes_per_second > 0))
+    Invalid("device copy bandwidths must be positive");
+
+  kernel_accesses_.assign(K, {});
+  live_.assign(K, {});
+  allocated_.assign(K, {});
+  tensor_kernels_.assign(T, {});
+  live_bytes_.assign(K, 0);
+  for (uint32_t i = 0; i < accesses.size(); ++i) {
+    kernel_accesses_[accesses[i].kernel].push_back(i);
+    tensor_kernels_[accesses[i].tensor].push_back(accesses[i].kernel);
+  }
+  for (uint32_t t = 0; t < T; ++t) {
+    allocated_[tensors[t].alloc_kernel].push_back(t);
+    for (uint32_t k = tensors[t].alloc_kernel; k <= tensors[t].free_kernel; ++k) {
+      live_[k].push_back(t);
+      live_bytes_[k] += tensors[t].size_bytes;
+    }
+  }
+  peak_live_bytes_ = *std::max_element(live_bytes_.begin(), live_bytes_.end());
+  finalized_ = true;
+}
+
+double Workload::total_dram_time_ns() const {
+  double sum = 0;
+  for (const Kernel& k : kernels) sum += k.dram_time_ns;
+  return sum;
+}
+
+double Workload::total_slow_time_ns() const {
+  double sum = total_dram_time_ns();
+  for (const Access& a : accesses) sum += a.slow_penalty_ns;
+  return sum;
+}
+
+uint64_t Workload::Signature() const {
+  Fnv1a h;
+  h.Value<uint64_t>(kernels.size()).Value<uint64_t>(tensors.size()).Value<uint64_t>(accesses.size());
+  for (const Tensor& t : tensors)
+    h.Value(t.size_bytes).Value(static_cast<uint8_t>(t.kind)).Value(t.alloc_kernel).Value(t.free_kernel)
+        .Value(static_cast<uint8_t>(t.persistent));
+  for (const Access& a : accesses) h.Value(a.kernel).Value(a.tensor).Value(a.reads).Value(a.writes);
+  return h.digest();
+}
+
+}  // namespace tensortier

@@ -1,0 +1,110 @@
+// The static graph of one training iteration: kernels in order, the tensors
+// they allocate, touch and free, and what each kernel costs when the tensors
+// it touches sit in the slow tier. Everything the cost model, the heats, the
+// MDP and the baselines need, and nothing about how it was obtained.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tensortier {
+
+enum class Tier : uint8_t { kDram = 0, kSlow = 1 };
+const char* TierName(Tier tier);
+
+enum class TensorKind : uint8_t {
+  kParameter = 0,
+  kActivation = 1,
+  kTemporary = 2,
+  kGradient = 3,
+  kOptimizerState = 4,
+  kInput = 5,
+};
+const char* TensorKindName(TensorKind kind);
+
+struct Kernel {
+  std::string name;
+  double dram_time_ns = 0;  // every tensor it touches in DRAM
+};
+
+struct Tensor {
+  std::string name;
+  uint64_t size_bytes = 0;
+  TensorKind kind = TensorKind::kTemporary;
+  uint32_t alloc_kernel = 0;  // first kernel in which it is live
+  uint32_t free_kernel = 0;   // last kernel in which it is live (inclusive)
+  bool persistent = false;    // survives the iteration (parameters, optimizer state)
+};
+
+// One kernel's use of one tensor. The kernel-time model is additive: a
+// kernel takes dram_time_ns plus slow_penalty_ns for each of its tensors that
+// is in the slow tier. It is AutoTM's n_{k,c} / DeepTM's c_e restricted to
+// configurations that decompose per tensor, which keeps the ILP linear and
+// lets a profiler measure one penalty per (kernel, tensor) instead of 2^n.
+struct Access {
+  uint32_t kernel = 0;
+  uint32_t tensor = 0;
+  uint32_t reads = 0;
+  uint32_t writes = 0;
+  double slow_penalty_ns = 0;
+};
+
+// Where the numbers for copies between tiers come from.
+struct DeviceModel {
+  std::string name = "synthetic";
+  double dram_to_slow_bytes_per_second = 2.3e9;
+  double slow_to_dram_bytes_per_second = 6.6e9;
+  uint64_t slow_capacity_bytes = 0;  // 0 = unbounded
+};
+
+class Workload {
+ public:
+  static constexpr uint16_t kFormatVersion = 1;
+
+  std::string name;
+  std::string source;
+  uint32_t batch_size = 0;
+  std::vector<Kernel> kernels;
+  std::vector<Tensor> tensors;
+  std::vector<Access> accesses;
+  DeviceModel device;
+
+  // Checks the invariants every consumer relies on (indices in range,
+  // alloc <= free, accesses inside lifetimes, positive sizes) and builds the
+  // per-kernel indices. Throws std::invalid_argument naming the first problem.
+  void Finalize();
+
+  size_t num_kernels() const { return kernels.size(); }
+  size_t num_tensors() const { return tensors.size(); }
+
+  // Indices into `accesses` of the tensors kernel k touches, sorted by tensor.
+  const std::vector<uint32_t>& accesses_of_kernel(size_t k) const { return kernel_accesses_[k]; }
+  // Tensors live during kernel k (alloc <= k <= free), ascending.
+  const std::vector<uint32_t>& live_at(size_t k) const { return live_[k]; }
+  // Tensors allocated at kernel k.
+  const std::vector<uint32_t>& allocated_at(size_t k) const { return allocated_[k]; }
+  // Kernels that access tensor t, ascending.
+  const std::vector<uint32_t>& kernels_of_tensor(size_t t) const { return tensor_kernels_[t]; }
+
+  uint64_t live_bytes_at(size_t k) const { return live_bytes_[k]; }
+  uint64_t peak_live_bytes() const { return peak_live_bytes_; }
+  double total_dram_time_ns() const;
+  // Sum over kernels of the time with every touched tensor in the slow tier.
+  double total_slow_time_ns() const;
+  // Stable 64-bit identity of the graph (names excluded): what plans and
+  // caches are keyed by.
+  uint64_t Signature() const;
+  bool finalized() const { return finalized_; }
+
+ private:
+  bool finalized_ = false;
+  std::vector<std::vector<uint32_t>> kernel_accesses_;
+  std::vector<std::vector<uint32_t>> live_;
+  std::vector<std::vector<uint32_t>> allocated_;
+  std::vector<std::vector<uint32_t>> tensor_kernels_;
+  std::vector<uint64_t> live_bytes_;
+  uint64_t peak_live_bytes_ = 0;
+};
+
+}  // namespace tensortier

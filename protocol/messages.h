@@ -1,0 +1,126 @@
+// The messages of the learner <-> worker protocol as plain C++ values. The
+// wire form is protocol/tensortier.capnp; codec.h converts.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "envs/placement_env.h"
+#include "envs/placement_plan.h"
+#include "envs/transition.h"
+#include "envs/workload.h"
+
+namespace tensortier {
+
+constexpr uint16_t kProtocolVersion = 1;
+
+struct TierCapacity {
+  Tier tier = Tier::kDram;
+  uint64_t capacity_bytes = 0;
+};
+
+struct RegisterMsg {
+  std::string host;
+  uint32_t pid = 0;
+  std::string worker_name;
+  std::vector<TierCapacity> tiers;
+  std::string slow_tier_backend;
+};
+
+struct RegisterAckMsg {
+  uint32_t worker_id = 0;
+  uint32_t heartbeat_interval_ms = 1000;
+  uint32_t heartbeat_liveness = 3;
+};
+
+struct HeartbeatMsg {
+  uint32_t worker_id = 0;
+  uint64_t episodes_done = 0;
+};
+
+struct ExplorationSettings {
+  double epsilon = 0.1;
+  double epsilon_start = 0.9;
+  double epsilon_end = 0.0;
+  uint32_t schedule_episodes = 0;  // 0: fixed epsilon
+  uint64_t seed = 1;
+};
+
+struct TaskMsg {
+  uint64_t task_id = 0;
+  Workload workload;
+  EnvConfig env;
+  ExplorationSettings exploration;
+  std::string agent = "dqn";
+  std::string agent_config_json;
+};
+
+struct WeightsMsg {
+  uint64_t version = 0;
+  std::string agent;
+  std::string blob;
+};
+
+struct TransitionBatchMsg {
+  uint32_t worker_id = 0;
+  uint64_t task_id = 0;
+  uint64_t episode_id = 0;
+  uint64_t policy_version = 0;
+  std::vector<Transition> transitions;
+};
+
+struct MemoryCounters {
+  uint64_t dram_peak_bytes = 0;
+  uint64_t slow_peak_bytes = 0;
+  uint64_t bytes_to_slow = 0;
+  uint64_t bytes_to_dram = 0;
+  uint32_t migrations_to_slow = 0;
+  uint32_t migrations_to_dram = 0;
+  uint32_t oom_events = 0;
+};
+
+struct EpisodeReportMsg {
+  uint32_t worker_id = 0;
+  uint64_t task_id = 0;
+  uint64_t episode_id = 0;
+  uint64_t policy_version = 0;
+  uint32_t steps = 0;
+  double step_reward_sum = 0;
+  double episodic_reward = 0;
+  double runtime_ns = 0;
+  double normalised_cost = 0;
+  bool oom = false;
+  double epsilon = 0;
+  MemoryCounters counters;
+  std::string backend;
+  PlacementPlan plan;
+  bool greedy = false;
+};
+
+enum class ErrorCode : uint16_t {
+  kMalformed = 1,
+  kOversized = 2,
+  kWrongVersion = 3,
+  kUnknownWorker = 4,
+  kUnexpected = 5,
+  kInternal = 6,
+};
+
+struct ErrorMsg {
+  ErrorCode code = ErrorCode::kMalformed;
+  std::string reason;
+};
+
+struct ShutdownMsg {
+  std::string reason;
+};
+
+using Message = std::variant<RegisterMsg, RegisterAckMsg, HeartbeatMsg, TaskMsg, WeightsMsg,
+                             TransitionBatchMsg, EpisodeReportMsg, ErrorMsg, ShutdownMsg>;
+
+const char* MessageName(const Message& m);
+
+}  // namespace tensortier

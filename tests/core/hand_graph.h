@@ -1,0 +1,37 @@
+// A four-tensor, three-kernel graph small enough to score by hand
+// (tests/core/test_cost_model.cc derives every number from it).
+#pragma once
+
+#include "envs/workload.h"
+
+namespace tensortier::testing {
+
+//   kernel   time   touches (slow penalty ns)
+//   k0       100    A r (50), B w (30)
+//   k1       200    B r (20), C w (40), D w (25)
+//   k2       300    A r (60), C r (10)
+//   A 1000 B [0,2]  B 500 B [0,1]  C 400 B [1,2]  D 200 B [0,2]
+//   copies: to slow 1 byte/ns, to DRAM 2 bytes/ns
+inline Workload HandGraph(bool a_persistent = false) {
+  Workload w;
+  w.name = "hand";
+  w.kernels = {{"k0", 100}, {"k1", 200}, {"k2", 300}};
+  w.tensors = {
+      {"A", 1000, TensorKind::kActivation, 0, 2, a_persistent},
+      {"B", 500, TensorKind::kActivation, 0, 1, false},
+      {"C", 400, TensorKind::kActivation, 1, 2, false},
+      {"D", 200, TensorKind::kTemporary, 0, 2, false},
+  };
+  w.accesses = {
+      {0, 0, 1, 0, 50}, {0, 1, 0, 1, 30}, {1, 1, 1, 0, 20}, {1, 2, 0, 1, 40},
+      {1, 3, 0, 1, 25}, {2, 0, 1, 0, 60}, {2, 2, 1, 0, 10},
+  };
+  w.device.dram_to_slow_bytes_per_second = 1e9;
+  w.device.slow_to_dram_bytes_per_second = 2e9;
+  w.Finalize();
+  return w;
+}
+
+enum HandTensor : uint32_t { kA = 0, kB = 1, kC = 2, kD = 3 };
+
+}  // namespace tensortier::testing

@@ -1,0 +1,214 @@
+#include <gtest/gtest.h>
+
+#include "envs/cost_model.h"
+#include "envs/first_touch.h"
+#include "tests/core/hand_graph.h"
+
+namespace tensortier {
+namespace {
+using testing::HandGraph;
+using testing::kA;
+using testing::kB;
+using testing::kC;
+using testing::kD;
+
+PlacementPlan Plan(const Workload& w, std::vector<Tier> tiers, std::vector<Migration> moves,
+                   MigrationMode mode, uint64_t limit = 0) {
+  PlacementPlan p;
+  p.workload_signature = w.Signature();
+  p.dram_limit_bytes = limit;
+  p.mode = mode;
+  p.initial_tiers = std::move(tiers);
+  p.migrations = std::move(moves);
+  p.Normalize();
+  return p;
+}
+
+constexpr Tier D = Tier::kDram;
+constexpr Tier S = Tier::kSlow;
+
+TEST(CostModel, AllDramIsTheSumOfKernelTimes) {
+  Workload w = HandGraph();
+  CostReport r = EvaluatePlan(w, PlacementPlan::Uniform(w, D, 0));
+  EXPECT_DOUBLE_EQ(r.total_ns, 600);
+  EXPECT_DOUBLE_EQ(r.migration_ns, 0);
+  EXPECT_EQ(r.dram_peak_bytes, 2100u);  // k1: A + B + C + D
+  EXPECT_EQ(r.slow_peak_bytes, 0u);
+  EXPECT_FALSE(r.oom);
+  EXPECT_DOUBLE_EQ(MinCostNs(w), 600);
+}
+
+TEST(CostModel, AllSlowAddsEveryPenalty) {
+  Workload w = HandGraph();
+  CostReport r = EvaluatePlan(w, PlacementPlan::Uniform(w, S, 1));
+  EXPECT_DOUBLE_EQ(r.total_ns, 600 + 50 + 30 + 20 + 40 + 25 + 60 + 10);
+  EXPECT_DOUBLE_EQ(MaxCostNs(w), 835);
+  EXPECT_EQ(r.dram_peak_bytes, 0u);
+  EXPECT_FALSE(r.oom);
+  EXPECT_DOUBLE_EQ(NormalisedCost(w, r.total_ns), 1.0);
+}
+
+TEST(CostModel, SyncMigrationBlocksAndMovesBeforeTheNextKernel) {
+  Workload w = HandGraph();
+  // A starts slow and is fetched to DRAM after k1, before k2 reads it.
+  PlacementPlan p = Plan(w, {S, D, D, D}, {{1, kA, D}}, MigrationMode::kSync);
+  CostReport r = EvaluatePlan(w, p);
+  EXPECT_DOUBLE_EQ(r.exec_ns, 150 + 200 + 300);
+  EXPECT_DOUBLE_EQ(r.migration_ns, 500);  // 1000 bytes at 2 bytes/ns
+  EXPECT_DOUBLE_EQ(r.total_ns, 1150);
+  EXPECT_EQ(r.bytes_to_dram, 1000u);
+  EXPECT_EQ(r.migrations_to_dram, 1u);
+  EXPECT_EQ(r.dram_peak_bytes, 1600u);  // k2: A + C + D
+  ASSERT_EQ(r.kernel_ns.size(), 3u);
+  EXPECT_DOUBLE_EQ(r.kernel_ns[2], 800);
+}
+
+TEST(CostModel, AsyncMigrationOverlapsTheNextKernelAndHoldsBothCopies) {
+  Workload w = HandGraph();
+  PlacementPlan p = Plan(w, {S, D, D, D}, {{1, kA, D}}, MigrationMode::kAsync);
+  CostReport r = EvaluatePlan(w, p);
+  // k2 still reads A from the slow tier while the copy runs: 300 + 60; the
+  // 500 ns copy is hidden except for 140 ns.
+  EXPECT_DOUBLE_EQ(r.exec_ns, 150 + 200 + 360);
+  EXPECT_DOUBLE_EQ(r.migration_ns, 140);
+  EXPECT_DOUBLE_EQ(r.raw_migration_ns, 500);
+  EXPECT_DOUBLE_EQ(r.total_ns, 850);
+  EXPECT_EQ(r.dram_peak_bytes, 1600u);  // C + D + A's DRAM copy in flight
+}
+
+TEST(CostModel, AsyncCopyOfATensorTheNextKernelWritesIsSynchronous) {
+  Workload w = HandGraph();
+  PlacementPlan p = Plan(w, {D, D, D, D}, {{0, kD, S}}, MigrationMode::kAsync);
+  CostReport r = EvaluatePlan(w, p);
+  // k1 writes D: the 200-byte copy to slow blocks (200 ns) and k1 writes D in slow (+25).
+  EXPECT_DOUBLE_EQ(r.migration_ns, 200);
+  EXPECT_DOUBLE_EQ(r.total_ns, 100 + 200 + 225 + 300);
+  EXPECT_EQ(r.bytes_to_slow, 200u);
+}
+
+TEST(CostModel, DetectsOutOfMemoryAtTheFirstKernelOverTheLimit) {
+  Workload w = HandGraph();
+  PlacementPlan p = Plan(w, {S, D, D, D}, {{1, kA, D}}, MigrationMode::kSync, 1200);
+  CostReport r = EvaluatePlan(w, p);
+  EXPECT_TRUE(r.oom);
+  EXPECT_EQ(r.oom_kernel, 2);
+  EXPECT_EQ(r.oom_excess_bytes, 400u);
+  // 1600 fits.
+  p.dram_limit_bytes = 1600;
+  EXPECT_FALSE(EvaluatePlan(w, p).oom);
+}
+
+TEST(CostModel, AsyncInFlightCopiesCountAgainstTheLimit) {
+  Workload w = HandGraph();
+  // Evicting B after k0 keeps its DRAM copy during k1: B + C + D = 1100.
+  PlacementPlan sync = Plan(w, {S, D, D, D}, {{0, kB, S}}, MigrationMode::kSync, 1000);
+  PlacementPlan async = sync;
+  async.mode = MigrationMode::kAsync;
+  EXPECT_FALSE(EvaluatePlan(w, sync).oom);  // k1: C + D = 600
+  CostReport r = EvaluatePlan(w, async);
+  EXPECT_TRUE(r.oom);
+  EXPECT_EQ(r.oom_kernel, 1);
+}
+
+TEST(CostModel, PersistentTensorsReturnToTheirStartingTier) {
+  Workload w = HandGraph(/*a_persistent=*/true);
+  PlacementPlan p = Plan(w, {S, D, D, D}, {{1, kA, D}}, MigrationMode::kSync);
+  CostReport r = EvaluatePlan(w, p);
+  // 500 ns fetch + 1000 ns write-back at 1 byte/ns for the next iteration.
+  EXPECT_DOUBLE_EQ(r.migration_ns, 1500);
+  EXPECT_EQ(r.bytes_to_slow, 1000u);
+}
+
+TEST(CostModel, RejectsAPlanForAnotherWorkload) {
+  Workload w = HandGraph();
+  PlacementPlan p = PlacementPlan::Uniform(w, D, 0);
+  p.initial_tiers.pop_back();
+  EXPECT_THROW(EvaluatePlan(w, p), std::invalid_argument);
+  PlacementPlan q = PlacementPlan::Uniform(w, D, 0);
+  q.migrations.push_back({2, kA, S});  // after the last kernel A is gone
+  EXPECT_THROW(EvaluatePlan(w, q), std::invalid_argument);
+  PlacementPlan c = PlacementPlan::Uniform(w, D, 0);
+  c.migrations.push_back({0, kC, S});  // C does not exist yet after k0
+  EXPECT_THROW(EvaluatePlan(w, c), std::invalid_argument);
+}
+
+TEST(FirstTouch, FillsDramInAllocationOrderAndReusesFreedSpace) {
+  Workload w = HandGraph();
+  // Limit 1500: A (1000) fits, B (500) fits, D (200) does not; at k1 nothing
+  // has been freed yet, so C (400) goes slow.
+  PlacementPlan p = FirstTouchPlan(w, 1500);
+  EXPECT_EQ(p.initial_tiers, (std::vector<Tier>{D, D, S, S}));
+  EXPECT_TRUE(p.migrations.empty());
+  EXPECT_FALSE(EvaluatePlan(w, p).oom);
+  // Limit 1100: A fits; B (1500), D (1200) and C (1400) would not.
+  EXPECT_EQ(FirstTouchPlan(w, 1100).initial_tiers, (std::vector<Tier>{D, S, S, S}));
+}
+
+TEST(FirstTouch, NeverExceedsTheLimit) {
+  Workload w = HandGraph();
+  for (uint64_t limit : {100u, 500u, 900u, 1300u, 1700u, 2100u}) {
+    CostReport r = EvaluatePlan(w, FirstTouchPlan(w, limit));
+    EXPECT_FALSE(r.oom) << limit;
+    EXPECT_LE(r.dram_peak_bytes, limit);
+  }
+}
+
+TEST(PlacementPlan, HashAndEqualityFollowContent) {
+  Workload w = HandGraph();
+  PlacementPlan a = Plan(w, {S, D, D, D}, {{1, kA, D}}, MigrationMode::kSync);
+  PlacementPlan b = a;
+  EXPECT_EQ(a.Hash(), b.Hash());
+  b.produced_by = "someone else";  // provenance is not content
+  EXPECT_EQ(a.Hash(), b.Hash());
+  b.mode = MigrationMode::kAsync;
+  EXPECT_NE(a.Hash(), b.Hash());
+  PlacementPlan c = a;
+  c.initial_tiers[kB] = S;
+  EXPECT_NE(a.Hash(), c.Hash());
+  EXPECT_FALSE(a == c);
+}
+
+TEST(PlacementPlan, NormalizeDropsMovesThatChangeNothing) {
+  Workload w = HandGraph();
+  PlacementPlan p = Plan(w, {D, D, D, D}, {{0, kA, D}, {1, kA, S}, {0, kD, S}, {1, kD, S}},
+                         MigrationMode::kSync);
+  ASSERT_EQ(p.migrations.size(), 2u);
+  EXPECT_EQ(p.migrations[0], (Migration{0, kD, S}));
+  EXPECT_EQ(p.migrations[1], (Migration{1, kA, S}));
+  auto timeline = p.TierTimeline(w);
+  EXPECT_EQ(timeline[0][kD], D);
+  EXPECT_EQ(timeline[1][kD], S);
+  EXPECT_EQ(timeline[2][kA], S);
+}
+
+TEST(Workload, FinalizeRejectsBrokenGraphs) {
+  Workload w = HandGraph();
+  Workload bad = w;
+  bad.accesses.push_back({0, 2, 1, 0, 0});  // C is not live at k0
+  EXPECT_THROW(bad.Finalize(), std::invalid_argument);
+  bad = w;
+  bad.tensors[1].free_kernel = 7;
+  EXPECT_THROW(bad.Finalize(), std::invalid_argument);
+  bad = w;
+  bad.accesses.push_back({1, 9, 1, 0, 0});
+  EXPECT_THROW(bad.Finalize(), std::invalid_argument);
+  bad = w;
+  bad.tensors[0].size_bytes = 0;
+  EXPECT_THROW(bad.Finalize(), std::invalid_argument);
+}
+
+TEST(Workload, IndicesDescribeLiveness) {
+  Workload w = HandGraph();
+  EXPECT_EQ(w.live_at(1), (std::vector<uint32_t>{kA, kB, kC, kD}));
+  EXPECT_EQ(w.live_at(2), (std::vector<uint32_t>{kA, kC, kD}));
+  EXPECT_EQ(w.allocated_at(1), (std::vector<uint32_t>{kC}));
+  EXPECT_EQ(w.kernels_of_tensor(kA), (std::vector<uint32_t>{0, 2}));
+  EXPECT_EQ(w.peak_live_bytes(), 2100u);
+  Workload other = HandGraph();
+  EXPECT_EQ(w.Signature(), other.Signature());
+  other.tensors[0].size_bytes = 999;
+  EXPECT_NE(w.Signature(), other.Signature());
+}
+
+}  // namespace
+}  // namespace tensortier

@@ -1,0 +1,207 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "envs/first_touch.h"
+#include "envs/placement_env.h"
+#include "envs/synthetic.h"
+#include "tests/core/hand_graph.h"
+
+namespace tensortier {
+namespace {
+using testing::HandGraph;
+
+EnvConfig HandConfig(MigrationMode mode = MigrationMode::kSync) {
+  EnvConfig c;
+  c.dram_limit_bytes = 1000;  // every kernel of the hand graph is a bottleneck
+  c.mode = mode;
+  c.beta = 0.75;
+  return c;
+}
+
+TEST(PlacementEnv, EveryLiveTensorOfEveryBottleneckKernelIsOneStep) {
+  Workload w = HandGraph();
+  PlacementEnv env(w, HandConfig());
+  EXPECT_EQ(env.max_steps(), 3u + 4u + 3u);
+  EpisodeSummary s = RunEpisode(env, [](const Observation&) { return 1; });
+  EXPECT_EQ(s.steps, 10u);
+  EXPECT_FALSE(s.oom);
+}
+
+TEST(PlacementEnv, StepRewardIsTheInputShareKeptInDram) {
+  Workload w = HandGraph();
+  PlacementEnv env(w, HandConfig());
+  env.Reset();
+  ASSERT_EQ(env.current_kernel(), 0u);
+  // k0 touches A (1000) and B (500); D is live but untouched.
+  int checked = 0;
+  while (env.current_kernel() == 0) {
+    uint32_t t = env.current_tensor();
+    double expected = t == testing::kA ? 0.0 : (t == testing::kB ? 500.0 / 1500.0 : 0.0);
+    int action = t == testing::kA ? 1 : 0;  // A slow, B and D in DRAM (700 bytes)
+    StepResult r = env.Step(action);
+    EXPECT_NEAR(r.reward, expected, 1e-12) << "tensor " << t;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 3);
+}
+
+TEST(PlacementEnv, MigrationCostIsSubtractedFromTheStepReward) {
+  Workload w = HandGraph();
+  PlacementEnv env(w, HandConfig());
+  env.Reset();
+  // k0: all slow.
+  while (env.current_kernel() == 0) env.Step(1);
+  // k1: fetching B (500 bytes at 2 bytes/ns = 250 ns) for a 200 ns kernel
+  // costs min(1, 250/200) = 1; B is read by k1, a 500/1100 share.
+  while (env.current_tensor() != testing::kB) env.Step(1);
+  StepResult r = env.Step(0);
+  EXPECT_NEAR(r.reward, 500.0 / 1100.0 - 1.0, 1e-12);
+}
+
+TEST(PlacementEnv, RunningOutOfDramEndsTheEpisodeWithAPenalty) {
+  Workload w = HandGraph();
+  EnvConfig c = HandConfig();
+  PlacementEnv env(w, c);
+  env.Reset();
+  StepResult r;
+  int steps = 0;
+  do {
+    r = env.Step(0);  // everything in DRAM: 1700 bytes at k0 > 1000
+    ++steps;
+  } while (!r.done);
+  EXPECT_LE(steps, 3);
+  EXPECT_TRUE(env.summary().oom);
+  EXPECT_LE(r.reward, -c.oom_penalty + 1.0);
+  EXPECT_DOUBLE_EQ(env.summary().episodic_reward, 0.0);
+}
+
+TEST(PlacementEnv, EpisodicRewardFollowsEquationThirteen) {
+  Workload w = HandGraph();
+  EnvConfig c = HandConfig();
+  PlacementEnv env(w, c);
+  Observation o = env.Reset();
+  StepResult r;
+  while (!env.done()) r = env.Step(1);  // all slow
+  const EpisodeSummary& s = env.summary();
+  EXPECT_DOUBLE_EQ(s.cost.total_ns, 835);
+  EXPECT_DOUBLE_EQ(s.normalised_cost, 1.0);
+  EXPECT_DOUBLE_EQ(s.price_score, 1.0);  // no DRAM used
+  double expected = c.reward_fix * (c.beta * 0.0 + (1 - c.beta) * 1.0);
+  EXPECT_DOUBLE_EQ(s.episodic_reward, expected);
+  EXPECT_DOUBLE_EQ(r.reward, expected);  // last step: slow placement (0) + episodic
+  EXPECT_DOUBLE_EQ(env.EpisodicReward(0.0, w.peak_live_bytes()), c.reward_fix * c.beta);
+  (void)o;
+}
+
+TEST(PlacementEnv, RescoreUsesMeasuredRuntime) {
+  Workload w = HandGraph();
+  PlacementEnv env(w, HandConfig());
+  RunEpisode(env, [](const Observation&) { return 1; });
+  double r = env.RescoreWithRuntime(/*runtime=*/150, /*min=*/100, /*max=*/300);
+  EXPECT_DOUBLE_EQ(env.summary().normalised_cost, 0.25);
+  EXPECT_DOUBLE_EQ(r, 50 * (0.75 * 0.75 + 0.25 * 1.0));
+}
+
+TEST(PlacementEnv, ObservationsAreBoundedAndDescribeTheTensor) {
+  SyntheticOptions o;
+  o.shape = SyntheticShape::kResnetLike;
+  o.layers = 6;
+  o.base_bytes = 1 << 20;
+  Workload w = GenerateSynthetic(o);
+  EnvConfig c;
+  c.dram_limit_bytes = w.peak_live_bytes() / 3;
+  PlacementEnv env(w, c);
+  std::mt19937_64 rng(5);
+  Observation obs = env.Reset();
+  while (!env.done()) {
+    for (int i = 0; i < kObservationSize; ++i) {
+      EXPECT_TRUE(std::isfinite(obs[i]));
+      EXPECT_GE(obs[i], -1.0f) << i;
+      EXPECT_LE(obs[i], 1.0f) << i;
+    }
+    obs = env.Step(static_cast<int>(rng() % 2)).observation;
+  }
+}
+
+// Whatever the agent does, an episode that did not run out of memory yields
+// a plan the cost model finds within the limit: the env and the cost model
+// agree on what occupies DRAM, in both migration modes.
+TEST(PlacementEnv, PlansFromCompletedEpisodesRespectTheLimit) {
+  for (auto shape : {SyntheticShape::kVggLike, SyntheticShape::kResnetLike, SyntheticShape::kMobilenetLike}) {
+    SyntheticOptions o;
+    o.shape = shape;
+    o.layers = 5;
+    o.base_bytes = 1 << 20;
+    o.seed = 3;
+    Workload w = GenerateSynthetic(o);
+    for (auto mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
+      EnvConfig c;
+      c.dram_limit_bytes = w.peak_live_bytes() / 2;
+      c.mode = mode;
+      PlacementEnv env(w, c);
+      std::mt19937_64 rng(17);
+      int completed = 0;
+      for (int episode = 0; episode < 40; ++episode) {
+        double p_slow = 0.5 + 0.5 * (episode % 5) / 4.0;
+        EpisodeSummary s = RunEpisode(env, [&](const Observation&) {
+          return std::uniform_real_distribution<double>(0, 1)(rng) < p_slow ? 1 : 0;
+        });
+        if (s.oom) continue;
+        ++completed;
+        EXPECT_FALSE(s.cost.oom) << SyntheticShapeName(shape) << " " << MigrationModeName(mode);
+        EXPECT_LE(s.cost.dram_peak_bytes, c.dram_limit_bytes);
+        EXPECT_NO_THROW(s.plan.Validate(w));
+        EXPECT_EQ(s.plan.mode, mode);
+      }
+      EXPECT_GT(completed, 5);
+    }
+  }
+}
+
+TEST(PlacementEnv, NoDecisionsWhenEverythingFits) {
+  Workload w = HandGraph();
+  EnvConfig c;
+  c.dram_limit_bytes = 1u << 20;
+  PlacementEnv env(w, c);
+  env.Reset();
+  EXPECT_TRUE(env.done());
+  EXPECT_EQ(env.max_steps(), 0u);
+  EXPECT_DOUBLE_EQ(env.summary().cost.total_ns, 600);
+}
+
+TEST(PlacementEnv, RejectsBadConfig) {
+  Workload w = HandGraph();
+  EnvConfig c;
+  c.dram_limit_bytes = 0;
+  EXPECT_THROW(PlacementEnv(w, c), std::invalid_argument);
+  c.dram_limit_bytes = 10;
+  c.beta = 1.5;
+  EXPECT_THROW(PlacementEnv(w, c), std::invalid_argument);
+}
+
+TEST(Synthetic, ShapesAreValidAndDistinct) {
+  for (auto shape : {SyntheticShape::kVggLike, SyntheticShape::kResnetLike, SyntheticShape::kMobilenetLike,
+                     SyntheticShape::kTiny}) {
+    SyntheticOptions o;
+    o.shape = shape;
+    o.layers = 8;
+    Workload w = GenerateSynthetic(o);
+    EXPECT_TRUE(w.finalized());
+    EXPECT_EQ(w.num_kernels(), 8u * 3 + 1);
+    EXPECT_GT(w.peak_live_bytes(), 0u);
+    EXPECT_GT(MaxCostNs(w), MinCostNs(w));
+    EXPECT_EQ(GenerateSynthetic(o).Signature(), w.Signature());  // deterministic
+  }
+  SyntheticOptions m;
+  m.shape = SyntheticShape::kMobilenetLike;
+  Workload w = GenerateSynthetic(m);
+  size_t small = 0;
+  for (const Tensor& t : w.tensors) small += t.size_bytes < 4096;
+  EXPECT_GT(small, w.num_tensors() / 2);  // mostly tensors under a page
+  EXPECT_THROW(ParseSyntheticShape("lenet"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tensortier
