@@ -147,20 +147,14 @@ torch::Device ResolveDevice(const std::string& name) {
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
 }
 
-// Flatten, then Linear-ReLU-...-Linear.
+// The Q-network's layers: flatten (observations arrive flat, [rows, obs]),
+// then Linear-ReLU-...-Linear. The modules hold the parameters; training
+// runs its own forward and backward passes over them (see Update).
 struct QNetImpl : torch::nn::Module {
   explicit QNetImpl(const std::vector<int64_t>& shape) {
     for (size_t i = 0; i + 1 < shape.size(); ++i)
       layers.push_back(register_module("fc" + std::to_string(i),
                                        torch::nn::Linear(shape[i], shape[i + 1])));
-  }
-  torch::Tensor forward(torch::Tensor x) {
-    if (x.dim() > 2) x = x.flatten(1);
-    for (size_t i = 0; i < layers.size(); ++i) {
-      x = layers[i]->forward(x);
-      if (i + 1 < layers.size()) x = torch::relu_(x);
-    }
-    return x;
   }
   std::vector<torch::nn::Linear> layers;
 };
@@ -171,17 +165,22 @@ struct LayerSpan {
 };
 
 // A network whose parameters are views of one contiguous tensor, in the
-// order fc0.weight, fc0.bias, fc1.weight, ...
+// order fc0.weight, fc0.bias, fc1.weight, ..., with activation buffers for
+// batches of `rows` observations.
 struct FlatNet {
   std::shared_ptr<QNetImpl> net;
   torch::Tensor flat;
-  std::vector<torch::Tensor> params;
+  std::vector<torch::Tensor> params;          // weight, bias, weight, bias, ...
+  std::vector<torch::Tensor> weights_t;       // W^T views, [in, out]
+  std::vector<torch::Tensor> biases;
+  std::vector<torch::Tensor> activations;     // per layer, [rows, out]; ReLU applied in place
 
   FlatNet(const std::vector<int64_t>& shape, const std::vector<LayerSpan>& spans,
-          int64_t numel, torch::Device device, uint64_t seed, bool trainable) {
+          int64_t numel, int64_t rows, torch::Device device, uint64_t seed) {
     torch::NoGradGuard no_grad;
     net = std::make_shared<QNetImpl>(shape);
-    flat = torch::empty({numel}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
+    auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(device);
+    flat = torch::empty({numel}, f32);
     // Linear's default initialisation (weights and biases uniform in
     // +-1/sqrt(fan_in)), drawn from a generator of our own so that the seed
     // decides the weights without touching LibTorch's global generator.
@@ -194,19 +193,33 @@ struct FlatNet {
       layer->bias.uniform_(-bound, bound, gen);
       params.push_back(Adopt(layer->weight, s.weight_offset));
       params.push_back(Adopt(layer->bias, s.bias_offset));
+      weights_t.push_back(params[2 * i].t());
+      biases.push_back(params[2 * i + 1]);
+      activations.push_back(torch::empty({rows, s.out}, f32));
     }
-    for (auto& p : params) p.requires_grad_(trainable);
   }
 
-  // Moves `p` into `flat` at `offset` and makes it a view of it.
+  // Moves `p` into `flat` at `offset` and makes it a view of it. Gradients
+  // are computed by hand, so the parameters do not require them.
   torch::Tensor Adopt(torch::Tensor& p, int64_t offset) {
     auto view = flat.narrow(0, offset, p.numel()).view(p.sizes());
     view.copy_(p);
     p.set_data(view);
+    p.requires_grad_(false);
     return p;
   }
 
-  torch::Tensor Forward(const torch::Tensor& x) { return net->forward(x); }
+  // Forward pass of `x` ([rows, in]) into the activation buffers; returns
+  // the Q-values, [rows, actions].
+  const torch::Tensor& Forward(const torch::Tensor& x) {
+    const torch::Tensor* in = &x;
+    for (size_t l = 0; l < activations.size(); ++l) {
+      at::addmm_out(activations[l], biases[l], *in, weights_t[l]);
+      if (l + 1 < activations.size()) activations[l].relu_();
+      in = &activations[l];
+    }
+    return activations.back();
+  }
 };
 
 // Host-side forward pass for one observation; weights in the flat layout.
@@ -296,22 +309,49 @@ double DqnConfig::EpsilonAt(uint64_t episode) const {
 struct DqnAgent::Impl {
   torch::Device device;
   bool on_cpu;
+  int64_t batch;
   std::vector<int64_t> shape;
   int64_t numel = 0;  // declared before spans, which sets it
   std::vector<LayerSpan> spans;
   int64_t max_width = 0;
-  FlatNet online;
-  FlatNet target;
-  torch::Tensor grad;      // flat gradients of the online network
-  torch::Tensor exp_avg;   // Adam moments, flat
+  FlatNet online;  // activations for [states; next states], 2 * batch rows
+  FlatNet target;  // activations for next states, batch rows
+  torch::Tensor exp_avg;     // Adam moments, flat
   torch::Tensor exp_avg_sq;
-  torch::Tensor denom;     // Adam scratch
+  torch::Tensor denom;       // Adam scratch
   int64_t adam_step = 0;
 
-  // Batch staging on the host: [obs; next_obs], actions, [reward; discount].
+  // Batch staging on the host: [states; next states], actions,
+  // [reward; discount (gamma, or 0 at episode ends)].
   std::vector<float> h_obs;
   std::vector<int64_t> h_act;
   std::vector<float> h_rd;
+
+  // Device tensors of one batch (views of the host staging on the CPU).
+  torch::Tensor obs;          // [2B, obs]
+  torch::Tensor states;       // [B, obs]
+  torch::Tensor next_states;  // [B, obs]
+  torch::Tensor actions;      // [B, 1] int64
+  torch::Tensor rd;           // [2, B]
+  torch::Tensor reward, discount;  // [B] views of rd
+  torch::Tensor h_obs_t, h_act_t, h_rd_t;  // host tensors to copy from (GPU only)
+
+  // Update scratch.
+  torch::Tensor q_states;      // [B, A] view of the online activations
+  torch::Tensor q_next_online; // [B, A] view
+  torch::Tensor next_action;   // [B, 1] int64
+  torch::Tensor next_q;        // [B, 1]
+  torch::Tensor td_target;     // [B]
+  torch::Tensor q_taken;       // [B, 1]
+  torch::Tensor td_error;      // [B]
+  torch::Tensor grad_q;        // [B, A]
+  std::vector<torch::Tensor> layer_inputs;  // per layer, [B, in] views (states rows)
+  std::vector<torch::Tensor> grad_hidden;   // per layer >= 1, dLoss/d(input), [B, in]
+  std::vector<torch::Tensor> grad_pre;      // per layer >= 1, through the ReLU below, [B, in]
+
+  // Flat gradients and their per-layer views.
+  torch::Tensor grad;
+  std::vector<torch::Tensor> grad_weights, grad_biases;
 
   // Host copy of the online parameters for inference when they live on a GPU.
   mutable std::mutex mirror_mu;
@@ -338,25 +378,60 @@ struct DqnAgent::Impl {
   Impl(const DqnConfig& c, torch::Device dev)
       : device(dev),
         on_cpu(dev.is_cpu()),
+        batch(c.batch_size),
         shape(NetworkShape(c)),
         spans(Spans(shape, &numel)),
-        online(shape, spans, numel, dev, c.seed, /*trainable=*/true),
-        target(shape, spans, numel, dev, c.seed, /*trainable=*/false) {
+        online(shape, spans, numel, 2 * batch, dev, c.seed),
+        target(shape, spans, numel, batch, dev, c.seed) {
     for (int64_t w : shape) max_width = std::max(max_width, w);
     torch::NoGradGuard no_grad;
     target.flat.copy_(online.flat);
-    grad = torch::zeros_like(online.flat);
-    int64_t off = 0;
-    for (auto& p : online.params) {
-      p.mutable_grad() = grad.narrow(0, off, p.numel()).view(p.sizes());
-      off += p.numel();
-    }
+    auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(dev);
+    auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(dev);
     exp_avg = torch::zeros_like(online.flat);
     exp_avg_sq = torch::zeros_like(online.flat);
     denom = torch::empty_like(online.flat);
-    h_obs.resize(static_cast<size_t>(2) * c.batch_size * c.observation_size);
-    h_act.resize(c.batch_size);
-    h_rd.resize(static_cast<size_t>(2) * c.batch_size);
+
+    const int64_t n = c.observation_size, a = c.num_actions;
+    h_obs.assign(static_cast<size_t>(2 * batch * n), 0.0f);
+    h_act.assign(static_cast<size_t>(batch), 0);
+    h_rd.assign(static_cast<size_t>(2 * batch), 0.0f);
+    h_obs_t = torch::from_blob(h_obs.data(), {2 * batch, n}, torch::kFloat32);
+    h_act_t = torch::from_blob(h_act.data(), {batch, 1}, torch::kInt64);
+    h_rd_t = torch::from_blob(h_rd.data(), {2, batch}, torch::kFloat32);
+    if (on_cpu) {
+      obs = h_obs_t;
+      actions = h_act_t;
+      rd = h_rd_t;
+    } else {
+      obs = torch::empty({2 * batch, n}, f32);
+      actions = torch::empty({batch, 1}, i64);
+      rd = torch::empty({2, batch}, f32);
+    }
+    states = obs.narrow(0, 0, batch);
+    next_states = obs.narrow(0, batch, batch);
+    reward = rd[0];
+    discount = rd[1];
+
+    q_states = online.activations.back().narrow(0, 0, batch);
+    q_next_online = online.activations.back().narrow(0, batch, batch);
+    next_action = torch::empty({batch, 1}, i64);
+    next_q = torch::empty({batch, 1}, f32);
+    td_target = torch::empty({batch}, f32);
+    q_taken = torch::empty({batch, 1}, f32);
+    td_error = torch::empty({batch}, f32);
+    grad_q = torch::empty({batch, a}, f32);
+    for (size_t l = 0; l < spans.size(); ++l) {
+      layer_inputs.push_back(l == 0 ? states : online.activations[l - 1].narrow(0, 0, batch));
+      grad_hidden.push_back(l == 0 ? torch::Tensor() : torch::empty({batch, spans[l].in}, f32));
+      grad_pre.push_back(l == 0 ? torch::Tensor() : torch::empty({batch, spans[l].in}, f32));
+    }
+
+    grad = torch::zeros_like(online.flat);
+    for (const LayerSpan& s : spans) {
+      grad_weights.push_back(grad.narrow(0, s.weight_offset, s.in * s.out).view({s.out, s.in}));
+      grad_biases.push_back(grad.narrow(0, s.bias_offset, s.out));
+    }
   }
 
   const float* HostWeights() const {
@@ -507,7 +582,7 @@ std::vector<float> DqnAgent::QValues(const float* observation) const {
 UpdateStats DqnAgent::Update(const ReplayBuffer& replay, std::mt19937_64& rng) {
   if (replay.size() == 0) throw std::logic_error("DqnAgent::Update: the replay buffer is empty");
   Impl& m = *impl_;
-  const int64_t batch = config_.batch_size;
+  const int64_t batch = m.batch;
   const int64_t obs = config_.observation_size;
   const float gamma = static_cast<float>(config_.gamma);
 
@@ -540,72 +615,90 @@ UpdateStats DqnAgent::Update(const ReplayBuffer& replay, std::mt19937_64& rng) {
     m.h_rd[batch + i] = t.done ? 0.0f : gamma;
   }
 
-  auto f32 = torch::TensorOptions().dtype(torch::kFloat32);
-  torch::Tensor all_obs = torch::from_blob(m.h_obs.data(), {2 * batch, obs}, f32);
-  torch::Tensor actions = torch::from_blob(m.h_act.data(), {batch, 1}, torch::kInt64);
-  torch::Tensor rd = torch::from_blob(m.h_rd.data(), {2, batch}, f32);
+  // Everything below is plain tensor arithmetic into preallocated buffers:
+  // no autograd graph, no allocations on the CPU.
+  c10::InferenceMode inference;
   if (!m.on_cpu) {
-    all_obs = all_obs.to(m.device);
-    actions = actions.to(m.device);
-    rd = rd.to(m.device);
+    m.obs.copy_(m.h_obs_t);
+    m.actions.copy_(m.h_act_t);
+    m.rd.copy_(m.h_rd_t);
   }
-  torch::Tensor states = all_obs.narrow(0, 0, batch);
-  torch::Tensor next_states = all_obs.narrow(0, batch, batch);
 
-  // Double-DQN target: the online network picks the next action, the
-  // target network values it.
-  torch::Tensor td_target;
-  {
-    torch::NoGradGuard no_grad;
-    torch::Tensor next_action = m.online.Forward(next_states).argmax(1, /*keepdim=*/true);
-    torch::Tensor next_q = m.target.Forward(next_states).gather(1, next_action).squeeze(1);
-    td_target = torch::addcmul(rd[0], rd[1], next_q);
+  // Forward: the online network on states and next states in one pass, the
+  // target network on next states.
+  m.online.Forward(m.obs);
+  const torch::Tensor& q_next_target = m.target.Forward(m.next_states);
+
+  // Double-DQN target: the online network picks the next action, the target
+  // network values it.
+  at::argmax_out(m.next_action, m.q_next_online, 1, /*keepdim=*/true);
+  at::gather_out(m.next_q, q_next_target, 1, m.next_action);
+  at::addcmul_out(m.td_target, m.reward, m.discount, m.next_q.view({batch}));
+  at::gather_out(m.q_taken, m.q_states, 1, m.actions);
+  at::sub_out(m.td_error, m.q_taken.view({batch}), m.td_target);
+
+  // Huber loss (mean over the batch) and its gradient with respect to the
+  // Q-values: clamp(error, -delta, delta) / batch at the taken actions.
+  const double delta = config_.huber_delta;
+  m.grad_q.zero_();
+  m.grad_q.scatter_(1, m.actions, m.td_error.view({batch, 1}));
+  m.grad_q.clamp_(-delta, delta);
+  m.grad_q.mul_(1.0 / static_cast<double>(batch));
+
+  // Backward through Linear(-ReLU) layers, into the flat gradient.
+  const size_t layers = m.spans.size();
+  const torch::Tensor* grad_out = &m.grad_q;
+  for (size_t l = layers; l-- > 0;) {
+    at::mm_out(m.grad_weights[l], grad_out->t(), m.layer_inputs[l]);
+    at::sum_out(m.grad_biases[l], *grad_out, {0});
+    if (l == 0) break;
+    at::mm_out(m.grad_hidden[l], *grad_out, m.online.params[2 * l]);
+    at::threshold_backward_out(m.grad_pre[l], m.grad_hidden[l], m.layer_inputs[l], 0);
+    grad_out = &m.grad_pre[l];
   }
-  torch::Tensor q_taken = m.online.Forward(states).gather(1, actions).squeeze(1);
-  torch::Tensor loss = torch::huber_loss(q_taken, td_target, at::Reduction::Mean,
-                                         config_.huber_delta);
-  m.grad.zero_();
-  loss.backward();
 
   UpdateStats stats;
-  torch::NoGradGuard no_grad;
   // clip_grad_norm_ over all parameters at once.
   torch::Tensor norm = m.grad.norm();
   if (m.on_cpu) {
     stats.grad_norm = norm.item<double>();
     double coef = config_.grad_clip_norm / (stats.grad_norm + 1e-6);
     if (coef < 1) m.grad.mul_(coef);
+    // Loss and mean Q from the host-visible buffers.
+    const float* err = m.td_error.data_ptr<float>();
+    const float* q = m.q_taken.data_ptr<float>();
+    double loss = 0, sum_q = 0;
+    for (int64_t i = 0; i < batch; ++i) {
+      double e = std::abs(static_cast<double>(err[i]));
+      loss += e < delta ? 0.5 * e * e : delta * (e - 0.5 * delta);
+      sum_q += q[i];
+    }
+    stats.loss = loss / batch;
+    stats.mean_q = sum_q / batch;
   } else {
     m.grad.mul_((config_.grad_clip_norm / (norm + 1e-6)).clamp_max_(1.0));
+    torch::Tensor loss = at::huber_loss(m.q_taken.view({batch}), m.td_target,
+                                        at::Reduction::Mean, delta);
+    torch::Tensor all = torch::stack({loss, m.q_taken.mean(), norm}).to(torch::kCPU);
+    const float* v = all.data_ptr<float>();
+    stats.loss = v[0];
+    stats.mean_q = v[1];
+    stats.grad_norm = v[2];
   }
 
-  // Adam, as torch::optim::Adam computes it.
+  // Adam, with torch::optim::Adam's arithmetic.
   ++m.adam_step;
   double bias1 = 1 - std::pow(kAdamBeta1, static_cast<double>(m.adam_step));
   double bias2 = 1 - std::pow(kAdamBeta2, static_cast<double>(m.adam_step));
   m.exp_avg.mul_(kAdamBeta1).add_(m.grad, 1 - kAdamBeta1);
   m.exp_avg_sq.mul_(kAdamBeta2).addcmul_(m.grad, m.grad, 1 - kAdamBeta2);
-  torch::sqrt_out(m.denom, m.exp_avg_sq);
+  at::sqrt_out(m.denom, m.exp_avg_sq);
   m.denom.div_(std::sqrt(bias2)).add_(kAdamEps);
   m.online.flat.addcdiv_(m.exp_avg, m.denom, -config_.learning_rate / bias1);
   m.Changed();
 
   ++updates_;
   if (updates_ % static_cast<uint64_t>(config_.target_update_interval) == 0) SyncTarget();
-
-  if (m.on_cpu) {
-    stats.loss = loss.item<double>();
-    torch::Tensor q = q_taken.detach().contiguous();
-    const float* qp = q.data_ptr<float>();
-    double sum = 0;
-    for (int64_t i = 0; i < batch; ++i) sum += qp[i];
-    stats.mean_q = sum / batch;
-  } else {
-    torch::Tensor all = torch::stack({loss.detach(), q_taken.detach().mean(), norm}).to(torch::kCPU);
-    stats.loss = all[0].item<double>();
-    stats.mean_q = all[1].item<double>();
-    stats.grad_norm = all[2].item<double>();
-  }
   return stats;
 }
 

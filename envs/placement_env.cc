@@ -44,6 +44,8 @@ PlacementEnv::PlacementEnv(const Workload& w, EnvConfig config) : w_(w), config_
     const auto& heat = heats_[k];
     std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return heat[a] > heat[b]; });
   }
+  const double span = MaxCostNs(w) - MinCostNs(w);
+  time_scale_ = span > 0 ? config_.reward_fix / span : 0.0;
   touched_bytes_.resize(w.num_kernels());
   for (size_t k = 0; k < w.num_kernels(); ++k) touched_bytes_[k] = BytesTouched(w, k);
 }
@@ -80,6 +82,17 @@ void PlacementEnv::AdvanceToDecision() {
     ++kernel_;
   }
   FinishEpisode(false);
+}
+
+// DRAM that placing t in `tier` for the current kernel holds: its size if it
+// is in DRAM, and also if an async copy of it is in flight (one of the two
+// copies is in DRAM).
+uint64_t PlacementEnv::DramNeeded(uint32_t t, Tier tier) const {
+  if (tier == Tier::kDram) return w_.tensors[t].size_bytes;
+  const bool moves = placed_[t] && tier_[t] != tier;
+  if (!moves || config_.mode != MigrationMode::kAsync) return 0;
+  const Access* access = FindAccess(w_, kernel_, t);
+  return access && access->writes > 0 ? 0 : w_.tensors[t].size_bytes;
 }
 
 uint32_t PlacementEnv::CurrentTensor() const {
@@ -125,7 +138,7 @@ Observation PlacementEnv::MakeObservation() const {
 StepResult PlacementEnv::Step(int action) {
   if (done_) throw std::logic_error("PlacementEnv::Step after the episode ended");
   if (action != 0 && action != 1) throw std::invalid_argument("PlacementEnv::Step: action must be 0 or 1");
-  const Tier chosen = static_cast<Tier>(action);
+  const Tier requested = static_cast<Tier>(action);
   const size_t k = kernel_;
   const uint32_t t = CurrentTensor();
   const Tensor& x = w_.tensors[t];
@@ -134,24 +147,37 @@ StepResult PlacementEnv::Step(int action) {
 
   StepResult result;
   double reward = 0;
-  bool migrates = false;
+  Tier chosen = requested;
+  if (chosen == Tier::kDram && config_.oom_handling == OomHandling::kSpillToSlow &&
+      DramNeeded(t, Tier::kDram) > config_.dram_limit_bytes - dram_committed_) {
+    chosen = Tier::kSlow;
+    reward -= config_.spill_penalty;
+    ++summary_.spills;
+  }
+  const uint64_t needed = DramNeeded(t, chosen);
   Tier effective = chosen;  // the tier kernel k reads t from
   if (!placed_[t]) {
     plan_.initial_tiers[t] = chosen;
     placed_[t] = true;
   } else if (tier_[t] != chosen) {
-    migrates = true;
     plan_.migrations.push_back({static_cast<int32_t>(k) - 1, t, chosen});
     // An async copy overlaps kernel k, which still uses the source copy
     // unless it writes the tensor (then the copy is synchronous).
     bool overlapped = config_.mode == MigrationMode::kAsync && !(access && access->writes > 0);
     if (overlapped) effective = tier_[t];
-    reward -= std::min(1.0, CopyTimeNs(w_, x.size_bytes, chosen) / kernel_ns);  // m_nor
+    const double copy_ns = CopyTimeNs(w_, x.size_bytes, chosen);
+    if (config_.step_reward == StepRewardKind::kDeepTm) {
+      reward -= std::min(1.0, copy_ns / kernel_ns);  // m_nor
+    } else {
+      // An overlapped copy is exposed only beyond the kernel it runs under.
+      reward -= time_scale_ * (overlapped ? std::max(0.0, copy_ns - kernel_ns) : copy_ns);
+    }
   }
-  tier_[t] = chosen;
   // DRAM held during kernel k: DRAM-placed tensors and, with async copies,
-  // every tensor in flight (one of its two copies is in DRAM).
-  if (chosen == Tier::kDram || (migrates && effective != chosen)) dram_committed_ += x.size_bytes;
+  // every tensor in flight (one of its two copies is in DRAM). An eviction
+  // in flight can overflow DRAM even after a spill: that is an OOM.
+  tier_[t] = chosen;
+  dram_committed_ += needed;
   undecided_bytes_ -= x.size_bytes;
   ++summary_.steps;
 
@@ -163,8 +189,12 @@ StepResult PlacementEnv::Step(int action) {
     result.done = true;
     return result;
   }
-  if (effective == Tier::kDram && access)
-    reward += static_cast<double>(x.size_bytes) / static_cast<double>(touched_bytes_[k]);  // eq. 8
+  if (effective == Tier::kDram && access) {
+    if (config_.step_reward == StepRewardKind::kDeepTm)
+      reward += static_cast<double>(x.size_bytes) / static_cast<double>(touched_bytes_[k]);  // eq. 8
+    else
+      reward += time_scale_ * access->slow_penalty_ns;
+  }
   summary_.step_reward_sum += reward;
 
   if (++cursor_ == decision_order_[k].size()) {

@@ -19,8 +19,29 @@
 
 namespace tensortier {
 
+// What happens when the agent puts a tensor in DRAM that does not fit.
+enum class OomHandling : uint8_t {
+  kSpillToSlow = 0,  // the tensor goes to the slow tier instead; the step costs spill_penalty
+  kTerminate = 1,    // DeepTM: the episode ends with oom_penalty
+};
+
+// The step reward.
+enum class StepRewardKind : uint8_t {
+  // Time saved against the slow tier: the kernel's slow-tier penalty for t
+  // when it reads t from DRAM, minus the copy time a migration adds, scaled
+  // by R_fix / (C_max - C_min). An episode's step rewards then add up to
+  // (about) R_fix x (1 - C_normal): dense credit for the real objective.
+  kTimeSaved = 0,
+  // DeepTM eq. 8: s_t / sum of the kernel's input bytes when t is in DRAM,
+  // minus the normalised migration cost.
+  kDeepTm = 1,
+};
+
 struct EnvConfig {
   uint64_t dram_limit_bytes = 0;
+  StepRewardKind step_reward = StepRewardKind::kTimeSaved;
+  OomHandling oom_handling = OomHandling::kSpillToSlow;
+  double spill_penalty = 1.0;
   MigrationMode mode = MigrationMode::kSync;
   double beta = 0.5;                  // weight of performance against memory price (eq. 13)
   double reward_fix = 50.0;           // R_fix
@@ -56,6 +77,7 @@ struct StepResult {
 
 struct EpisodeSummary {
   uint32_t steps = 0;
+  uint32_t spills = 0;        // DRAM choices that did not fit and went to the slow tier
   double step_reward_sum = 0;
   double episodic_reward = 0;
   bool oom = false;
@@ -99,6 +121,7 @@ class PlacementEnv {
   void FinishEpisode(bool oom);
   Observation MakeObservation() const;
   uint32_t CurrentTensor() const;
+  uint64_t DramNeeded(uint32_t t, Tier tier) const;
 
   const Workload& w_;
   EnvConfig config_;
@@ -107,6 +130,7 @@ class PlacementEnv {
   std::vector<std::vector<uint32_t>> decision_order_;  // indices into live_at(k), hottest first
   std::vector<uint64_t> touched_bytes_;           // bytes each kernel reads or writes
   uint32_t max_steps_ = 0;
+  double time_scale_ = 0;                         // R_fix / (C_max - C_min), per ns
 
   // Episode state.
   size_t kernel_ = 0;

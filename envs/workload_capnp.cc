@@ -230,6 +230,11 @@ void EnvConfigToCapnp(const EnvConfig& config, schema::EnvSettings::Builder out)
   out.setMode(MigrationModeToCapnp(config.mode));
   out.setDramPricePerGb(config.dram_price_per_gb);
   out.setSlowPricePerGb(config.slow_price_per_gb);
+  out.setOomHandling(config.oom_handling == OomHandling::kTerminate ? schema::OomHandling::TERMINATE
+                                                                    : schema::OomHandling::SPILL_TO_SLOW);
+  out.setSpillPenalty(config.spill_penalty);
+  out.setStepReward(config.step_reward == StepRewardKind::kDeepTm ? schema::StepRewardKind::DEEP_TM
+                                                                   : schema::StepRewardKind::TIME_SAVED);
 }
 
 EnvConfig EnvConfigFromCapnp(schema::EnvSettings::Reader in) {
@@ -241,6 +246,17 @@ EnvConfig EnvConfigFromCapnp(schema::EnvSettings::Reader in) {
   config.mode = MigrationModeFromCapnp(in.getMode());
   config.dram_price_per_gb = in.getDramPricePerGb();
   config.slow_price_per_gb = in.getSlowPricePerGb();
+  switch (in.getOomHandling()) {
+    case schema::OomHandling::SPILL_TO_SLOW: config.oom_handling = OomHandling::kSpillToSlow; break;
+    case schema::OomHandling::TERMINATE: config.oom_handling = OomHandling::kTerminate; break;
+    default: throw std::invalid_argument("unknown OOM handling " + std::to_string(static_cast<int>(in.getOomHandling())));
+  }
+  config.spill_penalty = in.getSpillPenalty();
+  switch (in.getStepReward()) {
+    case schema::StepRewardKind::TIME_SAVED: config.step_reward = StepRewardKind::kTimeSaved; break;
+    case schema::StepRewardKind::DEEP_TM: config.step_reward = StepRewardKind::kDeepTm; break;
+    default: throw std::invalid_argument("unknown step reward " + std::to_string(static_cast<int>(in.getStepReward())));
+  }
   return config;
 }
 

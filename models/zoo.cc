@@ -154,7 +154,7 @@ struct ResNet : ZooNet {
       for (int b = 0; b < layers[l]; ++b) {
         const int64_t stride = (b == 0 && l > 0) ? 2 : 1;
         auto block = std::make_shared<Block>(in, planes, stride);
-        blocks.push_back(register_module("layer" + std::to_string(l + 1) + "." + std::to_string(b), block));
+        blocks.push_back(register_module("layer" + std::to_string(l + 1) + "_" + std::to_string(b), block));
         in = planes * Block::kExpansion;
       }
     }

@@ -229,7 +229,11 @@ EpisodeReportMsg EpisodeReportFromCapnp(schema::EpisodeReport::Reader in) {
   m.epsilon = in.getEpsilon();
   m.counters = CountersFromCapnp(in.getCounters());
   m.backend = TextToString(in.getBackend());
-  m.plan = PlanFromCapnp(in.getPlan());
+  try {
+    m.plan = PlanFromCapnp(in.getPlan());
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(std::string("episode report plan: ") + e.what());
+  }
   m.greedy = in.getGreedy();
   return m;
 }

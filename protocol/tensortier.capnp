@@ -128,6 +128,19 @@ struct EnvSettings {
   mode @4 :MigrationMode;
   dramPricePerGb @5 :Float64;
   slowPricePerGb @6 :Float64;
+  oomHandling @7 :OomHandling;
+  spillPenalty @8 :Float64;
+  stepReward @9 :StepRewardKind;
+}
+
+enum StepRewardKind {
+  timeSaved @0;
+  deepTm @1;
+}
+
+enum OomHandling {
+  spillToSlow @0;
+  terminate @1;
 }
 
 struct Task {

@@ -1,6 +1,7 @@
 // Replay buffer, DQN config, and the double-DQN agent: serialisation,
 // checkpoints, and learning a small MDP with a known optimal policy.
 #include <gtest/gtest.h>
+#include <torch/torch.h>  // only for the autograd reference below
 #include <unistd.h>
 
 #include <array>
@@ -18,12 +19,14 @@
 
 #include "agents/dqn_agent.h"
 #include "agents/replay_buffer.h"
+#include "envs/placement_env.h"
 #include "envs/transition.h"
 
 namespace tensortier {
 namespace {
 
-constexpr int kObs = 12;  // the placement MDP's observation size
+// The placement MDP's observation size, which is the config's default.
+const int kObs = DqnConfig().observation_size;
 
 Transition MakeTransition(float tag, uint8_t action = 0, bool done = false) {
   Transition t;
@@ -175,6 +178,11 @@ TEST(ReplayBuffer, RestoreResumesTheRing) {
 
 // ---------------------------------------------------------------------------
 // DqnConfig
+
+TEST(DqnConfig, DefaultObservationSizeIsThePlacementMdps) {
+  EXPECT_EQ(DqnConfig().observation_size, static_cast<int>(kObservationSize));
+  EXPECT_EQ(DqnConfig().num_actions, 2);
+}
 
 TEST(DqnConfig, JsonRoundTrip) {
   DqnConfig c;
@@ -400,6 +408,122 @@ TEST(DqnAgent, TargetIntervalMatchesManualSync) {
   EXPECT_NE(la, lc);
 }
 
+// The agent computes gradients by hand; this replays the same batches
+// through a textbook LibTorch implementation (autograd, huber_loss,
+// clip_grad_norm_, torch::optim::Adam, a hard target copy) and compares.
+struct ReferenceNet : torch::nn::Module {
+  explicit ReferenceNet(const std::vector<int64_t>& shape) {
+    for (size_t i = 0; i + 1 < shape.size(); ++i)
+      layers.push_back(register_module("fc" + std::to_string(i),
+                                       torch::nn::Linear(shape[i], shape[i + 1])));
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    x = x.flatten(1);
+    for (size_t i = 0; i < layers.size(); ++i) {
+      x = layers[i]->forward(x);
+      if (i + 1 < layers.size()) x = torch::relu(x);
+    }
+    return x;
+  }
+  // Reads DqnAgent::SerializeWeights' format: fc<i>/{weight,bias}.
+  void Load(const std::string& blob) {
+    torch::serialize::InputArchive ar;
+    ar.load_from(blob.data(), blob.size());
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < layers.size(); ++i) {
+      torch::serialize::InputArchive layer;
+      ar.read("fc" + std::to_string(i), layer);
+      torch::Tensor w, b;
+      layer.read("weight", w);
+      layer.read("bias", b);
+      layers[i]->weight.copy_(w);
+      layers[i]->bias.copy_(b);
+    }
+  }
+  void CopyFrom(ReferenceNet& other) {
+    torch::NoGradGuard no_grad;
+    auto mine = parameters(), theirs = other.parameters();
+    for (size_t i = 0; i < mine.size(); ++i) mine[i].copy_(theirs[i]);
+  }
+  std::vector<torch::nn::Linear> layers;
+};
+
+void CheckAgainstReference(const std::vector<int>& hidden, double clip_norm) {
+  SCOPED_TRACE("hidden layers: " + std::to_string(hidden.size()));
+  DqnConfig c = SmallConfig(31);
+  c.hidden = hidden;
+  c.batch_size = 20;
+  c.gamma = 0.9;
+  c.huber_delta = 0.7;      // both branches of the Huber loss occur
+  c.grad_clip_norm = clip_norm;  // chosen so that some updates clip, not all
+  c.target_update_interval = 4;
+  c.learning_rate = 3e-3;
+  DqnAgent agent(c);
+  ReplayBuffer replay = RandomReplay(300, 12);
+
+  std::vector<int64_t> shape{kObs};
+  for (int h : hidden) shape.push_back(h);
+  shape.push_back(2);
+  auto online = std::make_shared<ReferenceNet>(shape);
+  auto target = std::make_shared<ReferenceNet>(shape);
+  online->Load(agent.SerializeWeights());
+  target->CopyFrom(*online);
+  torch::optim::Adam adam(online->parameters(), torch::optim::AdamOptions(c.learning_rate));
+
+  std::mt19937_64 rng_agent(5), rng_ref(5);
+  auto probes = ProbeObservations(10, 13);
+  int clipped = 0, unclipped = 0;
+  for (int step = 1; step <= 16; ++step) {
+    UpdateStats got = agent.Update(replay, rng_agent);
+
+    auto batch = replay.Sample(c.batch_size, rng_ref);
+    const int64_t b = c.batch_size;
+    torch::Tensor s = torch::empty({b, kObs}), ns = torch::empty({b, kObs});
+    torch::Tensor a = torch::empty({b, 1}, torch::kInt64), r = torch::empty({b}),
+                  not_done = torch::empty({b});
+    for (int64_t i = 0; i < b; ++i) {
+      s[i] = torch::tensor(batch[i]->observation);
+      ns[i] = torch::tensor(batch[i]->next_observation);
+      a[i][0] = static_cast<int64_t>(batch[i]->action);
+      r[i] = batch[i]->reward;
+      not_done[i] = batch[i]->done ? 0.0f : 1.0f;
+    }
+    torch::Tensor y;
+    {
+      torch::NoGradGuard no_grad;
+      torch::Tensor best = online->forward(ns).argmax(1, true);
+      y = r + c.gamma * not_done * target->forward(ns).gather(1, best).squeeze(1);
+    }
+    torch::Tensor q = online->forward(s).gather(1, a).squeeze(1);
+    torch::Tensor loss = torch::huber_loss(q, y, at::Reduction::Mean, c.huber_delta);
+    adam.zero_grad();
+    loss.backward();
+    double norm = torch::nn::utils::clip_grad_norm_(online->parameters(), c.grad_clip_norm);
+    adam.step();
+    if (step % c.target_update_interval == 0) target->CopyFrom(*online);
+
+    (norm > c.grad_clip_norm ? clipped : unclipped)++;
+    EXPECT_NEAR(got.loss, loss.item<double>(), 1e-5 * (1 + std::abs(got.loss))) << step;
+    EXPECT_NEAR(got.grad_norm, norm, 1e-4 * (1 + norm)) << step;
+    EXPECT_NEAR(got.mean_q, q.mean().item<double>(), 1e-5) << step;
+    for (const auto& o : probes) {
+      auto mine = agent.QValues(o.data());
+      torch::NoGradGuard no_grad;
+      torch::Tensor ref = online->forward(torch::tensor(o).view({1, kObs}));
+      for (int k = 0; k < 2; ++k)
+        ASSERT_NEAR(mine[k], ref[0][k].item<float>(), 1e-4) << "step " << step;
+    }
+  }
+  EXPECT_GT(clipped, 0);
+  EXPECT_GT(unclipped, 0);
+}
+
+TEST(DqnAgent, UpdateMatchesAutogradReference) {
+  CheckAgainstReference({24, 16}, 0.22);
+  CheckAgainstReference({24}, 0.4);
+  CheckAgainstReference({16, 24, 8}, 0.1);
+}
+
 // ---------------------------------------------------------------------------
 // Weights and checkpoints
 
@@ -456,7 +580,7 @@ TEST(DqnAgent, BadWeightsThrowAndLeaveWeightsUnchanged) {
   try {
     agent.LoadWeights(bad.back());
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("12-32-32-32-2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(std::to_string(kObs) + "-32-32-32-2"), std::string::npos) << e.what();
   }
 }
 
@@ -523,8 +647,8 @@ TEST(DqnAgent, CheckpointErrors) {
     agent.LoadCheckpoint(path);
     ADD_FAILURE() << "a checkpoint of another network shape was accepted";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("12-16-16-2"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("12-32-32-2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(std::to_string(kObs) + "-16-16-2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(std::to_string(kObs) + "-32-32-2"), std::string::npos) << e.what();
   }
   EXPECT_EQ(AllQ(agent, probes), before);
 

@@ -17,6 +17,7 @@ EnvConfig HandConfig(MigrationMode mode = MigrationMode::kSync) {
   c.dram_limit_bytes = 1000;  // every kernel of the hand graph is a bottleneck
   c.mode = mode;
   c.beta = 0.75;
+  c.step_reward = StepRewardKind::kDeepTm;
   return c;
 }
 
@@ -47,6 +48,35 @@ TEST(PlacementEnv, StepRewardIsTheInputShareKeptInDram) {
   EXPECT_EQ(checked, 3);
 }
 
+TEST(PlacementEnv, TimeSavedRewardAddsUpToTheCostSaved) {
+  Workload w = HandGraph();
+  EnvConfig c = HandConfig();
+  c.step_reward = StepRewardKind::kTimeSaved;
+  PlacementEnv env(w, c);
+  const double scale = c.reward_fix / (835.0 - 600.0);
+  env.Reset();
+  // k0: A to DRAM saves its 50 ns penalty; B and D go slow.
+  while (env.current_kernel() == 0) {
+    bool is_a = env.current_tensor() == testing::kA;
+    EXPECT_NEAR(env.Step(is_a ? 0 : 1).reward, is_a ? 50 * scale : 0.0, 1e-9);
+  }
+  // k1: fetching B costs its 250 ns copy and saves its 20 ns penalty (A
+  // is evicted first to make room).
+  while (env.current_tensor() != testing::kB) env.Step(1);
+  EXPECT_NEAR(env.Step(0).reward, (20 - 250) * scale, 1e-9);
+  // With no migrations, the step rewards of an episode are R_fix (1 - C_normal).
+  PlacementEnv env2(w, c);
+  env2.Reset();
+  double sum = 0;
+  while (!env2.done()) {
+    bool keep_a = env2.current_tensor() == testing::kA;  // A (1000 bytes) alone fits everywhere
+    StepResult r = env2.Step(keep_a ? 0 : 1);
+    sum += r.done ? r.reward - env2.summary().episodic_reward : r.reward;
+  }
+  EXPECT_NEAR(sum, c.reward_fix * (1 - env2.summary().normalised_cost), 1e-9);
+  EXPECT_DOUBLE_EQ(env2.summary().cost.total_ns, 835 - 110);
+}
+
 TEST(PlacementEnv, MigrationCostIsSubtractedFromTheStepReward) {
   Workload w = HandGraph();
   PlacementEnv env(w, HandConfig());
@@ -63,6 +93,7 @@ TEST(PlacementEnv, MigrationCostIsSubtractedFromTheStepReward) {
 TEST(PlacementEnv, RunningOutOfDramEndsTheEpisodeWithAPenalty) {
   Workload w = HandGraph();
   EnvConfig c = HandConfig();
+  c.oom_handling = OomHandling::kTerminate;
   PlacementEnv env(w, c);
   env.Reset();
   StepResult r;
@@ -75,6 +106,24 @@ TEST(PlacementEnv, RunningOutOfDramEndsTheEpisodeWithAPenalty) {
   EXPECT_TRUE(env.summary().oom);
   EXPECT_LE(r.reward, -c.oom_penalty + 1.0);
   EXPECT_DOUBLE_EQ(env.summary().episodic_reward, 0.0);
+}
+
+TEST(PlacementEnv, ADramChoiceThatDoesNotFitSpillsToTheSlowTier) {
+  Workload w = HandGraph();
+  EnvConfig c = HandConfig();
+  c.spill_penalty = 2.0;
+  PlacementEnv env(w, c);
+  env.Reset();
+  double total = 0;
+  while (!env.done()) total += env.Step(0).reward;  // ask for DRAM every time
+  const EpisodeSummary& s = env.summary();
+  EXPECT_FALSE(s.oom);
+  EXPECT_GT(s.spills, 0u);
+  EXPECT_FALSE(s.cost.oom);
+  EXPECT_LE(s.cost.dram_peak_bytes, c.dram_limit_bytes);
+  // k0 holds A (1000) or B + D (700), never all three.
+  EXPECT_NE(s.plan.initial_tiers, std::vector<Tier>(4, Tier::kDram));
+  EXPECT_LT(s.step_reward_sum, 0.0);
 }
 
 TEST(PlacementEnv, EpisodicRewardFollowsEquationThirteen) {

@@ -61,6 +61,9 @@ TaskMsg MakeTask() {
   m.env.oom_penalty = 99;
   m.env.dram_price_per_gb = 1.5;
   m.env.slow_price_per_gb = 0.5;
+  m.env.oom_handling = OomHandling::kTerminate;
+  m.env.spill_penalty = 3.5;
+  m.env.step_reward = StepRewardKind::kDeepTm;
   m.exploration = {0.05, 0.8, 0.02, 5000, 77};
   m.agent = "dqn-test";
   m.agent_config_json = R"({"hidden":[64,64]})";
@@ -162,6 +165,9 @@ TEST(Protocol, TaskRoundTrips) {
   EXPECT_EQ(back.env.dram_limit_bytes, m.env.dram_limit_bytes);
   EXPECT_EQ(back.env.mode, m.env.mode);
   EXPECT_EQ(back.env.beta, m.env.beta);
+  EXPECT_EQ(back.env.oom_handling, m.env.oom_handling);
+  EXPECT_EQ(back.env.spill_penalty, m.env.spill_penalty);
+  EXPECT_EQ(back.env.step_reward, m.env.step_reward);
   EXPECT_EQ(back.env.reward_fix, m.env.reward_fix);
   EXPECT_EQ(back.env.oom_penalty, m.env.oom_penalty);
   EXPECT_EQ(back.env.dram_price_per_gb, m.env.dram_price_per_gb);

@@ -1,0 +1,295 @@
+// tensortier: parses the command line (and an optional config file) and
+// dispatches to the library. No logic of its own beyond presentation.
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+
+#include "agents/dqn_agent.h"
+#include "common/files.h"
+#include "common/log.h"
+#include "envs/describe.h"
+#include "envs/synthetic.h"
+#include "envs/workload_io.h"
+#include "envs/workload_spec.h"
+#include "learner/local_fleet.h"
+#include "learner/training_run.h"
+#include "worker/worker.h"
+
+namespace tensortier {
+namespace {
+
+struct CommonTraining {
+  std::string workload = "synthetic:resnet:10";
+  double dram_fraction = 0.2;
+  uint64_t dram_limit_bytes = 0;
+  uint64_t episodes = 300;
+  std::string agent = "dqn";
+  std::string mode = "sync";
+  double beta = 0.75;
+  uint64_t seed = 1;
+  std::vector<int> hidden = {128, 128};
+  double learning_rate = 1e-3;
+  int batch_size = 32;
+  int updates_per_episode = 64;
+  int epsilon_decay_episodes = 150;
+  int learning_starts = 512;
+  int target_update_interval = 200;
+  std::string device = "auto";
+  std::string out;
+  double max_seconds = 0;
+  uint32_t heartbeat_ms = 1000;
+  uint32_t checkpoint_every = 50;
+};
+
+void AddTrainingOptions(CLI::App* cmd, CommonTraining& o) {
+  cmd->add_option("--workload", o.workload,
+                  "Workload file (.ttwl) or synthetic:SHAPE[:LAYERS[:BASE_BYTES]], SHAPE in vgg|resnet|mobilenet|tiny")
+      ->capture_default_str();
+  cmd->add_option("--dram-fraction", o.dram_fraction, "DRAM limit as a fraction of the workload's peak live bytes")
+      ->check(CLI::Range(0.001, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--dram-limit-bytes", o.dram_limit_bytes, "DRAM limit in bytes (overrides --dram-fraction)");
+  cmd->add_option("--episodes", o.episodes, "Episodes to train for")->check(CLI::Range(1, 10000000))->capture_default_str();
+  cmd->add_option("--agent", o.agent, "Agent to train")->check(CLI::IsMember({"dqn"}))->capture_default_str();
+  cmd->add_option("--mode", o.mode, "Migration mode: sync (blocking copies) or async (copies overlap the next kernel)")
+      ->check(CLI::IsMember({"sync", "async"}))
+      ->capture_default_str();
+  cmd->add_option("--beta", o.beta, "Weight of performance against memory price in the episodic reward (eq. 13)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--seed", o.seed, "Random seed")->capture_default_str();
+  cmd->add_option("--hidden", o.hidden, "Hidden layer sizes of the Q-network")->capture_default_str();
+  cmd->add_option("--lr", o.learning_rate, "Learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--batch-size", o.batch_size, "Minibatch size")->check(CLI::Range(1, 65536))->capture_default_str();
+  cmd->add_option("--updates-per-episode", o.updates_per_episode, "Gradient updates per episode report")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  cmd->add_option("--epsilon-decay-episodes", o.epsilon_decay_episodes, "Episodes over which epsilon falls to its end value")
+      ->check(CLI::Range(0, 10000000))
+      ->capture_default_str();
+  cmd->add_option("--learning-starts", o.learning_starts, "Transitions in replay before the first update")
+      ->capture_default_str();
+  cmd->add_option("--target-update-interval", o.target_update_interval, "Updates between target-network syncs")
+      ->check(CLI::Range(1, 10000000))
+      ->capture_default_str();
+  cmd->add_option("--device", o.device, "Where the learner trains: auto (CUDA when present), cpu, cuda, cuda:N")
+      ->capture_default_str();
+  cmd->add_option("--out", o.out, "Run directory (default runs/<time>)");
+  cmd->add_option("--max-seconds", o.max_seconds, "Stop training after this many seconds (0 = no limit)");
+  cmd->add_option("--heartbeat-ms", o.heartbeat_ms, "Heartbeat interval between learner and workers")
+      ->check(CLI::Range(10, 600000))
+      ->capture_default_str();
+  cmd->add_option("--checkpoint-every", o.checkpoint_every, "Episodes between checkpoints (0 = only at the end)")
+      ->capture_default_str();
+}
+
+std::string DefaultRunDir() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "runs/%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+LearnerConfig BuildLearnerConfig(const CommonTraining& o, const std::string& bind) {
+  LearnerConfig c;
+  c.bind_endpoint = bind;
+  c.workload = LoadWorkloadSpec(o.workload);
+  c.env.dram_limit_bytes = o.dram_limit_bytes > 0
+                               ? o.dram_limit_bytes
+                               : static_cast<uint64_t>(std::llround(o.dram_fraction * c.workload.peak_live_bytes()));
+  if (c.env.dram_limit_bytes == 0) throw std::invalid_argument("the DRAM limit works out at 0 bytes");
+  c.env.mode = o.mode == "async" ? MigrationMode::kAsync : MigrationMode::kSync;
+  c.env.beta = o.beta;
+  c.dqn.hidden = o.hidden;
+  c.dqn.learning_rate = o.learning_rate;
+  c.dqn.batch_size = o.batch_size;
+  c.dqn.updates_per_episode = o.updates_per_episode;
+  c.dqn.epsilon_decay_episodes = o.epsilon_decay_episodes;
+  c.dqn.learning_starts = o.learning_starts;
+  c.dqn.target_update_interval = o.target_update_interval;
+  c.dqn.seed = o.seed;
+  c.dqn.device = o.device;
+  c.episodes = o.episodes;
+  c.heartbeat_interval_ms = o.heartbeat_ms;
+  c.checkpoint_interval_episodes = o.checkpoint_every;
+  c.max_seconds = o.max_seconds;
+  return c;
+}
+
+// Prints a progress line at most every `every_seconds` and on the last episode.
+class Progress {
+ public:
+  Progress(uint64_t total, double ideal_ns) : total_(total), ideal_ns_(ideal_ns) {}
+  void operator()(const EpisodeRecord& r) {
+    reward_ = reward_ == 0 ? r.step_reward_sum + r.episodic_reward
+                           : 0.9 * reward_ + 0.1 * (r.step_reward_sum + r.episodic_reward);
+    auto now = std::chrono::steady_clock::now();
+    if (r.episode != total_ && now - last_ < std::chrono::seconds(2) && r.episode != 1) return;
+    last_ = now;
+    std::printf("episode %6llu/%llu  worker %u  return(avg) %8.2f  loss %8.4f  epsilon %.3f  best %.3f ms (%.1f%% of all-DRAM)  %.0fs\n",
+                static_cast<unsigned long long>(r.episode), static_cast<unsigned long long>(total_), r.worker_id,
+                reward_, r.loss, r.epsilon, r.best_runtime_ns / 1e6,
+                r.best_runtime_ns > 0 ? 100.0 * ideal_ns_ / r.best_runtime_ns : 0.0, r.wall_seconds);
+    std::fflush(stdout);
+  }
+
+ private:
+  uint64_t total_;
+  double ideal_ns_;
+  double reward_ = 0;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+int RunTrain(CommonTraining& o, int workers, const std::string& config_toml) {
+  if (o.out.empty()) o.out = DefaultRunDir();
+  TrainingRunOptions opts;
+  opts.learner = BuildLearnerConfig(o, "tcp://127.0.0.1:*");
+  opts.learner.run_dir = o.out;
+  opts.workers = workers;
+  opts.worker_executable = SelfExecutable();
+  opts.config_toml = config_toml;
+  const Workload& w = opts.learner.workload;
+  std::printf("TensorTier train: %s (%zu kernels, %zu tensors, peak %s), DRAM limit %s, %d workers, %llu episodes\n",
+              w.name.c_str(), w.num_kernels(), w.num_tensors(), FormatBytes(w.peak_live_bytes()).c_str(),
+              FormatBytes(opts.learner.env.dram_limit_bytes).c_str(), workers,
+              static_cast<unsigned long long>(o.episodes));
+  std::printf("run directory: %s (worker logs in %s/logs)\n", o.out.c_str(), o.out.c_str());
+  std::fflush(stdout);
+  Progress progress(o.episodes, w.total_dram_time_ns());
+  TrainingRunOutcome out = RunTraining(opts, [&](const EpisodeRecord& r) { progress(r); });
+  std::printf("\nfinished: %llu episodes, %llu updates, %llu transitions in %.1f s; %d/%d workers exited cleanly\n",
+              static_cast<unsigned long long>(out.result.episodes), static_cast<unsigned long long>(out.result.updates),
+              static_cast<unsigned long long>(out.result.counters.transitions_ingested), out.result.wall_seconds,
+              out.workers_exited_cleanly, workers);
+  std::printf("final plan: %s (backend: %s)\n\n%s\nwritten to %s/\n", out.final_plan.produced_by.c_str(),
+              out.result.records.empty() ? "none" : out.result.records.back().backend.c_str(),
+              ComparisonMarkdown(out.comparison).c_str(), o.out.c_str());
+  return out.result.episodes > 0 ? 0 : 1;
+}
+
+int RunLearner(CommonTraining& o, const std::string& bind, const std::string& config_toml) {
+  if (o.out.empty()) o.out = DefaultRunDir();
+  LearnerConfig c = BuildLearnerConfig(o, bind);
+  c.run_dir = o.out;
+  Learner learner(c);
+  std::printf("learner listening on %s; run directory %s\n", learner.endpoint().c_str(), o.out.c_str());
+  std::fflush(stdout);
+  Progress progress(o.episodes, c.workload.total_dram_time_ns());
+  LearnerResult r = learner.Run([&](const EpisodeRecord& rec) { progress(rec); });
+  PlacementPlan final_plan = ChooseFinalPlan(c.workload, r);
+  auto comparison = ComparePlans(c.workload, c.env, final_plan, final_plan.produced_by);
+  WriteRunDirectory(o.out, config_toml, c.workload, c.env, r, final_plan, comparison);
+  std::printf("\n%s\nwritten to %s/\n", ComparisonMarkdown(comparison).c_str(), o.out.c_str());
+  return 0;
+}
+
+Worker* g_worker = nullptr;
+void OnSignal(int) {
+  if (g_worker) g_worker->Stop();
+}
+
+int RunWorker(const WorkerConfig& config) {
+  Worker worker(config, std::make_unique<CostModelEvaluator>());
+  g_worker = &worker;
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGINT, OnSignal);
+  WorkerStats s = worker.Run();
+  g_worker = nullptr;
+  LogInfo("worker_finished").kv("episodes", s.episodes).kv("transitions", s.transitions_sent)
+      .kv("reconnects", s.reconnects).kv("weights_loaded", s.weights_loaded);
+  return 0;
+}
+
+int RunInspect(const std::string& path) {
+  std::string head = ReadFile(path).substr(0, 8);
+  if (head == "TTWKLD01") {
+    std::cout << DescribeWorkload(ReadWorkloadFile(path));
+  } else if (head == "TTPLAN01") {
+    std::cout << DescribePlan(ReadPlanFile(path));
+  } else {
+    throw std::runtime_error("'" + path + "' is neither a workload (.ttwl) nor a plan (.ttplan) file");
+  }
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"TensorTier: learns where the tensors of a training job live (DRAM or a slow tier)"};
+  app.require_subcommand(1);
+  app.set_config("--config", "", "Read settings from a TOML/INI file ([train], [learner], [worker] sections)");
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "debug, info, warn or error")->capture_default_str();
+
+  CommonTraining train_opts;
+  int workers = 2;
+  auto* train = app.add_subcommand("train", "Train on this host: a learner and N worker processes on loopback");
+  AddTrainingOptions(train, train_opts);
+  train->add_option("--workers", workers, "Worker processes")->check(CLI::Range(1, 256))->capture_default_str();
+
+  CommonTraining learner_opts;
+  std::string bind = "tcp://127.0.0.1:5555";
+  auto* learner = app.add_subcommand("learner", "Run a learner for a fleet of workers on other hosts");
+  AddTrainingOptions(learner, learner_opts);
+  learner->add_option("--bind", bind, "ZeroMQ endpoint to bind")->capture_default_str();
+
+  WorkerConfig worker_config;
+  auto* worker = app.add_subcommand("worker", "Run a worker against a learner");
+  worker->add_option("--connect", worker_config.learner_endpoint, "Learner endpoint")->capture_default_str();
+  worker->add_option("--name", worker_config.name, "Worker name (default host:pid)");
+  worker->add_option("--max-episodes", worker_config.max_episodes, "Stop after this many episodes (0 = until told)");
+  worker->add_option("--give-up-seconds", worker_config.give_up_seconds,
+                     "Exit when no learner answered for this long (0 = retry forever)");
+
+  std::string inspect_path;
+  auto* inspect = app.add_subcommand("inspect", "Summarise a workload (.ttwl), plan (.ttplan) or checkpoint file");
+  inspect->add_option("file", inspect_path, "File to summarise")->required()->check(CLI::ExistingFile);
+
+  SyntheticOptions gen;
+  std::string gen_shape = "resnet", gen_out;
+  auto* generate = app.add_subcommand("generate", "Write a synthetic workload file");
+  generate->add_option("--shape", gen_shape, "vgg, resnet, mobilenet or tiny")->capture_default_str();
+  generate->add_option("--layers", gen.layers, "Layers")->check(CLI::Range(1, 4096))->capture_default_str();
+  generate->add_option("--base-bytes", gen.base_bytes, "Scale of tensor sizes")->capture_default_str();
+  generate->add_option("--seed", gen.seed, "Random seed")->capture_default_str();
+  generate->add_option("--out", gen_out, "Output file")->required();
+
+  CLI11_PARSE(app, argc, argv);
+  SetLogLevel(ParseLogLevel(log_level));
+  try {
+    if (*train) {
+      SetLogComponent("train");
+      return RunTrain(train_opts, workers, app.config_to_str(true, false));
+    }
+    if (*learner) {
+      SetLogComponent("learner");
+      return RunLearner(learner_opts, bind, app.config_to_str(true, false));
+    }
+    if (*worker) {
+      SetLogComponent("worker");
+      return RunWorker(worker_config);
+    }
+    if (*inspect) return RunInspect(inspect_path);
+    if (*generate) {
+      gen.shape = ParseSyntheticShape(gen_shape);
+      Workload w = GenerateSynthetic(gen);
+      WriteWorkloadFile(w, gen_out);
+      std::cout << DescribeWorkload(w) << "written to " << gen_out << "\n";
+      return 0;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tensortier: error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace tensortier
+
+int main(int argc, char** argv) { return tensortier::Main(argc, argv); }

@@ -1,0 +1,125 @@
+// Real execution of training iterations on tiered memory: the public API.
+//
+//   RunnerOptions o;
+//   o.model.name = "resnet18"; o.model.batch_size = 4; o.model.image_size = 32;
+//   o.slow_tier = "auto";                       // --slow-tier
+//   RealWorkloadRunner runner(o);               // installs the tiered allocator, builds the task
+//   const ProfileReport& p = runner.Profile();  // the Workload of a real iteration
+//   WriteWorkload(p.workload, ...);             // (envs/workload_io.h)
+//   PlacementPlan plan = ...;                   // for p.workload
+//   ExecutionReport r = runner.Execute(plan);   // warm-up, then `repeats` measured iterations
+//   r.median_ns, r.spread, r.counters[i] ...    // r.backend names the slow tier and its profile
+//
+// One runner at a time per process: it owns the process's CPU allocator
+// (c10::SetCPUAllocator) from construction to destruction. Not thread-safe;
+// call it from one thread. LibTorch's intra-op threads are left as they are
+// unless RunnerOptions::threads is set.
+//
+// Emulation: on an `emulated:PROFILE` slow tier the memory is DRAM; the
+// executor adds the device model's extra time to every kernel for its
+// slow-tier accesses and paces migration copies at the device bandwidth
+// (docs/emulation.md). Reports say "emulated:PROFILE" in `backend`.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "envs/placement_plan.h"
+#include "envs/workload.h"
+#include "executor/counters.h"
+#include "executor/tiered_allocator.h"
+#include "models/training_task.h"
+
+namespace tensortier {
+
+struct RunnerOptions {
+  ModelOptions model;
+  std::string slow_tier = "auto";   // see tiers/memory_tier.h
+  uint64_t slow_capacity_bytes = 0; // 0 = unbounded
+  DramOverflowPolicy overflow_policy = DramOverflowPolicy::kSpillToSlow;
+  bool emulate_slow_timing = true;  // emulated tiers only; false = plain DRAM speed
+  int warmup_iterations = 1;        // per Execute, before the measured ones
+  int repeats = 5;                  // measured iterations per Execute
+  int profile_timing_iterations = 3;  // per tier, for kernel times (medians)
+  int threads = 0;                  // LibTorch intra-op threads; 0 = leave as is
+};
+
+struct ProfileReport {
+  Workload workload;       // finalized; dram_time_ns and slow_penalty_ns measured
+  uint32_t num_persistent = 0;
+  std::string backend;     // the slow tier, e.g. "emulated:optane-dcpmm"
+  std::string dram_backend;
+  bool deterministic = false;     // two captured iterations gave the same graph
+  std::string graph_difference;   // the first difference when not
+  uint32_t untracked_persistent = 0;
+  uint32_t alive_at_end = 0;
+  std::vector<double> kernel_dram_ns;  // medians
+  std::vector<double> kernel_slow_ns;  // medians, everything in the slow tier
+  double iteration_dram_ns = 0;        // medians of whole iterations
+  double iteration_slow_ns = 0;
+  double capture_iteration_ns = 0;     // the capture itself (with access tracing)
+};
+
+struct ExecutionReport {
+  bool ok = true;
+  std::string failure;       // why not ok: DRAM OOM under the fail policy, graph changed, ...
+  std::string model;
+  std::string backend;       // slow tier backend (+ profile)
+  std::string mode;          // "sync" / "async"
+  uint64_t plan_hash = 0;
+  std::vector<double> iteration_ns;  // measured iterations
+  double median_ns = 0, min_ns = 0, max_ns = 0;
+  double spread = 0;         // (max - min) / median
+  std::vector<IterationCounters> counters;  // one per measured iteration
+  std::vector<double> losses;
+};
+
+// Loss per iteration and the bytes of every parameter and gradient at the
+// end: what bit-identity is checked on.
+struct TrainingSnapshot {
+  std::vector<double> losses;
+  std::vector<std::string> names;
+  std::vector<std::string> bytes;
+};
+
+class RealWorkloadRunner {
+ public:
+  // Throws std::invalid_argument (bad model options or --slow-tier) or
+  // std::runtime_error (tier unavailable, another runner alive).
+  explicit RealWorkloadRunner(const RunnerOptions& options);
+  ~RealWorkloadRunner();
+  RealWorkloadRunner(const RealWorkloadRunner&) = delete;
+  RealWorkloadRunner& operator=(const RealWorkloadRunner&) = delete;
+
+  // Captures the graph twice (determinism), then times kernels with all
+  // tensors in DRAM and all in the slow tier. The extra time of a kernel in
+  // the slow tier is split over the tensors it accesses in proportion to
+  // size x (reads + writes): their slow_penalty_ns. Cached after the first call.
+  const ProfileReport& Profile();
+  bool profiled() const;
+  const Workload& workload() const;  // Profile() first
+
+  // Runs warm-up + measured iterations of the runner's task under `plan`
+  // (for workload()). Never throws for OOM: a failed episode comes back with
+  // ok = false, and the task is rebuilt for the next call.
+  ExecutionReport Execute(const PlacementPlan& plan);
+  ExecutionReport Execute(const PlacementPlan& plan, int warmup_iterations, int repeats);
+
+  // Rebuilds the runner's task (same seeds), one all-DRAM warm-up step, then
+  // `iterations` steps under `plan`: for correctness checks against an
+  // all-DRAM plan. The caller must not hold CPU tensors made after the
+  // runner was built (they would count as untracked persistent tensors).
+  TrainingSnapshot RunFresh(const PlacementPlan& plan, int iterations, ExecutionReport* report = nullptr);
+
+  std::string backend() const;
+  TieredAllocator& allocator();
+  const RunnerOptions& options() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tensortier

@@ -1,0 +1,63 @@
+// Runs training iterations of a task under a PlacementPlan (internal; the
+// public entry point is executor.h's RealWorkloadRunner).
+//
+// Per iteration:
+//  1. Persistent tensors (ids 0..P-1, see profiler/graph_capture.h) are moved
+//     to their initial tier (untimed setup).
+//  2. The allocator routes the n-th allocation of the step to the tier of
+//     tensor P+n and checks its size against the profile.
+//  3. At the end of top-level kernel k: (a) on an emulated slow tier, wait
+//     the extra time the kernel's slow-tier accesses would take on the device
+//     (profile accesses x DeviceProfile::ExtraAccessNs); (b) async mode:
+//     finish the copies started after kernel k-1 (exposed time = what is left
+//     of them) and swap their storages; (c) start the migrations planned after
+//     kernel k: sync = copy now (paced at the device bandwidth when emulated)
+//     and swap; async = hand the copy to the copy thread. Before a kernel that
+//     writes a tensor whose async copy is still open, the copy is finished
+//     first (so data never changes under a copy: results stay bit-identical).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "envs/placement_plan.h"
+#include "envs/workload.h"
+#include "executor/counters.h"
+#include "executor/tiered_allocator.h"
+#include "models/training_task.h"
+
+namespace tensortier {
+
+class PlanExecutor {
+ public:
+  struct Config {
+    bool emulate_timing = true;  // only has an effect on an emulated slow tier
+    bool record_kernel_times = false;
+  };
+  // `workload` and `plan` must outlive the executor; plan validated here.
+  PlanExecutor(TieredAllocator& alloc, const Workload& workload, uint32_t num_persistent, const PlacementPlan& plan,
+               Config config);
+  ~PlanExecutor();
+  PlanExecutor(const PlanExecutor&) = delete;
+  PlanExecutor& operator=(const PlanExecutor&) = delete;
+
+  // One task.Step() under the plan. DramOomError (fail policy) propagates
+  // after the executor has cleaned up; the task is then unusable.
+  IterationCounters RunIteration(TrainingTask& task, double* loss);
+  // Per-kernel durations of the last iteration (Config::record_kernel_times).
+  const std::vector<double>& kernel_times_ns() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Copies n bytes taking at least target_ns (0 = as fast as possible);
+// returns the time taken.
+double PacedCopy(void* dst, const void* src, size_t n, double target_ns);
+// Waits (sleeping, then spinning) until steady_clock reaches deadline_ns.
+void WaitUntilNs(double deadline_ns);
+double SteadyNowNs();
+
+}  // namespace tensortier

@@ -1,0 +1,271 @@
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <atomic>
+#include <stdexcept>
+
+#include "common/log.h"
+#include "executor/executor.h"
+#include "executor/plan_executor.h"
+#include "profiler/graph_capture.h"
+
+namespace tensortier {
+
+namespace {
+
+std::atomic<bool> g_runner_alive{false};
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Copy bandwidth between two tiers, for tiers that are real (not emulated).
+double MeasureCopyBytesPerSecond(MemoryTier& from, MemoryTier& to) {
+  constexpr size_t kBytes = 64 << 20;
+  void* src = from.Allocate(kBytes);
+  void* dst = to.Allocate(kBytes);
+  double bps = 0;
+  if (src && dst) {
+    std::memset(src, 1, kBytes);
+    std::memset(dst, 0, kBytes);
+    double best = 1e30;
+    for (int i = 0; i < 3; ++i) best = std::min(best, PacedCopy(dst, src, kBytes, 0));
+    bps = kBytes / (best * 1e-9);
+  }
+  if (src) from.Free(src, kBytes);
+  if (dst) to.Free(dst, kBytes);
+  return bps;
+}
+
+}  // namespace
+
+struct RealWorkloadRunner::Impl {
+  RunnerOptions o;
+  std::shared_ptr<MemoryTier> dram, slow;
+  std::unique_ptr<TieredAllocator> alloc;
+  std::unique_ptr<TrainingTask> task;
+  bool profiled = false;
+  ProfileReport report;
+
+  explicit Impl(const RunnerOptions& opts) : o(opts) {
+    dram = MakeDramTier();
+    slow = MakeSlowTier(o.slow_tier, o.slow_capacity_bytes);
+    if (g_runner_alive.exchange(true)) throw std::runtime_error("RealWorkloadRunner: another runner is alive");
+    try {
+      alloc = std::make_unique<TieredAllocator>(dram, slow);
+      alloc->Install();
+      if (o.threads > 0) at::set_num_threads(o.threads);
+      BuildTask();
+    } catch (...) {
+      task.reset();
+      alloc.reset();
+      g_runner_alive = false;
+      throw;
+    }
+  }
+
+  ~Impl() {
+    task.reset();
+    alloc.reset();  // uninstalls; storages still alive keep the tiers alive
+    g_runner_alive = false;
+  }
+
+  std::unique_ptr<TrainingTask> NewTask() {
+    alloc->set_dram_limit(0);
+    auto t = MakeTrainingTask(o.model);
+    t->Step();  // creates gradients and optimizer state: the persistent set is complete after it
+    return t;
+  }
+
+  void BuildTask() {
+    task.reset();
+    task = NewTask();
+  }
+
+  // Per-kernel medians over `iterations` iterations under `plan`.
+  void TimeKernels(const PlacementPlan& plan, const Workload& w, uint32_t P, std::vector<double>* kernel_ns,
+                   double* iteration_ns, std::string* difference) {
+    PlanExecutor::Config cfg;
+    cfg.emulate_timing = o.emulate_slow_timing;
+    cfg.record_kernel_times = true;
+    PlanExecutor ex(*alloc, w, P, plan, cfg);
+    const int n = std::max(1, o.profile_timing_iterations);
+    std::vector<std::vector<double>> per_kernel(w.num_kernels());
+    std::vector<double> iters;
+    for (int i = 0; i < n; ++i) {
+      double loss;
+      IterationCounters c = ex.RunIteration(*task, &loss);
+      if (!c.graph_matches && difference->empty()) *difference = c.graph_difference;
+      iters.push_back(c.iteration_ns);
+      for (size_t k = 0; k < w.num_kernels(); ++k) per_kernel[k].push_back(ex.kernel_times_ns()[k]);
+    }
+    kernel_ns->resize(w.num_kernels());
+    for (size_t k = 0; k < w.num_kernels(); ++k) (*kernel_ns)[k] = Median(per_kernel[k]);
+    *iteration_ns = Median(iters);
+  }
+
+  const ProfileReport& Profile() {
+    if (profiled) return report;
+    ProfileReport r;
+    r.backend = slow->backend();
+    r.dram_backend = dram->backend();
+    const double t0 = SteadyNowNs();
+    CapturedIteration a = CaptureIteration(*task, *alloc);
+    r.capture_iteration_ns = SteadyNowNs() - t0;
+    CapturedIteration b = CaptureIteration(*task, *alloc);
+    r.graph_difference = CompareGraphs(a, b);
+    r.deterministic = r.graph_difference.empty();
+    r.num_persistent = b.num_persistent;
+    r.untracked_persistent = b.untracked_persistent;
+    r.alive_at_end = b.alive_at_end;
+    Workload w = std::move(b.workload);
+    const uint32_t P = r.num_persistent;
+
+    std::string diff;
+    TimeKernels(PlacementPlan::Uniform(w, Tier::kDram, 0), w, P, &r.kernel_dram_ns, &r.iteration_dram_ns, &diff);
+    TimeKernels(PlacementPlan::Uniform(w, Tier::kSlow, 0), w, P, &r.kernel_slow_ns, &r.iteration_slow_ns, &diff);
+    if (!diff.empty() && r.deterministic) {
+      r.deterministic = false;
+      r.graph_difference = "timing iterations: " + diff;
+    }
+    for (size_t k = 0; k < w.num_kernels(); ++k) {
+      w.kernels[k].dram_time_ns = r.kernel_dram_ns[k];
+      const double extra = std::max(0.0, r.kernel_slow_ns[k] - r.kernel_dram_ns[k]);
+      double total = 0;
+      for (uint32_t ai : w.accesses_of_kernel(k)) {
+        const Access& x = w.accesses[ai];
+        total += static_cast<double>(w.tensors[x.tensor].size_bytes) * (x.reads + x.writes);
+      }
+      for (uint32_t ai : w.accesses_of_kernel(k)) {
+        Access& x = w.accesses[ai];
+        const double share = static_cast<double>(w.tensors[x.tensor].size_bytes) * (x.reads + x.writes);
+        x.slow_penalty_ns = total > 0 ? extra * share / total : 0;
+      }
+    }
+    w.device.name = slow->backend();
+    w.device.slow_capacity_bytes = o.slow_capacity_bytes;
+    if (const DeviceProfile* dev = slow->emulation()) {
+      w.device.dram_to_slow_bytes_per_second = dev->write_bytes_per_second;
+      w.device.slow_to_dram_bytes_per_second = dev->read_bytes_per_second;
+    } else {
+      w.device.dram_to_slow_bytes_per_second = MeasureCopyBytesPerSecond(*dram, *slow);
+      w.device.slow_to_dram_bytes_per_second = MeasureCopyBytesPerSecond(*slow, *dram);
+    }
+    w.source = "libtorch:" + o.model.name + " batch=" + std::to_string(o.model.batch_size) +
+               " image=" + std::to_string(o.model.image_size) + " slow=" + slow->backend();
+    w.Finalize();
+    r.workload = std::move(w);
+    report = std::move(r);
+    profiled = true;
+    LogInfo("profiled")
+        .kv("model", o.model.name)
+        .kv("kernels", report.workload.num_kernels())
+        .kv("tensors", report.workload.num_tensors())
+        .kv("peak_bytes", report.workload.peak_live_bytes())
+        .kv("deterministic", report.deterministic)
+        .kv("backend", report.backend);
+    return report;
+  }
+
+  ExecutionReport Run(TrainingTask& t, const PlacementPlan& plan, int warmup, int repeats, bool* task_broken) {
+    if (!profiled) throw std::logic_error("RealWorkloadRunner: Profile() before Execute()");
+    const Workload& w = report.workload;
+    ExecutionReport r;
+    r.model = o.model.name;
+    r.backend = slow->backend();
+    r.mode = MigrationModeName(plan.mode);
+    r.plan_hash = plan.Hash();
+    PlanExecutor::Config cfg;
+    cfg.emulate_timing = o.emulate_slow_timing;
+    PlanExecutor ex(*alloc, w, report.num_persistent, plan, cfg);  // throws invalid_argument for a bad plan
+    alloc->set_dram_limit(plan.dram_limit_bytes);
+    alloc->set_overflow_policy(o.overflow_policy);
+    const uint64_t failed0 = alloc->counters().failed_allocations;
+    try {
+      for (int i = 0; i < warmup + repeats; ++i) {
+        double loss = 0;
+        IterationCounters c = ex.RunIteration(t, &loss);
+        if (!c.graph_matches) {
+          r.ok = false;
+          r.failure = "graph changed: " + c.graph_difference;
+          break;
+        }
+        if (i >= warmup) {
+          r.iteration_ns.push_back(c.iteration_ns);
+          r.losses.push_back(loss);
+          r.counters.push_back(std::move(c));
+        }
+      }
+    } catch (const std::exception& e) {
+      r.ok = false;
+      const bool oom = alloc->counters().failed_allocations > failed0;
+      r.failure = std::string(oom ? "DRAM OOM: " : "iteration failed: ") + e.what();
+      *task_broken = true;
+    }
+    alloc->set_dram_limit(0);
+    if (!r.iteration_ns.empty()) {
+      r.median_ns = Median(r.iteration_ns);
+      r.min_ns = *std::min_element(r.iteration_ns.begin(), r.iteration_ns.end());
+      r.max_ns = *std::max_element(r.iteration_ns.begin(), r.iteration_ns.end());
+      r.spread = r.median_ns > 0 ? (r.max_ns - r.min_ns) / r.median_ns : 0;
+    }
+    return r;
+  }
+};
+
+RealWorkloadRunner::RealWorkloadRunner(const RunnerOptions& options) : impl_(std::make_unique<Impl>(options)) {}
+RealWorkloadRunner::~RealWorkloadRunner() = default;
+
+const ProfileReport& RealWorkloadRunner::Profile() { return impl_->Profile(); }
+bool RealWorkloadRunner::profiled() const { return impl_->profiled; }
+const Workload& RealWorkloadRunner::workload() const {
+  if (!impl_->profiled) throw std::logic_error("RealWorkloadRunner: Profile() first");
+  return impl_->report.workload;
+}
+
+ExecutionReport RealWorkloadRunner::Execute(const PlacementPlan& plan) {
+  return Execute(plan, impl_->o.warmup_iterations, impl_->o.repeats);
+}
+
+ExecutionReport RealWorkloadRunner::Execute(const PlacementPlan& plan, int warmup, int repeats) {
+  bool broken = false;
+  ExecutionReport r = impl_->Run(*impl_->task, plan, warmup, repeats, &broken);
+  if (broken) impl_->BuildTask();
+  return r;
+}
+
+TrainingSnapshot RealWorkloadRunner::RunFresh(const PlacementPlan& plan, int iterations, ExecutionReport* report) {
+  // The runner's task is replaced (not kept beside the fresh one: its live
+  // storages would count as untracked persistent tensors of the fresh one).
+  impl_->BuildTask();
+  TrainingTask* fresh = impl_->task.get();
+  bool broken = false;
+  ExecutionReport r = impl_->Run(*fresh, plan, 0, iterations, &broken);
+  TrainingSnapshot s;
+  s.losses = r.losses;
+  if (r.ok) {
+    const auto params = fresh->Parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      for (int g = 0; g < 2; ++g) {
+        at::Tensor t = g == 0 ? params[i] : params[i].grad();
+        if (!t.defined()) continue;
+        at::Tensor c = t.detach().contiguous();
+        s.names.push_back((g == 0 ? "param" : "grad") + std::to_string(i));
+        s.bytes.emplace_back(static_cast<const char*>(c.data_ptr()), c.nbytes());
+      }
+    }
+  }
+  if (report) *report = std::move(r);
+  if (broken) impl_->BuildTask();
+  return s;
+}
+
+std::string RealWorkloadRunner::backend() const { return impl_->slow->backend(); }
+TieredAllocator& RealWorkloadRunner::allocator() { return *impl_->alloc; }
+const RunnerOptions& RealWorkloadRunner::options() const { return impl_->o; }
+
+}  // namespace tensortier

@@ -1,0 +1,86 @@
+#include "learner/local_fleet.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace tensortier {
+
+std::string SelfExecutable() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw std::runtime_error(std::string("cannot resolve /proc/self/exe: ") + std::strerror(errno));
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+std::vector<WorkerProcess> SpawnWorkers(const std::string& executable, const std::string& endpoint, int count,
+                                        const std::vector<std::string>& extra_args, const std::string& log_dir) {
+  std::vector<WorkerProcess> started;
+  for (int i = 0; i < count; ++i) {
+    std::vector<std::string> args = {executable, "worker", "--connect", endpoint, "--name",
+                                     "local-" + std::to_string(i)};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+
+    WorkerProcess w;
+    w.log_path = log_dir + "/worker-" + std::to_string(i) + ".log";
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, w.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    int rc = posix_spawn(&w.pid, executable.c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) {
+      ReapWorkers(started, 0);
+      throw std::runtime_error("cannot start worker " + std::to_string(i) + " (" + executable + "): " +
+                               std::strerror(rc));
+    }
+    started.push_back(w);
+  }
+  return started;
+}
+
+int ReapWorkers(std::vector<WorkerProcess>& workers, double grace_seconds) {
+  int clean = 0;
+  auto reap = [&](WorkerProcess& w, int flags) {
+    if (w.pid <= 0) return;
+    int status = 0;
+    pid_t r = ::waitpid(w.pid, &status, flags);
+    if (r == w.pid) {
+      if (WIFEXITED(status) && WEXITSTATUS(status) == 0) ++clean;
+      w.pid = -1;
+    }
+  };
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace_seconds);
+  for (;;) {
+    bool alive = false;
+    for (WorkerProcess& w : workers) {
+      reap(w, WNOHANG);
+      alive |= w.pid > 0;
+    }
+    if (!alive || std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (int sig : {SIGTERM, SIGKILL}) {
+    for (WorkerProcess& w : workers)
+      if (w.pid > 0) ::kill(w.pid, sig);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    for (WorkerProcess& w : workers) reap(w, WNOHANG);
+  }
+  for (WorkerProcess& w : workers) reap(w, 0);
+  return clean;
+}
+
+}  // namespace tensortier

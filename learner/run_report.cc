@@ -1,0 +1,144 @@
+#include "learner/run_report.h"
+
+#include <cstdio>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/files.h"
+#include "envs/first_touch.h"
+#include "envs/workload_io.h"
+
+namespace tensortier {
+namespace {
+
+constexpr double kBytesPerGb = 1e9;
+
+PolicyScore Score(const Workload& w, const EnvConfig& env, const PlacementPlan& plan, const std::string& name) {
+  PolicyScore s;
+  s.policy = name;
+  s.cost = EvaluatePlan(w, plan);
+  s.relative_performance = s.cost.total_ns > 0 ? MinCostNs(w) / s.cost.total_ns : 0;
+  s.normalised_cost = NormalisedCost(w, s.cost.total_ns);
+  s.memory_cost_dollars = (static_cast<double>(s.cost.dram_peak_bytes) * env.dram_price_per_gb +
+                           static_cast<double>(s.cost.slow_peak_bytes) * env.slow_price_per_gb) /
+                          kBytesPerGb;
+  return s;
+}
+
+nlohmann::json ScoreJson(const PolicyScore& s) {
+  return {{"policy", s.policy},
+          {"runtime_ns", s.cost.total_ns},
+          {"exec_ns", s.cost.exec_ns},
+          {"migration_ns", s.cost.migration_ns},
+          {"relative_performance", s.relative_performance},
+          {"normalised_cost", s.normalised_cost},
+          {"dram_peak_bytes", s.cost.dram_peak_bytes},
+          {"slow_peak_bytes", s.cost.slow_peak_bytes},
+          {"bytes_to_slow", s.cost.bytes_to_slow},
+          {"bytes_to_dram", s.cost.bytes_to_dram},
+          {"migrations", s.cost.migrations_to_slow + s.cost.migrations_to_dram},
+          {"oom", s.cost.oom},
+          {"memory_cost_dollars", s.memory_cost_dollars}};
+}
+
+std::string Csv(const std::vector<EpisodeRecord>& records) {
+  std::ostringstream os;
+  os << "episode,worker_id,worker_episode,policy_version,steps,step_reward_sum,episodic_reward,"
+        "normalised_cost,runtime_ns,oom,epsilon,loss,mean_q,best_runtime_ns,wall_seconds,backend\n";
+  os << std::setprecision(10);
+  for (const EpisodeRecord& r : records)
+    os << r.episode << ',' << r.worker_id << ',' << r.worker_episode << ',' << r.policy_version << ','
+       << r.steps << ',' << r.step_reward_sum << ',' << r.episodic_reward << ',' << r.normalised_cost << ','
+       << r.runtime_ns << ',' << (r.oom ? 1 : 0) << ',' << r.epsilon << ',' << r.loss << ',' << r.mean_q << ','
+       << r.best_runtime_ns << ',' << r.wall_seconds << ',' << r.backend << '\n';
+  return os.str();
+}
+
+}  // namespace
+
+std::vector<PolicyScore> ComparePlans(const Workload& w, const EnvConfig& env, const PlacementPlan& learned,
+                                      const std::string& learned_name) {
+  std::vector<PolicyScore> out;
+  out.push_back(Score(w, env, PlacementPlan::Uniform(w, Tier::kDram, 0), "all-dram (no limit)"));
+  PlacementPlan first_touch = FirstTouchPlan(w, env.dram_limit_bytes);
+  first_touch.mode = env.mode;
+  out.push_back(Score(w, env, first_touch, "first-touch"));
+  out.push_back(Score(w, env, PlacementPlan::Uniform(w, Tier::kSlow, env.dram_limit_bytes), "all-slow"));
+  out.push_back(Score(w, env, learned, learned_name));
+  return out;
+}
+
+std::string ComparisonMarkdown(const std::vector<PolicyScore>& scores) {
+  std::ostringstream os;
+  os << "| policy | runtime (ms) | vs all-DRAM | normalised cost | DRAM peak (MiB) | migrated (MiB) | OOM |\n"
+     << "|---|---:|---:|---:|---:|---:|---|\n";
+  os << std::fixed;
+  for (const PolicyScore& s : scores) {
+    os << "| " << s.policy << " | " << std::setprecision(3) << s.cost.total_ns / 1e6 << " | "
+       << std::setprecision(1) << 100.0 * s.relative_performance << "% | " << std::setprecision(3)
+       << s.normalised_cost << " | " << std::setprecision(1) << s.cost.dram_peak_bytes / 1048576.0 << " | "
+       << (s.cost.bytes_to_slow + s.cost.bytes_to_dram) / 1048576.0 << " | " << (s.cost.oom ? "yes" : "no")
+       << " |\n";
+  }
+  return os.str();
+}
+
+PlacementPlan ChooseFinalPlan(const Workload& w, const LearnerResult& result) {
+  const bool greedy_ok = !result.greedy_summary.oom && !result.greedy_summary.cost.oom;
+  if (!result.has_best_plan) return result.greedy_plan;
+  double best = EvaluatePlan(w, result.best_plan).total_ns;
+  if (greedy_ok && result.greedy_summary.cost.total_ns <= best) return result.greedy_plan;
+  PlacementPlan plan = result.best_plan;
+  if (plan.produced_by.empty() || plan.produced_by == "placement-env") plan.produced_by = "dqn-best-episode";
+  return plan;
+}
+
+void WriteRunDirectory(const std::string& dir, const std::string& config_toml, const Workload& w,
+                       const EnvConfig& env, const LearnerResult& result, const PlacementPlan& final_plan,
+                       const std::vector<PolicyScore>& comparison) {
+  MakeDirectories(dir);
+  WriteFileAtomically(dir + "/config.toml", config_toml);
+  WriteFileAtomically(dir + "/metrics.csv", Csv(result.records));
+  WritePlanFile(final_plan, dir + "/final_plan.ttplan");
+  WriteWorkloadFile(w, dir + "/workload.ttwl");
+
+  nlohmann::json summary;
+  summary["workload"] = {{"name", w.name}, {"source", w.source}, {"kernels", w.num_kernels()},
+                         {"tensors", w.num_tensors()}, {"peak_bytes", w.peak_live_bytes()},
+                         {"signature", w.Signature()}};
+  summary["dram_limit_bytes"] = env.dram_limit_bytes;
+  summary["episodes"] = result.episodes;
+  summary["updates"] = result.updates;
+  summary["weights_version"] = result.weights_version;
+  summary["wall_seconds"] = result.wall_seconds;
+  summary["workers_seen"] = result.workers_seen;
+  summary["backend"] = result.records.empty() ? "none" : result.records.back().backend;
+  const LearnerCounters& c = result.counters;
+  summary["counters"] = {{"frames_received", c.frames_received}, {"malformed_frames", c.malformed_frames},
+                         {"oversized_frames", c.oversized_frames}, {"wrong_version_frames", c.wrong_version_frames},
+                         {"unknown_worker_frames", c.unknown_worker_frames}, {"duplicate_batches", c.duplicate_batches},
+                         {"transitions_ingested", c.transitions_ingested}, {"workers_registered", c.workers_registered},
+                         {"workers_expired", c.workers_expired}};
+  summary["greedy"] = {{"oom", result.greedy_summary.oom}, {"runtime_ns", result.greedy_summary.cost.total_ns},
+                       {"normalised_cost", result.greedy_summary.normalised_cost}};
+  summary["best_episode_runtime_ns"] = result.best_runtime_ns;
+  summary["final_plan"] = {{"produced_by", final_plan.produced_by}, {"hash", final_plan.Hash()}};
+  WriteFileAtomically(dir + "/summary.json", summary.dump(2) + "\n");
+
+  nlohmann::json comp = nlohmann::json::array();
+  std::ostringstream csv;
+  csv << "policy,runtime_ns,relative_performance,normalised_cost,dram_peak_bytes,bytes_migrated,oom,memory_cost_dollars\n";
+  csv << std::setprecision(10);
+  for (const PolicyScore& s : comparison) {
+    comp.push_back(ScoreJson(s));
+    csv << s.policy << ',' << s.cost.total_ns << ',' << s.relative_performance << ',' << s.normalised_cost << ','
+        << s.cost.dram_peak_bytes << ',' << (s.cost.bytes_to_slow + s.cost.bytes_to_dram) << ','
+        << (s.cost.oom ? 1 : 0) << ',' << s.memory_cost_dollars << '\n';
+  }
+  WriteFileAtomically(dir + "/comparison.json", comp.dump(2) + "\n");
+  WriteFileAtomically(dir + "/comparison.csv", csv.str());
+  WriteFileAtomically(dir + "/comparison.md", ComparisonMarkdown(comparison));
+}
+
+}  // namespace tensortier

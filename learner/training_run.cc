@@ -1,0 +1,33 @@
+#include "learner/training_run.h"
+
+#include "common/files.h"
+#include "common/log.h"
+#include "learner/local_fleet.h"
+
+namespace tensortier {
+
+TrainingRunOutcome RunTraining(const TrainingRunOptions& options,
+                               const std::function<void(const EpisodeRecord&)>& on_episode) {
+  const std::string& dir = options.learner.run_dir;
+  if (!dir.empty()) MakeDirectories(dir + "/logs");
+  Learner learner(options.learner);
+  std::vector<WorkerProcess> workers =
+      SpawnWorkers(options.worker_executable, learner.endpoint(), options.workers, options.worker_args,
+                   dir.empty() ? "/tmp" : dir + "/logs");
+  TrainingRunOutcome out;
+  try {
+    out.result = learner.Run(on_episode);
+  } catch (...) {
+    ReapWorkers(workers, 0);
+    throw;
+  }
+  out.workers_exited_cleanly = ReapWorkers(workers, 10.0);
+  const Workload& w = options.learner.workload;
+  out.final_plan = ChooseFinalPlan(w, out.result);
+  out.comparison = ComparePlans(w, options.learner.env, out.final_plan, out.final_plan.produced_by);
+  if (!dir.empty())
+    WriteRunDirectory(dir, options.config_toml, w, options.learner.env, out.result, out.final_plan, out.comparison);
+  return out;
+}
+
+}  // namespace tensortier

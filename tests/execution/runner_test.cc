@@ -1,0 +1,205 @@
+#include <gtest/gtest.h>
+#include <torch/script.h>
+
+#include <cstdio>
+#include <random>
+#include <unistd.h>
+
+#include "executor/executor.h"
+
+namespace tensortier {
+namespace {
+
+RunnerOptions Small(const std::string& model) {
+  RunnerOptions o;
+  o.model.name = model;
+  o.model.batch_size = 2;
+  o.model.image_size = 32;
+  o.model.num_classes = 10;
+  o.slow_tier = "emulated:optane-dcpmm";
+  o.profile_timing_iterations = 1;
+  o.warmup_iterations = 0;
+  o.repeats = 1;
+  return o;
+}
+
+// Random initial tiers and random migrations inside lifetimes.
+PlacementPlan RandomPlan(const Workload& w, MigrationMode mode, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  PlacementPlan p = PlacementPlan::Uniform(w, Tier::kDram, 0);
+  p.mode = mode;
+  p.produced_by = "random";
+  std::bernoulli_distribution half(0.5), some(0.3);
+  for (size_t t = 0; t < w.num_tensors(); ++t) {
+    p.initial_tiers[t] = half(rng) ? Tier::kSlow : Tier::kDram;
+    const Tensor& x = w.tensors[t];
+    if (x.free_kernel > x.alloc_kernel && some(rng)) {
+      Tier cur = p.initial_tiers[t];
+      std::uniform_int_distribution<uint32_t> k(x.alloc_kernel, x.free_kernel - 1);
+      uint32_t a = k(rng), b = k(rng);
+      if (a > b) std::swap(a, b);
+      cur = cur == Tier::kDram ? Tier::kSlow : Tier::kDram;
+      p.migrations.push_back({static_cast<int32_t>(a), static_cast<uint32_t>(t), cur});
+      if (b > a) p.migrations.push_back({static_cast<int32_t>(b), static_cast<uint32_t>(t),
+                                         cur == Tier::kDram ? Tier::kSlow : Tier::kDram});
+    }
+  }
+  p.Normalize();
+  p.Validate(w);
+  return p;
+}
+
+void ExpectSame(const TrainingSnapshot& ref, const TrainingSnapshot& got, const std::string& what) {
+  ASSERT_EQ(ref.losses.size(), got.losses.size()) << what;
+  for (size_t i = 0; i < ref.losses.size(); ++i) EXPECT_EQ(ref.losses[i], got.losses[i]) << what << " loss " << i;
+  ASSERT_EQ(ref.bytes.size(), got.bytes.size()) << what;
+  size_t differing = 0;
+  for (size_t i = 0; i < ref.bytes.size(); ++i) differing += ref.bytes[i] != got.bytes[i];
+  EXPECT_EQ(differing, 0u) << what << ": " << differing << " of " << ref.bytes.size() << " tensors differ";
+}
+
+void CheckBitIdentical(const std::string& model) {
+  RealWorkloadRunner runner(Small(model));
+  const ProfileReport& prof = runner.Profile();
+  ASSERT_TRUE(prof.deterministic) << prof.graph_difference;
+  const Workload& w = prof.workload;
+  TrainingSnapshot ref = runner.RunFresh(PlacementPlan::Uniform(w, Tier::kDram, 0), 2);
+  ASSERT_EQ(ref.losses.size(), 2u);
+  ASSERT_GT(ref.bytes.size(), 0u);
+  for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
+    PlacementPlan plan = RandomPlan(w, mode, 42 + static_cast<int>(mode));
+    ExecutionReport rep;
+    TrainingSnapshot got = runner.RunFresh(plan, 2, &rep);
+    ASSERT_TRUE(rep.ok) << rep.failure;
+    ExpectSame(ref, got, model + " " + MigrationModeName(mode));
+    const IterationCounters& c = rep.counters.back();
+    EXPECT_GT(c.migrations_to_slow + c.migrations_to_dram, 0u);
+    EXPECT_GT(c.slow_peak_bytes, 0u);
+    EXPECT_EQ(c.migrations_refused, 0u);
+    EXPECT_TRUE(c.graph_matches) << c.graph_difference;
+  }
+}
+
+TEST(RealExecution, BitIdenticalUnderRandomPlansResNet18) { CheckBitIdentical("resnet18"); }
+TEST(RealExecution, BitIdenticalUnderRandomPlansMobileNetV2) { CheckBitIdentical("mobilenet_v2"); }
+TEST(RealExecution, BitIdenticalUnderRandomPlansAlexNet) { CheckBitIdentical("alexnet"); }
+
+TEST(RealExecution, ProfileIsDeterministicAndComplete) {
+  RealWorkloadRunner runner(Small("resnet18"));
+  const ProfileReport& p = runner.Profile();
+  EXPECT_TRUE(p.deterministic) << p.graph_difference;
+  EXPECT_EQ(p.backend, "emulated:optane-dcpmm");
+  const Workload& w = p.workload;
+  EXPECT_GT(w.num_kernels(), 100u);
+  EXPECT_GT(w.num_tensors(), p.num_persistent);
+  EXPECT_EQ(p.untracked_persistent, 0u);
+  EXPECT_EQ(p.alive_at_end, 0u);
+  size_t params = 0, grads = 0, state = 0, with_penalty = 0;
+  for (size_t t = 0; t < p.num_persistent; ++t) {
+    EXPECT_TRUE(w.tensors[t].persistent);
+    params += w.tensors[t].kind == TensorKind::kParameter;
+    grads += w.tensors[t].kind == TensorKind::kGradient;
+    state += w.tensors[t].kind == TensorKind::kOptimizerState;
+  }
+  EXPECT_GT(params, 0u);
+  EXPECT_EQ(grads, 62u);  // resnet18: 62 trainable tensors
+  EXPECT_EQ(state, 62u);  // one momentum buffer each
+  for (const Access& a : w.accesses) with_penalty += a.slow_penalty_ns > 0;
+  EXPECT_GT(with_penalty, w.accesses.size() / 4);
+  EXPECT_GT(p.iteration_slow_ns, p.iteration_dram_ns);
+  EXPECT_GT(w.total_slow_time_ns(), w.total_dram_time_ns());
+  EXPECT_EQ(w.device.name, "emulated:optane-dcpmm");
+}
+
+TEST(RealExecution, EmulatedTimeGrowsWithSlowTierBytes) {
+  RealWorkloadRunner runner(Small("resnet18"));
+  const Workload& w = runner.Profile().workload;
+  PlacementPlan half = PlacementPlan::Uniform(w, Tier::kDram, 0);
+  for (size_t t = 0; t < w.num_tensors(); t += 2) half.initial_tiers[t] = Tier::kSlow;
+  double prev_delay = -1;
+  double prev_slow_bytes = -1;
+  for (const PlacementPlan& p : {PlacementPlan::Uniform(w, Tier::kDram, 0), half, PlacementPlan::Uniform(w, Tier::kSlow, 0)}) {
+    ExecutionReport r = runner.Execute(p, 0, 1);
+    ASSERT_TRUE(r.ok) << r.failure;
+    const IterationCounters& c = r.counters[0];
+    EXPECT_GT(c.emulated_delay_ns, prev_delay);
+    EXPECT_GT(static_cast<double>(c.slow_peak_bytes), prev_slow_bytes);
+    prev_delay = c.emulated_delay_ns;
+    prev_slow_bytes = static_cast<double>(c.slow_peak_bytes);
+  }
+}
+
+TEST(RealExecution, DramLimitFailPolicyFailsTheEpisodeAndRecovers) {
+  RunnerOptions o = Small("resnet18");
+  o.overflow_policy = DramOverflowPolicy::kFail;
+  RealWorkloadRunner runner(o);
+  const Workload& w = runner.Profile().workload;
+  ExecutionReport r = runner.Execute(PlacementPlan::Uniform(w, Tier::kDram, w.peak_live_bytes() / 5), 0, 1);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.failure.find("DRAM OOM"), std::string::npos) << r.failure;
+  ExecutionReport ok = runner.Execute(PlacementPlan::Uniform(w, Tier::kDram, 0), 0, 1);
+  EXPECT_TRUE(ok.ok) << ok.failure;
+}
+
+TEST(RealExecution, DramLimitSpillPolicyCountsOomEvents) {
+  RealWorkloadRunner runner(Small("resnet18"));
+  const Workload& w = runner.Profile().workload;
+  const uint64_t limit = w.peak_live_bytes() / 2;
+  ExecutionReport r = runner.Execute(PlacementPlan::Uniform(w, Tier::kDram, limit), 0, 1);
+  ASSERT_TRUE(r.ok) << r.failure;
+  const IterationCounters& c = r.counters[0];
+  EXPECT_GT(c.oom_events, 0u);
+  EXPECT_EQ(c.oom_events, c.spilled_allocations);
+  EXPECT_LE(c.dram_peak_bytes, limit);
+  EXPECT_GE(c.dram_headroom_bytes, 0);
+  EXPECT_GT(c.slow_peak_bytes, 0u);
+  if (!c.hardware.available) {
+    EXPECT_FALSE(c.hardware.unavailable_reason.empty());
+  }
+  EXPECT_GE(c.minor_faults, 0);
+}
+
+TEST(RealExecution, TorchScriptModuleIsProfiledAndExecuted) {
+  torch::jit::Module m("TinyNet");
+  torch::manual_seed(3);
+  m.register_parameter("w1", torch::randn({3 * 16 * 16, 32}) * 0.05, false);
+  m.register_parameter("b1", torch::zeros({32}), false);
+  m.register_parameter("w2", torch::randn({32, 10}) * 0.05, false);
+  m.define(R"JIT(
+    def forward(self, x):
+        h = torch.relu(torch.mm(x.flatten(1), self.w1) + self.b1)
+        return torch.mm(h, self.w2)
+  )JIT");
+  char path[] = "/tmp/tt_tinynet_XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  m.save(path);
+  {
+    RunnerOptions o = Small("torchscript");
+    o.model.torchscript_path = path;
+    o.model.image_size = 16;
+    RealWorkloadRunner runner(o);
+    const ProfileReport& p = runner.Profile();
+    EXPECT_TRUE(p.deterministic) << p.graph_difference;
+    EXPECT_GT(p.workload.num_kernels(), 5u);
+    const Workload& w = p.workload;
+    TrainingSnapshot ref = runner.RunFresh(PlacementPlan::Uniform(w, Tier::kDram, 0), 2);
+    ExecutionReport rep;
+    TrainingSnapshot got = runner.RunFresh(RandomPlan(w, MigrationMode::kAsync, 7), 2, &rep);
+    ASSERT_TRUE(rep.ok) << rep.failure;
+    ExpectSame(ref, got, "torchscript");
+  }
+  std::remove(path);
+}
+
+TEST(RealExecution, BadSlowTierIsRejectedClearly) {
+  RunnerOptions o = Small("resnet18");
+  o.slow_tier = "emulated:floppy";
+  EXPECT_THROW(RealWorkloadRunner r(o), std::invalid_argument);
+  o = Small("lenet-9000");
+  EXPECT_THROW(RealWorkloadRunner r(o), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tensortier

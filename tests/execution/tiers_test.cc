@@ -1,0 +1,122 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <stdexcept>
+
+#include "tiers/device_profile.h"
+#include "tiers/memory_tier.h"
+
+namespace tensortier {
+namespace {
+
+TEST(Tiers, ParsesSpecs) {
+  EXPECT_EQ(ParseSlowTierSpec("auto").kind, SlowTierSpec::Kind::kAuto);
+  EXPECT_EQ(ParseSlowTierSpec("dax-kmem").kind, SlowTierSpec::Kind::kDaxKmem);
+  SlowTierSpec p = ParseSlowTierSpec("pmem:/mnt/pm0");
+  EXPECT_EQ(p.kind, SlowTierSpec::Kind::kPmem);
+  EXPECT_EQ(p.argument, "/mnt/pm0");
+  SlowTierSpec e = ParseSlowTierSpec("emulated:cxl");
+  EXPECT_EQ(e.kind, SlowTierSpec::Kind::kEmulated);
+  EXPECT_EQ(e.argument, "cxl");
+}
+
+TEST(Tiers, RejectsBadSpecsWithClearMessages) {
+  for (const char* bad : {"", "pmem", "pmem:", "emulated", "emulated:", "emulated:nvme", "optane", "dax"}) {
+    try {
+      ParseSlowTierSpec(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("--slow-tier"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("emulated:PROFILE"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(MakeSlowTier("emulated:nope"), std::invalid_argument);
+  EXPECT_THROW(MakeSlowTier("pmem:/definitely/not/here"), std::runtime_error);
+}
+
+TEST(Tiers, DramAccountsBytesAndPeak) {
+  auto dram = MakeDramTier();
+  EXPECT_EQ(dram->backend(), "memkind:default");
+  EXPECT_FALSE(dram->emulated());
+  void* a = dram->Allocate(1000);
+  void* b = dram->Allocate(3000);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % MemoryTier::kAlignment, 0u);
+  std::memset(a, 1, 1000);
+  EXPECT_EQ(dram->bytes_in_use(), 4000u);
+  dram->Free(a, 1000);
+  EXPECT_EQ(dram->bytes_in_use(), 3000u);
+  EXPECT_EQ(dram->peak_bytes(), 4000u);
+  dram->ResetPeak();
+  EXPECT_EQ(dram->peak_bytes(), 3000u);
+  dram->Free(b, 3000);
+  TierStats s = dram->stats();
+  EXPECT_EQ(s.allocations, 2u);
+  EXPECT_EQ(s.frees, 2u);
+  EXPECT_EQ(s.bytes_in_use, 0u);
+}
+
+TEST(Tiers, CapacityIsEnforced) {
+  auto t = MakeSlowTier("emulated:optane-dcpmm", 1 << 20);
+  void* a = t->Allocate(700 << 10);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(t->Allocate(400 << 10), nullptr);
+  EXPECT_EQ(t->stats().refused, 1u);
+  t->Free(a, 700 << 10);
+  void* b = t->Allocate(400 << 10);
+  EXPECT_NE(b, nullptr);
+  t->Free(b, 400 << 10);
+}
+
+TEST(Tiers, EmulatedNamesBackendAndProfile) {
+  auto t = MakeSlowTier("emulated:optane-dcpmm");
+  EXPECT_EQ(t->backend(), "emulated:optane-dcpmm");
+  ASSERT_TRUE(t->emulated());
+  EXPECT_EQ(t->emulation()->name, "optane-dcpmm");
+  auto c = MakeSlowTier("emulated:cxl");
+  EXPECT_EQ(c->backend(), "emulated:cxl");
+}
+
+TEST(Tiers, AutoPicksDaxKmemOrEmulatedOptane) {
+  auto t = MakeSlowTier("auto");
+  if (DaxKmemAvailable()) {
+    EXPECT_EQ(t->backend(), "dax-kmem");
+  } else {
+    EXPECT_EQ(t->backend(), "emulated:optane-dcpmm");
+    EXPECT_THROW(MakeSlowTier("dax-kmem"), std::runtime_error);
+  }
+}
+
+TEST(Tiers, PmemOnAnyDirectory) {
+  char dir[] = "/tmp/tt_pmem_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  {
+    auto t = MakeSlowTier(std::string("pmem:") + dir, 64 << 20);
+    EXPECT_EQ(t->backend(), std::string("pmem:") + dir);
+    EXPECT_FALSE(t->emulated());
+    void* p = t->Allocate(8 << 20);
+    ASSERT_NE(p, nullptr);
+    std::memset(p, 7, 8 << 20);
+    EXPECT_EQ(static_cast<unsigned char*>(p)[12345], 7);
+    EXPECT_EQ(t->Allocate(60 << 20), nullptr);  // over our capacity
+    t->Free(p, 8 << 20);
+  }
+  rmdir(dir);
+}
+
+TEST(DeviceProfiles, ExtraTimeGrowsWithBytesAndAccesses) {
+  const DeviceProfile& p = FindDeviceProfile("optane-dcpmm");
+  EXPECT_GT(p.ExtraAccessNs(1 << 20, 1, 0), p.ExtraAccessNs(4096, 1, 0));
+  EXPECT_GT(p.ExtraAccessNs(1 << 20, 0, 1), p.ExtraAccessNs(1 << 20, 1, 0));  // writes are slower
+  EXPECT_DOUBLE_EQ(p.ExtraAccessNs(1 << 20, 2, 0), 2 * p.ExtraAccessNs(1 << 20, 1, 0));
+  EXPECT_EQ(p.ExtraAccessNs(1 << 20, 0, 0), 0);
+  // 1 GB at 2.3 GB/s.
+  EXPECT_NEAR(p.CopyToDeviceNs(1000000000ull), 1e9 / 2.3, 1e6);
+  EXPECT_THROW(FindDeviceProfile("nvme"), std::invalid_argument);
+  const DeviceProfile& c = FindDeviceProfile("cxl");
+  EXPECT_LT(c.ExtraAccessNs(1 << 20, 1, 1), p.ExtraAccessNs(1 << 20, 1, 1));
+}
+
+}  // namespace
+}  // namespace tensortier

@@ -1,0 +1,70 @@
+// ZeroMQ sockets for the fleet, with the protocol's frames on them. The
+// learner binds a ROUTER (FleetServer); each worker connects a DEALER
+// (FleetClient). Bytes only: encoding and decoding live in protocol/, and
+// liveness (Paranoid Pirate heartbeats) in the learner and worker loops.
+// Frames above the size limit are dropped by libzmq (ZMQ_MAXMSGSIZE), so an
+// oversized frame cannot exhaust a process's memory.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace tensortier {
+
+struct ChannelOptions {
+  size_t max_frame_bytes = 64u << 20;
+  int send_high_water_mark = 10000;
+  int linger_ms = 200;
+};
+
+struct IncomingFrame {
+  std::string peer;   // ROUTER routing id (empty on the client side)
+  std::string frame;
+};
+
+class FleetServer {
+ public:
+  // Binds to `endpoint` ("tcp://127.0.0.1:5555", "tcp://0.0.0.0:*", "ipc:///tmp/x").
+  // Throws std::runtime_error with the ZeroMQ reason on failure.
+  explicit FleetServer(const std::string& endpoint, ChannelOptions options = {});
+  ~FleetServer();
+  FleetServer(const FleetServer&) = delete;
+  FleetServer& operator=(const FleetServer&) = delete;
+
+  // The endpoint actually bound (with the port a wildcard resolved to).
+  std::string endpoint() const;
+  // Returns false when the peer is gone or its queue is full (never blocks).
+  bool Send(const std::string& peer, const std::string& frame);
+  // Waits up to `timeout` for one frame; frames that are not
+  // [routing id, payload] are dropped and counted.
+  std::optional<IncomingFrame> Receive(std::chrono::milliseconds timeout);
+  uint64_t dropped_frames() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+class FleetClient {
+ public:
+  explicit FleetClient(const std::string& endpoint, ChannelOptions options = {});
+  ~FleetClient();
+  FleetClient(const FleetClient&) = delete;
+  FleetClient& operator=(const FleetClient&) = delete;
+
+  bool Send(const std::string& frame);
+  std::optional<IncomingFrame> Receive(std::chrono::milliseconds timeout);
+  // Drops the socket (and anything queued on it) and connects a new one:
+  // the Paranoid Pirate way to recover from a learner that went away.
+  void Reconnect();
+  const std::string& endpoint() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tensortier

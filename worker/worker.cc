@@ -1,0 +1,258 @@
+#include "worker/worker.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+#include "agents/dqn_agent.h"
+#include "common/log.h"
+#include "protocol/codec.h"
+#include "transport/channel.h"
+
+namespace tensortier {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string HostName() {
+  char buf[256] = {0};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+double ScheduledEpsilon(const ExplorationSettings& e, uint64_t global_episode) {
+  if (e.schedule_episodes == 0) return e.epsilon;
+  double frac = std::min(1.0, static_cast<double>(global_episode) / e.schedule_episodes);
+  return e.epsilon_start + frac * (e.epsilon_end - e.epsilon_start);
+}
+
+}  // namespace
+
+struct Worker::Impl {
+  Impl(WorkerConfig c, std::unique_ptr<PlanEvaluator> e)
+      : config(std::move(c)), evaluator(std::move(e)), client(config.learner_endpoint) {
+    if (config.name.empty()) config.name = HostName() + ":" + std::to_string(::getpid());
+  }
+
+  WorkerConfig config;
+  std::unique_ptr<PlanEvaluator> evaluator;
+  FleetClient client;
+  WorkerStats stats;
+
+  uint32_t worker_id = 0;
+  uint32_t heartbeat_interval_ms = 1000;
+  uint32_t heartbeat_liveness = 3;
+  std::unique_ptr<TaskMsg> task;
+  std::unique_ptr<PlacementEnv> env;
+  std::unique_ptr<DqnAgent> agent;
+  uint64_t weights_version = 0;
+  std::unique_ptr<WeightsMsg> pending_weights;  // newest received, loaded before the next episode
+  uint64_t episodes_acked = 0;                   // newest episode id the learner confirmed
+  std::mt19937_64 rng;
+  Clock::time_point last_heard = Clock::now();
+  Clock::time_point last_sent = Clock::now();
+
+  void Register() {
+    RegisterMsg reg;
+    reg.host = HostName();
+    reg.pid = static_cast<uint32_t>(::getpid());
+    reg.worker_name = config.name;
+    reg.slow_tier_backend = evaluator->backend();
+    client.Send(EncodeMessage(reg));
+    last_sent = Clock::now();
+  }
+
+  bool ready() const { return worker_id != 0 && env && agent && (weights_version > 0 || pending_weights); }
+  // Flow control: a worker runs at most `kMaxUnacked` episodes ahead of what
+  // the learner has ingested, so experience is never produced by a policy
+  // many versions old and a slow learner is not buried in frames.
+  static constexpr uint64_t kMaxUnacked = 2;
+  bool may_run() const { return ready() && stats.episodes < episodes_acked + kMaxUnacked; }
+
+  // Returns false when the learner told us to stop.
+  bool Handle(const std::string& frame) {
+    DecodeResult decoded = DecodeMessage(frame.data(), frame.size());
+    if (auto* err = std::get_if<DecodeError>(&decoded)) {
+      ++stats.bad_frames;
+      LogWarn("bad_frame").kv("reason", DecodeErrorReasonName(err->reason)).kv("detail", err->detail);
+      return true;
+    }
+    last_heard = Clock::now();
+    Message& msg = std::get<Message>(decoded);
+    if (auto* hb = std::get_if<HeartbeatMsg>(&msg)) {
+      episodes_acked = std::max(episodes_acked, hb->episodes_done);
+    } else if (auto* ack = std::get_if<RegisterAckMsg>(&msg)) {
+      worker_id = ack->worker_id;
+      heartbeat_interval_ms = std::max<uint32_t>(ack->heartbeat_interval_ms, 10);
+      heartbeat_liveness = std::max<uint32_t>(ack->heartbeat_liveness, 1);
+      LogInfo("registered").kv("worker", worker_id).kv("learner", config.learner_endpoint);
+    } else if (auto* t = std::get_if<TaskMsg>(&msg)) {
+      AcceptTask(std::move(*t));
+    } else if (auto* w = std::get_if<WeightsMsg>(&msg)) {
+      if (!pending_weights || w->version > pending_weights->version)
+        pending_weights = std::make_unique<WeightsMsg>(std::move(*w));
+    } else if (auto* e = std::get_if<ErrorMsg>(&msg)) {
+      ++stats.errors_from_learner;
+      LogWarn("learner_error").kv("code", static_cast<int>(e->code)).kv("reason", e->reason);
+      if (e->code == ErrorCode::kUnknownWorker) {
+        worker_id = 0;
+        Register();
+      }
+    } else if (auto* s = std::get_if<ShutdownMsg>(&msg)) {
+      LogInfo("shutdown").kv("reason", s->reason);
+      stats.shutdown_by_learner = true;
+      return false;
+    }
+    return true;
+  }
+
+  void AcceptTask(TaskMsg t) {
+    try {
+      if (t.agent != "dqn") throw std::invalid_argument("unsupported agent '" + t.agent + "'");
+      DqnConfig dqn = DqnConfig::FromJson(t.agent_config_json);
+      dqn.device = "cpu";  // workers act on CPU; the learner trains where it can
+      task = std::make_unique<TaskMsg>(std::move(t));
+      env = std::make_unique<PlacementEnv>(task->workload, task->env);
+      agent = std::make_unique<DqnAgent>(dqn);
+      evaluator->Prepare(task->workload, task->env);
+      rng.seed(task->exploration.seed * 1000003ull + worker_id);
+      weights_version = 0;
+      episodes_acked = stats.episodes;
+      LogInfo("task").kv("task", task->task_id).kv("workload", task->workload.name)
+          .kv("dram_limit_bytes", task->env.dram_limit_bytes).kv("max_steps", env->max_steps());
+    } catch (const std::exception& e) {
+      task.reset();
+      env.reset();
+      agent.reset();
+      LogError("bad_task").kv("detail", e.what());
+      client.Send(EncodeMessage(ErrorMsg{ErrorCode::kMalformed, std::string("task refused: ") + e.what()}));
+    }
+  }
+
+  void LoadPendingWeights() {
+    if (!pending_weights) return;
+    std::unique_ptr<WeightsMsg> w = std::move(pending_weights);
+    if (!agent || w->version <= weights_version) return;
+    try {
+      agent->LoadWeights(w->blob);
+      weights_version = w->version;
+      ++stats.weights_loaded;
+    } catch (const std::exception& e) {
+      LogError("bad_weights").kv("version", w->version).kv("detail", e.what());
+    }
+  }
+
+  void RunEpisode() {
+    const uint64_t episode_id = ++stats.episodes;
+    const double epsilon = ScheduledEpsilon(task->exploration, weights_version);
+    TransitionBatchMsg batch;
+    batch.worker_id = worker_id;
+    batch.task_id = task->task_id;
+    batch.episode_id = episode_id;
+    batch.policy_version = weights_version;
+    batch.transitions.reserve(env->max_steps());
+    Observation obs = env->Reset();
+    while (!env->done()) {
+      int action = agent->Act(obs.data(), epsilon, rng);
+      StepResult r = env->Step(action);
+      Transition t;
+      t.observation.assign(obs.begin(), obs.end());
+      t.action = static_cast<uint8_t>(action);
+      t.reward = static_cast<float>(r.reward);
+      t.next_observation.assign(r.observation.begin(), r.observation.end());
+      t.done = r.done;
+      batch.transitions.push_back(std::move(t));
+      obs = r.observation;
+    }
+    const EpisodeSummary& s = env->summary();
+    PlanMeasurement measured = evaluator->Measure(task->workload, s.plan);
+    double episodic = s.episodic_reward;
+    if (!evaluator->is_cost_model() && !s.oom && !batch.transitions.empty()) {
+      episodic = env->RescoreWithRuntime(measured.runtime_ns, measured.min_runtime_ns, measured.max_runtime_ns);
+      batch.transitions.back().reward += static_cast<float>(episodic - s.episodic_reward);
+    }
+    stats.transitions_sent += batch.transitions.size();
+    client.Send(EncodeMessage(batch));
+
+    EpisodeReportMsg report;
+    report.worker_id = worker_id;
+    report.task_id = task->task_id;
+    report.episode_id = episode_id;
+    report.policy_version = weights_version;
+    report.steps = s.steps;
+    report.step_reward_sum = s.step_reward_sum;
+    report.episodic_reward = episodic;
+    report.runtime_ns = measured.runtime_ns;
+    report.normalised_cost = env->summary().normalised_cost;
+    report.oom = s.oom || measured.oom;
+    report.epsilon = epsilon;
+    report.counters = measured.counters;
+    report.backend = evaluator->backend();
+    report.plan = s.plan;
+    client.Send(EncodeMessage(report));
+    last_sent = Clock::now();
+  }
+
+  void Reconnect(uint32_t& backoff_ms) {
+    LogWarn("learner_silent").kv("endpoint", config.learner_endpoint).kv("retry_ms", backoff_ms);
+    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+    backoff_ms = std::min(backoff_ms * 2, config.reconnect_max_ms);
+    client.Reconnect();
+    ++stats.reconnects;
+    worker_id = 0;
+    episodes_acked = stats.episodes;  // a new learner knows nothing of earlier episodes
+    Register();
+    last_heard = Clock::now();
+  }
+};
+
+Worker::Worker(WorkerConfig config, std::unique_ptr<PlanEvaluator> evaluator)
+    : impl_(new Impl(std::move(config), std::move(evaluator))) {}
+Worker::~Worker() = default;
+
+WorkerStats Worker::Run() {
+  Impl& m = *impl_;
+  m.Register();
+  auto last_contact = Clock::now();
+  uint32_t backoff_ms = m.config.reconnect_initial_ms;
+  while (!stop_.load()) {
+    // Drain what arrived; wait a little only when there is nothing to do.
+    auto wait = std::chrono::milliseconds(m.may_run() ? 0 : 20);
+    while (auto in = m.client.Receive(wait)) {
+      if (!m.Handle(in->frame)) return m.stats;
+      last_contact = Clock::now();
+      backoff_ms = m.config.reconnect_initial_ms;
+      wait = std::chrono::milliseconds(0);
+    }
+    const auto interval = std::chrono::milliseconds(m.heartbeat_interval_ms);
+    if (Clock::now() - m.last_heard > interval * m.heartbeat_liveness) {
+      if (m.config.give_up_seconds > 0 &&
+          std::chrono::duration<double>(Clock::now() - last_contact).count() > m.config.give_up_seconds) {
+        LogError("learner_unreachable").kv("endpoint", m.config.learner_endpoint);
+        break;
+      }
+      m.Reconnect(backoff_ms);
+      continue;
+    }
+    if (m.worker_id != 0 && Clock::now() - m.last_sent > interval) {
+      m.client.Send(EncodeMessage(HeartbeatMsg{m.worker_id, m.stats.episodes}));
+      m.last_sent = Clock::now();
+    }
+    if (m.may_run()) {
+      if (m.config.max_episodes > 0 && m.stats.episodes >= m.config.max_episodes) break;
+      try {
+        m.LoadPendingWeights();
+        m.RunEpisode();
+      } catch (const std::exception& e) {
+        LogError("episode_failed").kv("detail", e.what());
+        m.client.Send(EncodeMessage(ErrorMsg{ErrorCode::kInternal, std::string("episode failed: ") + e.what()}));
+      }
+    }
+  }
+  return m.stats;
+}
+
+}  // namespace tensortier

@@ -1,0 +1,51 @@
+// A worker: connects to the learner, registers, receives a task and the
+// policy's weights, and runs episodes with the current policy, streaming
+// each episode's transitions and an episode report back. Paranoid Pirate
+// liveness: it heartbeats while connected, and when the learner has been
+// silent for `liveness` intervals it reconnects with exponential backoff
+// and registers again.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "worker/plan_evaluator.h"
+
+namespace tensortier {
+
+struct WorkerConfig {
+  std::string learner_endpoint = "tcp://127.0.0.1:5555";
+  std::string name;                        // defaults to host:pid
+  uint64_t max_episodes = 0;               // 0 = until the learner says stop
+  uint32_t reconnect_initial_ms = 250;
+  uint32_t reconnect_max_ms = 8000;
+  double give_up_seconds = 0;              // 0 = keep trying to reach a learner forever
+};
+
+struct WorkerStats {
+  uint64_t episodes = 0;
+  uint64_t transitions_sent = 0;
+  uint64_t reconnects = 0;
+  uint64_t weights_loaded = 0;
+  uint64_t errors_from_learner = 0;
+  uint64_t bad_frames = 0;
+  bool shutdown_by_learner = false;
+};
+
+class Worker {
+ public:
+  Worker(WorkerConfig config, std::unique_ptr<PlanEvaluator> evaluator);
+  ~Worker();
+
+  WorkerStats Run();
+  void Stop() { stop_.store(true); }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace tensortier
