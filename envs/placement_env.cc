@@ -60,28 +60,44 @@ Observation PlacementEnv::Reset() {
   summary_ = EpisodeSummary{};
   kernel_ = 0;
   cursor_ = 0;
+  in_kernel_ = false;
   done_ = false;
   AdvanceToDecision();
   return done_ ? Observation{} : MakeObservation();
 }
 
-// Places the tensors of kernels that need no decision and stops at the next
-// bottleneck kernel (or finishes the episode).
+// Places the tensors of kernels that need no decision, skips tensors that
+// need none, and stops at the next decision (or finishes the episode).
 void PlacementEnv::AdvanceToDecision() {
   while (kernel_ < w_.num_kernels()) {
-    for (uint32_t t : w_.allocated_at(kernel_)) {
-      placed_[t] = true;  // new tensors start in DRAM unless a decision says otherwise
-    }
-    if (bottleneck_[kernel_]) {
-      for (uint32_t t : w_.allocated_at(kernel_)) placed_[t] = false;
+    if (!in_kernel_) {
+      if (!bottleneck_[kernel_]) {
+        for (uint32_t t : w_.allocated_at(kernel_)) placed_[t] = true;  // new tensors start in DRAM
+        ++kernel_;
+        continue;
+      }
+      in_kernel_ = true;
       cursor_ = 0;
       dram_committed_ = 0;
       undecided_bytes_ = w_.live_bytes_at(kernel_);
-      return;
     }
+    const auto& order = decision_order_[kernel_];
+    while (cursor_ < order.size() && !NeedsDecision(CurrentTensor())) {
+      undecided_bytes_ -= w_.tensors[CurrentTensor()].size_bytes;
+      ++cursor_;
+    }
+    if (cursor_ < order.size()) return;
+    in_kernel_ = false;
     ++kernel_;
   }
   FinishEpisode(false);
+}
+
+bool PlacementEnv::NeedsDecision(uint32_t t) const {
+  if (config_.scope == DecisionScope::kAllLive || !placed_[t] || tier_[t] == Tier::kDram) return true;
+  if (FindAccess(w_, kernel_, t)) return true;
+  return config_.mode == MigrationMode::kAsync && kernel_ + 1 < w_.num_kernels() &&
+         FindAccess(w_, kernel_ + 1, t) != nullptr;
 }
 
 // DRAM that placing t in `tier` for the current kernel holds: its size if it
@@ -132,6 +148,11 @@ Observation PlacementEnv::MakeObservation() const {
                                : 0.0f;
   o[kObsPendingBytes] = static_cast<float>(std::min(4.0, static_cast<double>(undecided_bytes_) / limit) / 4.0);
   o[kObsSizeOfLimit] = static_cast<float>(std::min(1.0, static_cast<double>(x.size_bytes) / limit));
+  if (next != uses.end()) {
+    const Access* a = FindAccess(w_, *next, t);
+    o[kObsNextUsePenalty] = static_cast<float>(
+        std::min(1.0, a->slow_penalty_ns / std::max(w_.kernels[*next].dram_time_ns, 1.0)));
+  }
   return o;
 }
 
@@ -197,10 +218,8 @@ StepResult PlacementEnv::Step(int action) {
   }
   summary_.step_reward_sum += reward;
 
-  if (++cursor_ == decision_order_[k].size()) {
-    ++kernel_;
-    AdvanceToDecision();
-  }
+  ++cursor_;
+  AdvanceToDecision();
   if (done_) {
     reward += summary_.episodic_reward;
     result.done = true;

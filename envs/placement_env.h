@@ -37,8 +37,19 @@ enum class StepRewardKind : uint8_t {
   kDeepTm = 1,
 };
 
+// Which live tensors of a bottleneck kernel get a decision.
+enum class DecisionScope : uint8_t {
+  // Every live tensor (DeepTM's time-steps, literally).
+  kAllLive = 0,
+  // All but the tensors that sit in the slow tier and that the kernel does
+  // not touch (nor, with async copies, the next kernel): moving those now
+  // can only cost time, so the step would teach nothing.
+  kRelevant = 1,
+};
+
 struct EnvConfig {
   uint64_t dram_limit_bytes = 0;
+  DecisionScope scope = DecisionScope::kRelevant;
   StepRewardKind step_reward = StepRewardKind::kTimeSaved;
   OomHandling oom_handling = OomHandling::kSpillToSlow;
   double spill_penalty = 1.0;
@@ -65,6 +76,7 @@ enum ObservationIndex : int {
   kObsCopyCost,            // copy time of t / kernel's DRAM time, capped at 1
   kObsPendingBytes,        // live bytes still to decide at k / L_D, capped at 4 (then /4)
   kObsSizeOfLimit,         // s_t / L_D, capped at 1
+  kObsNextUsePenalty,      // slow penalty at t's next access / that kernel's DRAM time, capped at 1
   kObservationSize
 };
 using Observation = std::array<float, kObservationSize>;
@@ -118,6 +130,7 @@ class PlacementEnv {
 
  private:
   void AdvanceToDecision();
+  bool NeedsDecision(uint32_t t) const;
   void FinishEpisode(bool oom);
   Observation MakeObservation() const;
   uint32_t CurrentTensor() const;
@@ -140,6 +153,7 @@ class PlacementEnv {
   uint64_t dram_committed_ = 0;        // DRAM held during kernel_ by decisions so far
   uint64_t undecided_bytes_ = 0;
   bool done_ = true;
+  bool in_kernel_ = false;             // kernel_'s decisions have begun
   PlacementPlan plan_;
   EpisodeSummary summary_;
 };

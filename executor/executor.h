@@ -51,8 +51,10 @@ struct ProfileReport {
   uint32_t num_persistent = 0;
   std::string backend;     // the slow tier, e.g. "emulated:optane-dcpmm"
   std::string dram_backend;
-  bool deterministic = false;     // two captured iterations gave the same graph
-  std::string graph_difference;   // the first difference when not
+  bool deterministic = false;     // two consecutive captured iterations gave the same graph
+  std::string graph_difference;   // their first difference when not
+  int captures = 0;               // iterations captured until two agreed (2 = at once)
+  std::string first_difference;   // when captures > 2: how the first two differed
   uint32_t untracked_persistent = 0;
   uint32_t alive_at_end = 0;
   std::vector<double> kernel_dram_ns;  // medians
@@ -93,7 +95,8 @@ class RealWorkloadRunner {
   RealWorkloadRunner(const RealWorkloadRunner&) = delete;
   RealWorkloadRunner& operator=(const RealWorkloadRunner&) = delete;
 
-  // Captures the graph twice (determinism), then times kernels with all
+  // Captures the graph until two consecutive iterations agree (at most 6
+  // captures; `deterministic` false if they never do), then times kernels with all
   // tensors in DRAM and all in the slow tier. The extra time of a kernel in
   // the slow tier is split over the tensors it accesses in proportion to
   // size x (reads + writes): their slow_penalty_ns. Cached after the first call.

@@ -118,6 +118,18 @@ struct RealWorkloadRunner::Impl {
     r.capture_iteration_ns = SteadyNowNs() - t0;
     CapturedIteration b = CaptureIteration(*task, *alloc);
     r.graph_difference = CompareGraphs(a, b);
+    // A graph may settle only after a few iterations (TorchScript's profiling
+    // executor specialises its graph after the first runs): capture until two
+    // consecutive iterations agree, up to kMaxCaptures.
+    constexpr int kMaxCaptures = 6;
+    r.captures = 2;
+    while (!r.graph_difference.empty() && r.captures < kMaxCaptures) {
+      if (r.first_difference.empty()) r.first_difference = r.graph_difference;
+      a = std::move(b);
+      b = CaptureIteration(*task, *alloc);
+      ++r.captures;
+      r.graph_difference = CompareGraphs(a, b);
+    }
     r.deterministic = r.graph_difference.empty();
     r.num_persistent = b.num_persistent;
     r.untracked_persistent = b.untracked_persistent;

@@ -41,6 +41,9 @@ struct Learner::Impl {
         replay(static_cast<size_t>(config.dqn.replay_capacity)),
         rng(config.dqn.seed ^ 0x9e3779b97f4a7c15ull) {
     if (!config.workload.finalized()) config.workload.Finalize();
+    // The environment defines what the network sees and does.
+    config.dqn.observation_size = kObservationSize;
+    config.dqn.num_actions = 2;
     PlacementEnv probe(config.workload, config.env);  // validates the env settings up front
     TaskMsg task;
     task.task_id = 1;
@@ -71,6 +74,8 @@ struct Learner::Impl {
   std::set<std::pair<uint32_t, uint64_t>> ingested;  // (worker, episode) batches seen
   LearnerResult result;
   Clock::time_point start = Clock::now();
+  std::unique_ptr<PlacementEnv> eval_env;
+  std::mt19937_64 eval_rng{0};
 
   void PublishWeights() {
     WeightsMsg w;
@@ -200,6 +205,7 @@ struct Learner::Impl {
     // The acknowledgement that lets this worker run its next episode.
     worker.last_episode_id = std::max(worker.last_episode_id, report.episode_id);
     server.Send(worker.peer, EncodeMessage(HeartbeatMsg{worker.id, worker.last_episode_id}));
+    if (config.eval_interval_episodes > 0 && result.episodes % config.eval_interval_episodes == 0) Evaluate();
     rec.best_runtime_ns = result.best_runtime_ns;
     rec.wall_seconds = SecondsSince(start);
     result.records.push_back(rec);
@@ -222,6 +228,17 @@ struct Learner::Impl {
       result.best_runtime_ns = runtime_ns;
       result.has_best_plan = true;
     }
+  }
+
+  // A greedy rollout of the current policy on the cost model: tracks the
+  // best plan the policy itself produces (exploring workers rarely do).
+  EpisodeSummary Evaluate() {
+    if (!eval_env) eval_env = std::make_unique<PlacementEnv>(config.workload, config.env);
+    EpisodeSummary s = RunEpisode(*eval_env, [&](const Observation& o) { return agent.Act(o.data(), 0.0, eval_rng); });
+    s.plan.produced_by = "dqn-greedy v" + std::to_string(weights_version);
+    ++result.evaluations;
+    if (!s.oom && !s.cost.oom) ConsiderPlan(s.plan, s.cost.total_ns);
+    return s;
   }
 
   void Train(EpisodeRecord& rec) {
@@ -302,12 +319,8 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
   m.Broadcast(EncodeMessage(ShutdownMsg{"training finished"}));
   if (!m.config.run_dir.empty()) m.Checkpoint();
 
-  PlacementEnv env(m.config.workload, m.config.env);
-  std::mt19937_64 rng(0);
-  m.result.greedy_summary = RunEpisode(env, [&](const Observation& o) { return m.agent.Act(o.data(), 0.0, rng); });
+  m.result.greedy_summary = m.Evaluate();
   m.result.greedy_plan = m.result.greedy_summary.plan;
-  m.result.greedy_plan.produced_by = "dqn-greedy v" + std::to_string(m.weights_version);
-  if (!m.result.greedy_summary.oom) m.ConsiderPlan(m.result.greedy_plan, m.result.greedy_summary.cost.total_ns);
   m.result.updates = m.agent.updates();
   m.result.weights_version = m.weights_version;
   m.result.wall_seconds = SecondsSince(m.start);

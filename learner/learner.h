@@ -31,6 +31,7 @@ struct LearnerConfig {
   std::string run_dir;                   // where checkpoints and metrics go; "" = nowhere
   uint32_t checkpoint_interval_episodes = 50;
   double max_seconds = 0;                // 0 = no wall-clock limit
+  uint32_t eval_interval_episodes = 10;  // greedy evaluation on the cost model; 0 = only at the end
 };
 
 // One row of metrics.csv.
@@ -69,6 +70,7 @@ struct LearnerResult {
   uint64_t episodes = 0;
   uint64_t updates = 0;
   uint64_t weights_version = 0;
+  uint64_t evaluations = 0;
   std::vector<EpisodeRecord> records;
   PlacementPlan best_plan;          // lowest runtime among reported non-OOM plans
   double best_runtime_ns = 0;

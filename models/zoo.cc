@@ -364,7 +364,12 @@ class TorchScriptTask : public TaskBase {
     }
     module_.train();
     std::vector<std::pair<std::string, Tensor>> named;
-    for (const auto& p : module_.named_parameters(/*recurse=*/true)) named.emplace_back(p.name, p.value);
+    // Every parameter of the module is trained (a module saved without
+    // autograd information comes back with requires_grad off).
+    for (const auto& p : module_.named_parameters(/*recurse=*/true)) {
+      if (!p.value.requires_grad()) p.value.requires_grad_(true);
+      named.emplace_back(p.name, p.value);
+    }
     Init(named);
   }
 

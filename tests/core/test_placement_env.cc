@@ -18,6 +18,7 @@ EnvConfig HandConfig(MigrationMode mode = MigrationMode::kSync) {
   c.mode = mode;
   c.beta = 0.75;
   c.step_reward = StepRewardKind::kDeepTm;
+  c.scope = DecisionScope::kAllLive;
   return c;
 }
 
@@ -207,6 +208,22 @@ TEST(PlacementEnv, PlansFromCompletedEpisodesRespectTheLimit) {
       EXPECT_GT(completed, 5);
     }
   }
+}
+
+TEST(PlacementEnv, RelevantScopeSkipsIdleTensorsInTheSlowTier) {
+  Workload w = HandGraph();
+  EnvConfig c = HandConfig();
+  c.scope = DecisionScope::kRelevant;
+  PlacementEnv env(w, c);
+  EpisodeSummary s = RunEpisode(env, [](const Observation&) { return 1; });
+  // k0: A, B, D are new (3 steps); k1: B, C and D are touched, A sits in
+  // the slow tier untouched (3 steps); k2: A and C are touched, D is idle (2 steps).
+  EXPECT_EQ(s.steps, 8u);
+  EXPECT_EQ(s.plan.initial_tiers, std::vector<Tier>(4, Tier::kSlow));
+  // Async: k2 reads A, so A is a prefetch candidate at k1.
+  c.mode = MigrationMode::kAsync;
+  PlacementEnv async(w, c);
+  EXPECT_EQ(RunEpisode(async, [](const Observation&) { return 1; }).steps, 9u);
 }
 
 TEST(PlacementEnv, NoDecisionsWhenEverythingFits) {
