@@ -1,0 +1,126 @@
+// A learner and two workers as separate processes on loopback, started with
+// the same command lines a user types.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "common/files.h"
+#include "envs/cost_model.h"
+#include "envs/first_touch.h"
+#include "envs/workload_io.h"
+#include "envs/workload_spec.h"
+#include "tests/integration/process.h"
+
+namespace tensortier {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::ChildProcess;
+
+std::string TempDir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("tensortier-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+std::vector<std::vector<std::string>> ReadCsv(const std::string& path) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(ReadFile(path));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream ls(line);
+    std::string cell;
+    while (std::getline(ls, cell, ',')) cells.push_back(cell);
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+TEST(Fleet, LearnerAndTwoWorkerProcessesTrainEndToEnd) {
+  const std::string dir = TempDir("fleet");
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(testing::FreePort());
+  const std::string workload = "synthetic:resnet:4:1048576";
+  ChildProcess learner({"learner", "--bind", endpoint, "--workload", workload, "--episodes", "400",
+                        "--epsilon-decay-episodes", "250", "--heartbeat-ms", "200", "--out", dir + "/run"},
+                       dir + "/learner.log");
+  ChildProcess w1({"worker", "--connect", endpoint, "--name", "w1", "--give-up-seconds", "60"}, dir + "/w1.log");
+  ChildProcess w2({"worker", "--connect", endpoint, "--name", "w2", "--give-up-seconds", "60"}, dir + "/w2.log");
+
+  ASSERT_EQ(learner.Wait(std::chrono::seconds(240)), 0) << ReadFile(dir + "/learner.log");
+  // Workers leave when the learner says training is over.
+  EXPECT_EQ(w1.Wait(std::chrono::seconds(20)), 0) << ReadFile(dir + "/w1.log");
+  EXPECT_EQ(w2.Wait(std::chrono::seconds(20)), 0) << ReadFile(dir + "/w2.log");
+
+  // Episodes arrived from both workers.
+  auto rows = ReadCsv(dir + "/run/metrics.csv");
+  ASSERT_EQ(rows.size(), 401u);
+  ASSERT_EQ(rows[0][1], "worker_id");
+  ASSERT_EQ(rows[0][3], "policy_version");
+  std::set<std::string> workers;
+  uint64_t first_version = std::stoull(rows[1][3]), last_version = 0;
+  for (size_t i = 1; i < rows.size(); ++i) {
+    workers.insert(rows[i][1]);
+    last_version = std::max<uint64_t>(last_version, std::stoull(rows[i][3]));
+  }
+  EXPECT_EQ(workers.size(), 2u);
+  // The weights version advanced, and workers acted with new weights.
+  EXPECT_GT(last_version, first_version + 100);
+
+  auto summary = nlohmann::json::parse(ReadFile(dir + "/run/summary.json"));
+  EXPECT_EQ(summary["episodes"], 400);
+  EXPECT_GT(summary["updates"].get<uint64_t>(), 1000u);
+  EXPECT_EQ(summary["counters"]["malformed_frames"], 0);
+
+  // The final plan beats first-touch on the cost model.
+  Workload w = ReadWorkloadFile(dir + "/run/workload.ttwl");
+  PlacementPlan plan = ReadPlanFile(dir + "/run/final_plan.ttplan");
+  CostReport learned = EvaluatePlan(w, plan);
+  CostReport first_touch = EvaluatePlan(w, FirstTouchPlan(w, plan.dram_limit_bytes));
+  EXPECT_FALSE(learned.oom);
+  EXPECT_LE(learned.dram_peak_bytes, plan.dram_limit_bytes);
+  EXPECT_LT(learned.total_ns, first_touch.total_ns);
+  EXPECT_EQ(w.Signature(), LoadWorkloadSpec(workload).Signature());
+
+  auto comparison = nlohmann::json::parse(ReadFile(dir + "/run/comparison.json"));
+  ASSERT_EQ(comparison.size(), 4u);
+  EXPECT_EQ(comparison[1]["policy"], "first-touch");
+  EXPECT_DOUBLE_EQ(comparison[3]["runtime_ns"].get<double>(), learned.total_ns);
+  fs::remove_all(dir);
+}
+
+TEST(Fleet, WorkerReconnectsToALearnerThatStartsLate) {
+  const std::string dir = TempDir("late");
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(testing::FreePort());
+  ChildProcess worker({"worker", "--connect", endpoint, "--give-up-seconds", "60"}, dir + "/w.log");
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ChildProcess learner({"learner", "--bind", endpoint, "--workload", "synthetic:tiny:3:65536", "--episodes", "20",
+                        "--heartbeat-ms", "200", "--out", dir + "/run"},
+                       dir + "/learner.log");
+  ASSERT_EQ(learner.Wait(std::chrono::seconds(120)), 0) << ReadFile(dir + "/learner.log");
+  EXPECT_EQ(worker.Wait(std::chrono::seconds(20)), 0) << ReadFile(dir + "/w.log");
+  EXPECT_EQ(ReadCsv(dir + "/run/metrics.csv").size(), 21u);
+  fs::remove_all(dir);
+}
+
+TEST(Fleet, BadCommandLinesFailWithAClearMessage) {
+  const std::string dir = TempDir("cli");
+  ChildProcess a({"train", "--workload", "synthetic:lenet"}, dir + "/a.log");
+  EXPECT_EQ(a.Wait(std::chrono::seconds(30)), 2);
+  EXPECT_NE(ReadFile(dir + "/a.log").find("unknown synthetic shape 'lenet'"), std::string::npos);
+  ChildProcess b({"inspect", "/nonexistent/file.ttwl"}, dir + "/b.log");
+  EXPECT_NE(b.Wait(std::chrono::seconds(30)), 0);
+  WriteFileAtomically(dir + "/garbage.ttwl", "TTWKLD01 this is not a workload");
+  ChildProcess c({"inspect", dir + "/garbage.ttwl"}, dir + "/c.log");
+  EXPECT_EQ(c.Wait(std::chrono::seconds(30)), 2);
+  EXPECT_NE(ReadFile(dir + "/c.log").find("workload file"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tensortier
