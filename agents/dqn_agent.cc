@@ -1,15 +1,23 @@
 // Double DQN in LibTorch. Layout choices made for speed on small networks:
 //  * every network keeps its parameters in one contiguous tensor (the
-//    modules' parameters are views of it), and the online network's
+//    Linear modules' parameters are views of it), and the online network's
 //    gradients live in one contiguous tensor too, so gradient clipping, Adam
 //    and the target sync are a handful of whole-tensor operations instead of
 //    several per parameter;
-//  * Adam is applied to those flat tensors with exactly the arithmetic of
-//    torch::optim::Adam (no weight decay, no amsgrad);
+//  * Update runs the forward and backward passes itself (addmm / mm / ReLU
+//    mask into preallocated buffers, under InferenceMode) instead of building
+//    an autograd graph: the online network sees [states; next states] in one
+//    pass, and no tensor is allocated per update on the CPU. The test
+//    UpdateMatchesAutogradReference checks it against autograd +
+//    huber_loss + clip_grad_norm_ + torch::optim::Adam;
+//  * Adam is applied to the flat tensors with exactly the arithmetic of
+//    torch::optim::Adam (betas 0.9/0.999, eps 1e-8, no weight decay);
 //  * single-observation inference (Act, QValues) bypasses LibTorch and runs a
 //    plain C++ forward pass over the online parameters (read in place on the
 //    CPU, through a host mirror refreshed after updates on CUDA), with no
 //    allocation once a thread has warmed up.
+// Concurrency: Act and QValues may run on several threads at once, but not
+// while Update, SyncTarget, LoadWeights or LoadCheckpoint runs.
 #include "agents/dqn_agent.h"
 
 #include <torch/torch.h>

@@ -14,7 +14,7 @@
 namespace tensortier {
 
 struct DqnConfig {
-  int observation_size = 14;  // kObservationSize of envs/placement_env.h
+  int observation_size = 15;  // kObservationSize of envs/placement_env.h
   int num_actions = 2;
   std::vector<int> hidden = {128, 128};  // two hidden layers -> three dense layers
   double learning_rate = 1e-4;           // DeepTM Table II

@@ -45,7 +45,9 @@ PlacementEnv::PlacementEnv(const Workload& w, EnvConfig config) : w_(w), config_
     std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return heat[a] > heat[b]; });
   }
   const double span = MaxCostNs(w) - MinCostNs(w);
-  time_scale_ = span > 0 ? config_.reward_fix / span : 0.0;
+  // The performance part of eq. 13, beta R_fix (1 - C_normal), paid out
+  // step by step as time is saved: see StepRewardKind::kTimeSaved.
+  time_scale_ = span > 0 ? config_.beta * config_.reward_fix / span : 0.0;
   touched_bytes_.resize(w.num_kernels());
   for (size_t k = 0; k < w.num_kernels(); ++k) touched_bytes_[k] = BytesTouched(w, k);
 }
@@ -80,8 +82,12 @@ void PlacementEnv::AdvanceToDecision() {
       cursor_ = 0;
       dram_committed_ = 0;
       undecided_bytes_ = w_.live_bytes_at(kernel_);
+      resident_undecided_bytes_ = 0;
+      for (uint32_t t : w_.live_at(kernel_))
+        if (placed_[t] && tier_[t] == Tier::kDram) resident_undecided_bytes_ += w_.tensors[t].size_bytes;
     }
     const auto& order = decision_order_[kernel_];
+    // Skipped tensors are all in the slow tier: no resident bytes to drop.
     while (cursor_ < order.size() && !NeedsDecision(CurrentTensor())) {
       undecided_bytes_ -= w_.tensors[CurrentTensor()].size_bytes;
       ++cursor_;
@@ -148,6 +154,8 @@ Observation PlacementEnv::MakeObservation() const {
                                : 0.0f;
   o[kObsPendingBytes] = static_cast<float>(std::min(4.0, static_cast<double>(undecided_bytes_) / limit) / 4.0);
   o[kObsSizeOfLimit] = static_cast<float>(std::min(1.0, static_cast<double>(x.size_bytes) / limit));
+  o[kObsResidentPending] =
+      static_cast<float>(std::min(1.0, static_cast<double>(resident_undecided_bytes_) / limit));
   if (next != uses.end()) {
     const Access* a = FindAccess(w_, *next, t);
     o[kObsNextUsePenalty] = static_cast<float>(
@@ -176,6 +184,7 @@ StepResult PlacementEnv::Step(int action) {
     ++summary_.spills;
   }
   const uint64_t needed = DramNeeded(t, chosen);
+  if (placed_[t] && tier_[t] == Tier::kDram) resident_undecided_bytes_ -= x.size_bytes;
   Tier effective = chosen;  // the tier kernel k reads t from
   if (!placed_[t]) {
     plan_.initial_tiers[t] = chosen;
@@ -221,7 +230,7 @@ StepResult PlacementEnv::Step(int action) {
   ++cursor_;
   AdvanceToDecision();
   if (done_) {
-    reward += summary_.episodic_reward;
+    reward += terminal_reward_;
     result.done = true;
   } else {
     result.observation = MakeObservation();
@@ -255,6 +264,11 @@ void PlacementEnv::FinishEpisode(bool oom) {
   summary_.price_score =
       peak > 0 ? std::clamp(1.0 - static_cast<double>(summary_.cost.dram_peak_bytes) / peak, 0.0, 1.0) : 0.0;
   summary_.episodic_reward = oom ? 0.0 : EpisodicReward(summary_.normalised_cost, summary_.cost.dram_peak_bytes);
+  // With time-saved step rewards the performance term has been paid already;
+  // only the memory-price term is left for the last step.
+  terminal_reward_ = oom || config_.step_reward == StepRewardKind::kDeepTm
+                         ? summary_.episodic_reward
+                         : config_.reward_fix * (1.0 - config_.beta) * summary_.price_score;
 }
 
 double PlacementEnv::RescoreWithRuntime(double runtime_ns, double min_runtime_ns, double max_runtime_ns) {

@@ -29,8 +29,10 @@ enum class OomHandling : uint8_t {
 enum class StepRewardKind : uint8_t {
   // Time saved against the slow tier: the kernel's slow-tier penalty for t
   // when it reads t from DRAM, minus the copy time a migration adds, scaled
-  // by R_fix / (C_max - C_min). An episode's step rewards then add up to
-  // (about) R_fix x (1 - C_normal): dense credit for the real objective.
+  // by beta R_fix / (C_max - C_min). An episode's step rewards then add up
+  // to (about) beta R_fix (1 - C_normal): dense credit for the real objective.
+  // The memory-price term of eq. 13 is then the only terminal reward, which
+  // keeps the returns close to Markov in the observation.
   kTimeSaved = 0,
   // DeepTM eq. 8: s_t / sum of the kernel's input bytes when t is in DRAM,
   // minus the normalised migration cost.
@@ -77,6 +79,8 @@ enum ObservationIndex : int {
   kObsPendingBytes,        // live bytes still to decide at k / L_D, capped at 4 (then /4)
   kObsSizeOfLimit,         // s_t / L_D, capped at 1
   kObsNextUsePenalty,      // slow penalty at t's next access / that kernel's DRAM time, capped at 1
+  kObsResidentPending,     // DRAM-resident bytes of tensors still to decide at k / L_D, capped at 1:
+                           // tells apart states that differ only in what earlier kernels kept
   kObservationSize
 };
 using Observation = std::array<float, kObservationSize>;
@@ -143,7 +147,8 @@ class PlacementEnv {
   std::vector<std::vector<uint32_t>> decision_order_;  // indices into live_at(k), hottest first
   std::vector<uint64_t> touched_bytes_;           // bytes each kernel reads or writes
   uint32_t max_steps_ = 0;
-  double time_scale_ = 0;                         // R_fix / (C_max - C_min), per ns
+  double time_scale_ = 0;                         // beta R_fix / (C_max - C_min), per ns
+  double terminal_reward_ = 0;                    // added to the last step's reward
 
   // Episode state.
   size_t kernel_ = 0;
@@ -152,6 +157,7 @@ class PlacementEnv {
   std::vector<bool> placed_;           // whether the tensor has a tier yet
   uint64_t dram_committed_ = 0;        // DRAM held during kernel_ by decisions so far
   uint64_t undecided_bytes_ = 0;
+  uint64_t resident_undecided_bytes_ = 0;  // of those, bytes now in DRAM
   bool done_ = true;
   bool in_kernel_ = false;             // kernel_'s decisions have begun
   PlacementPlan plan_;

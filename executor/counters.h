@@ -44,6 +44,7 @@ struct IterationCounters {
   uint64_t migrations_to_dram = 0, bytes_to_dram = 0;
   uint64_t migrations_skipped = 0;    // tensor not live, storage unknown or already there
   uint64_t migrations_refused = 0;    // destination full (DRAM limit or slow capacity)
+  uint64_t migration_oom_events = 0;  // of those, moves into DRAM beyond the limit (the tensor stays slow)
   // Placing persistent tensors at their initial tier before the iteration (not timed).
   uint64_t setup_moves = 0, setup_bytes = 0;
   // Allocator.
@@ -56,6 +57,7 @@ struct IterationCounters {
   double migration_copy_ns = 0;       // time spent copying (sync: exposed; async: on the copy thread)
   double exposed_migration_ns = 0;    // sync copies + waits for async copies
   uint64_t async_write_stalls = 0;    // kernels that waited for a copy of a tensor they write
+  uint64_t async_copies_inline = 0;   // async copies the main thread did itself (copy thread not started yet)
   // Host.
   int64_t minor_faults = 0, major_faults = 0;  // getrusage(RUSAGE_SELF) deltas
   HardwareCounters hardware;

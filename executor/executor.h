@@ -106,7 +106,12 @@ class RealWorkloadRunner {
 
   // Runs warm-up + measured iterations of the runner's task under `plan`
   // (for workload()). Never throws for OOM: a failed episode comes back with
-  // ok = false, and the task is rebuilt for the next call.
+  // ok = false, and the task is rebuilt for the next call. DRAM limit =
+  // plan.dram_limit_bytes (0 = none). Under DramOverflowPolicy::kFail an
+  // allocation or a migration into DRAM beyond the limit fails the episode;
+  // under kSpillToSlow the allocation goes to the slow tier / the tensor
+  // stays there, and counters say how often. Throws std::invalid_argument
+  // for a plan that does not fit workload().
   ExecutionReport Execute(const PlacementPlan& plan);
   ExecutionReport Execute(const PlacementPlan& plan, int warmup_iterations, int repeats);
 

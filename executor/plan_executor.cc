@@ -94,8 +94,12 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
       if (m.after_kernel < 0) continue;  // Validate() rejects these for every tensor
       after[static_cast<size_t>(m.after_kernel)].push_back(m);
       needs_storage[m.tensor] = 1;
-      if (m.tensor >= P) observe_storages = true;
+
     }
+    // Storages are observed on every run, with or without migrations of
+    // dynamic tensors, so that all plans (all-DRAM included) pay the same
+    // tracing overhead and their times compare.
+    observe_storages = true;
     writes_of.assign(K, {});
     for (const Access& a : w.accesses)
       if (a.writes > 0) writes_of[a.kernel].push_back(a.tensor);
@@ -123,6 +127,7 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
         t = queue.front();
         queue.pop_front();
       }
+      if (!TieredAllocator::ClaimCopy(t)) continue;  // the main thread took it, or the tensor died
       const double ns = PacedCopy(t.dst, t.src, t.bytes, PaceNs(t.bytes, t.to));
       copy_ns.fetch_add(static_cast<uint64_t>(ns), std::memory_order_relaxed);
       TieredAllocator::MarkCopied(t);
@@ -147,6 +152,14 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
 
   void Finish(const Pending& p) {
     const double t0 = SteadyNowNs();
+    if (TieredAllocator::ClaimCopy(p.ticket)) {
+      // The copy thread has not started it (e.g. kept off the cores by
+      // LibTorch's worker threads): copy here rather than wait for it.
+      const double ns = PacedCopy(p.ticket.dst, p.ticket.src, p.ticket.bytes, PaceNs(p.ticket.bytes, p.ticket.to));
+      copy_ns.fetch_add(static_cast<uint64_t>(ns), std::memory_order_relaxed);
+      TieredAllocator::MarkCopied(p.ticket);
+      ++cur.async_copies_inline;
+    }
     const bool done = alloc.CompleteMove(p.ticket);
     cur.exposed_migration_ns += SteadyNowNs() - t0;
     if (done) Count(p.tensor, p.ticket.to, p.ticket.bytes);
@@ -170,6 +183,7 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
         break;
       case TieredAllocator::MoveStart::kOutOfMemory:
         ++cur.migrations_refused;
+        if (m.to == Tier::kDram) ++cur.migration_oom_events;
         return;
       default:
         ++cur.migrations_skipped;
@@ -183,6 +197,7 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
       qcv.notify_one();
       pending.push_back({t, m.tensor});
     } else {
+      TieredAllocator::ClaimCopy(t);
       const double ns = PacedCopy(t.dst, t.src, t.bytes, PaceNs(t.bytes, t.to));
       cur.migration_copy_ns += ns;
       TieredAllocator::MarkCopied(t);
@@ -271,19 +286,26 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
       }
       rec[i] = precs[i];
       tier[i] = precs[i]->tier;
-      const Tier want = plan.initial_tiers[i];
-      if (tier[i] == want) continue;
-      TieredAllocator::MoveTicket t;
-      if (alloc.BeginMove(precs[i], want, &t) != TieredAllocator::MoveStart::kStarted) {
-        ++cur.migrations_refused;
-        continue;
-      }
-      PacedCopy(t.dst, t.src, t.bytes, 0);
-      TieredAllocator::MarkCopied(t);
-      if (alloc.CompleteMove(t)) {
-        tier[i] = want;
-        ++cur.setup_moves;
-        cur.setup_bytes += t.bytes;
+    }
+    // Moves out of DRAM first, so that moves into DRAM find room under the limit.
+    for (Tier pass : {Tier::kSlow, Tier::kDram}) {
+      for (uint32_t i = 0; i < P; ++i) {
+        const Tier want = plan.initial_tiers[i];
+        if (want != pass || tier[i] == want) continue;
+        TieredAllocator::MoveTicket t;
+        if (alloc.BeginMove(precs[i], want, &t) != TieredAllocator::MoveStart::kStarted) {
+          ++cur.migrations_refused;
+          if (want == Tier::kDram) ++cur.migration_oom_events;
+          continue;
+        }
+        TieredAllocator::ClaimCopy(t);
+        PacedCopy(t.dst, t.src, t.bytes, 0);
+        TieredAllocator::MarkCopied(t);
+        if (alloc.CompleteMove(t)) {
+          tier[i] = want;
+          ++cur.setup_moves;
+          cur.setup_bytes += t.bytes;
+        }
       }
     }
     for (uint32_t i = P; i < T; ++i) tier[i] = plan.initial_tiers[i];

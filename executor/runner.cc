@@ -206,6 +206,15 @@ struct RealWorkloadRunner::Impl {
           r.failure = "graph changed: " + c.graph_difference;
           break;
         }
+        if (o.overflow_policy == DramOverflowPolicy::kFail && c.migration_oom_events > 0) {
+          // The step ran to the end (with the tensors left in the slow tier):
+          // the task is intact, the episode is failed.
+          r.ok = false;
+          r.failure = "DRAM OOM: " + std::to_string(c.migration_oom_events) +
+                      " migrations into DRAM would exceed the limit of " + std::to_string(plan.dram_limit_bytes) +
+                      " bytes";
+          break;
+        }
         if (i >= warmup) {
           r.iteration_ns.push_back(c.iteration_ns);
           r.losses.push_back(loss);

@@ -15,6 +15,7 @@ struct MoveState {
   std::condition_variable cv;
   bool copied = false;
   bool cancelled = false;  // the tensor was freed while the move was open
+  std::atomic<bool> claimed{false};  // someone has taken (or waived) the copy
   AllocationRecord* record = nullptr;
   void* dst = nullptr;
   size_t bytes = 0;
@@ -100,7 +101,12 @@ void AllocatorCore::Release(AllocationRecord* r) {
     }
   }
   if (move) {
-    move->WaitCopied();  // the copy thread may still read r->ptr
+    if (!move->claimed.exchange(true)) {
+      // Nobody copies yet, and the data is dying: no copy needed.
+      std::lock_guard<std::mutex> ml(move->mu);
+      move->copied = true;
+    }
+    move->WaitCopied();  // a copy in progress still reads r->ptr
     tier(move->to).Free(move->dst, move->bytes);
   }
   tier(r->tier).Free(r->ptr, r->bytes);
@@ -336,6 +342,8 @@ TieredAllocator::MoveStart TieredAllocator::BeginMove(AllocationRecord* r, Tier 
   ticket->to = to;
   return MoveStart::kStarted;
 }
+
+bool TieredAllocator::ClaimCopy(const MoveTicket& ticket) { return !ticket.state->claimed.exchange(true); }
 
 void TieredAllocator::MarkCopied(const MoveTicket& ticket) {
   {

@@ -146,9 +146,14 @@ class TieredAllocator final : public c10::Allocator {
   enum class MoveStart { kStarted, kNoStorage, kSameTier, kBusy, kOutOfMemory };
   // Reserves the destination (subject to the DRAM limit when moving to DRAM:
   // both copies count while the move is open, DeepTM eq. 7). The caller
-  // copies ticket.src -> ticket.dst (any thread), calls MarkCopied, then
+  // claims the copy (ClaimCopy), copies ticket.src -> ticket.dst (any
+  // thread), calls MarkCopied, then
   // CompleteMove at a kernel boundary.
   MoveStart BeginMove(AllocationRecord* record, Tier to, MoveTicket* ticket);
+  // Whoever copies first claims the copy (true once per ticket): a copy
+  // thread, or the main thread when it needs the move finished and the copy
+  // thread has not started it. A free of the tensor waives the copy.
+  static bool ClaimCopy(const MoveTicket& ticket);
   static void MarkCopied(const MoveTicket& ticket);
   // Swaps the storage to the new buffer and frees the old one. Returns false
   // when the tensor was freed meanwhile (nothing to do then). Waits for the

@@ -28,7 +28,8 @@ struct ModelOptions {
   int64_t batch_size = 4;
   // Square input images of image_size x image_size x 3. Below 64 pixels the
   // zoo uses the usual small-input (CIFAR-style) variants: a 3x3 stride-1
-  // stem and a compact classifier head (see zoo.cc, per model).
+  // stem and a compact classifier head (see zoo.cc, per model); Inception v3
+  // switches below 75 pixels. Minimum: 32 (VGG, Inception), 16 (others).
   int64_t image_size = 32;
   int64_t num_classes = 10;
   std::string optimizer = "sgd";  // "sgd" (with momentum) or "adam"

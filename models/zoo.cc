@@ -231,7 +231,162 @@ struct MobileNetV2 : ZooNet {
   }
 };
 
+
+// ---------------------------------------------------------------- Inception v3
+// torchvision Inception3 without the auxiliary classifier (its loss term is
+// optional there). Small inputs (< 75 px): stride 1 in the first convolution
+// and no first max pooling, so 32 px inputs reach Mixed_7c at 2x2.
+struct BasicConv : nn::Module {
+  nn::Conv2d conv{nullptr};
+  nn::BatchNorm2d bn{nullptr};
+  BasicConv(int64_t in, int64_t out, std::vector<int64_t> k, int64_t stride = 1, std::vector<int64_t> pad = {0, 0}) {
+    conv = register_module("conv", nn::Conv2d(nn::Conv2dOptions(in, out, k).stride(stride).padding(pad).bias(false)));
+    bn = register_module("bn", nn::BatchNorm2d(nn::BatchNorm2dOptions(out).eps(0.001)));
+  }
+  Tensor forward(Tensor x) { return torch::relu(bn->forward(conv->forward(x))); }
+};
+using BC = std::shared_ptr<BasicConv>;
+
+struct Mixed : nn::Module {
+  virtual Tensor forward(Tensor x) = 0;
+  BC Add(const std::string& n, int64_t in, int64_t out, std::vector<int64_t> k, int64_t stride = 1,
+         std::vector<int64_t> pad = {0, 0}) {
+    return register_module(n, std::make_shared<BasicConv>(in, out, k, stride, pad));
+  }
+};
+
+struct InceptionA : Mixed {
+  BC b1, b5_1, b5_2, d1, d2, d3, bp;
+  InceptionA(int64_t in, int64_t pool) {
+    b1 = Add("branch1x1", in, 64, {1, 1});
+    b5_1 = Add("branch5x5_1", in, 48, {1, 1});
+    b5_2 = Add("branch5x5_2", 48, 64, {5, 5}, 1, {2, 2});
+    d1 = Add("branch3x3dbl_1", in, 64, {1, 1});
+    d2 = Add("branch3x3dbl_2", 64, 96, {3, 3}, 1, {1, 1});
+    d3 = Add("branch3x3dbl_3", 96, 96, {3, 3}, 1, {1, 1});
+    bp = Add("branch_pool", in, pool, {1, 1});
+  }
+  Tensor forward(Tensor x) override {
+    return torch::cat({b1->forward(x), b5_2->forward(b5_1->forward(x)), d3->forward(d2->forward(d1->forward(x))),
+                       bp->forward(torch::avg_pool2d(x, 3, 1, 1))},
+                      1);
+  }
+};
+
+struct InceptionB : Mixed {
+  BC b3, d1, d2, d3;
+  explicit InceptionB(int64_t in) {
+    b3 = Add("branch3x3", in, 384, {3, 3}, 2);
+    d1 = Add("branch3x3dbl_1", in, 64, {1, 1});
+    d2 = Add("branch3x3dbl_2", 64, 96, {3, 3}, 1, {1, 1});
+    d3 = Add("branch3x3dbl_3", 96, 96, {3, 3}, 2);
+  }
+  Tensor forward(Tensor x) override {
+    return torch::cat({b3->forward(x), d3->forward(d2->forward(d1->forward(x))), torch::max_pool2d(x, 3, 2)}, 1);
+  }
+};
+
+struct InceptionC : Mixed {
+  BC b1, s1, s2, s3, d1, d2, d3, d4, d5, bp;
+  InceptionC(int64_t in, int64_t c7) {
+    b1 = Add("branch1x1", in, 192, {1, 1});
+    s1 = Add("branch7x7_1", in, c7, {1, 1});
+    s2 = Add("branch7x7_2", c7, c7, {1, 7}, 1, {0, 3});
+    s3 = Add("branch7x7_3", c7, 192, {7, 1}, 1, {3, 0});
+    d1 = Add("branch7x7dbl_1", in, c7, {1, 1});
+    d2 = Add("branch7x7dbl_2", c7, c7, {7, 1}, 1, {3, 0});
+    d3 = Add("branch7x7dbl_3", c7, c7, {1, 7}, 1, {0, 3});
+    d4 = Add("branch7x7dbl_4", c7, c7, {7, 1}, 1, {3, 0});
+    d5 = Add("branch7x7dbl_5", c7, 192, {1, 7}, 1, {0, 3});
+    bp = Add("branch_pool", in, 192, {1, 1});
+  }
+  Tensor forward(Tensor x) override {
+    Tensor d = d5->forward(d4->forward(d3->forward(d2->forward(d1->forward(x)))));
+    return torch::cat({b1->forward(x), s3->forward(s2->forward(s1->forward(x))), d,
+                       bp->forward(torch::avg_pool2d(x, 3, 1, 1))},
+                      1);
+  }
+};
+
+struct InceptionD : Mixed {
+  BC a1, a2, b1, b2, b3, b4;
+  explicit InceptionD(int64_t in) {
+    a1 = Add("branch3x3_1", in, 192, {1, 1});
+    a2 = Add("branch3x3_2", 192, 320, {3, 3}, 2);
+    b1 = Add("branch7x7x3_1", in, 192, {1, 1});
+    b2 = Add("branch7x7x3_2", 192, 192, {1, 7}, 1, {0, 3});
+    b3 = Add("branch7x7x3_3", 192, 192, {7, 1}, 1, {3, 0});
+    b4 = Add("branch7x7x3_4", 192, 192, {3, 3}, 2);
+  }
+  Tensor forward(Tensor x) override {
+    return torch::cat({a2->forward(a1->forward(x)), b4->forward(b3->forward(b2->forward(b1->forward(x)))),
+                       torch::max_pool2d(x, 3, 2)},
+                      1);
+  }
+};
+
+struct InceptionE : Mixed {
+  BC b1, s1, s2a, s2b, d1, d2, d3a, d3b, bp;
+  explicit InceptionE(int64_t in) {
+    b1 = Add("branch1x1", in, 320, {1, 1});
+    s1 = Add("branch3x3_1", in, 384, {1, 1});
+    s2a = Add("branch3x3_2a", 384, 384, {1, 3}, 1, {0, 1});
+    s2b = Add("branch3x3_2b", 384, 384, {3, 1}, 1, {1, 0});
+    d1 = Add("branch3x3dbl_1", in, 448, {1, 1});
+    d2 = Add("branch3x3dbl_2", 448, 384, {3, 3}, 1, {1, 1});
+    d3a = Add("branch3x3dbl_3a", 384, 384, {1, 3}, 1, {0, 1});
+    d3b = Add("branch3x3dbl_3b", 384, 384, {3, 1}, 1, {1, 0});
+    bp = Add("branch_pool", in, 192, {1, 1});
+  }
+  Tensor forward(Tensor x) override {
+    Tensor s = s1->forward(x);
+    Tensor d = d2->forward(d1->forward(x));
+    return torch::cat({b1->forward(x), torch::cat({s2a->forward(s), s2b->forward(s)}, 1),
+                       torch::cat({d3a->forward(d), d3b->forward(d)}, 1), bp->forward(torch::avg_pool2d(x, 3, 1, 1))},
+                      1);
+  }
+};
+
+struct InceptionV3 : ZooNet {
+  BC c1a, c2a, c2b, c3b, c4a;
+  std::vector<std::shared_ptr<Mixed>> mixed;
+  nn::Dropout dropout{nullptr};
+  nn::Linear fc{nullptr};
+  bool small;
+  InceptionV3(int64_t classes, bool small_input) : small(small_input) {
+    c1a = register_module("Conv2d_1a_3x3", std::make_shared<BasicConv>(3, 32, std::vector<int64_t>{3, 3}, small ? 1 : 2));
+    c2a = register_module("Conv2d_2a_3x3", std::make_shared<BasicConv>(32, 32, std::vector<int64_t>{3, 3}));
+    c2b = register_module("Conv2d_2b_3x3",
+                          std::make_shared<BasicConv>(32, 64, std::vector<int64_t>{3, 3}, 1, std::vector<int64_t>{1, 1}));
+    c3b = register_module("Conv2d_3b_1x1", std::make_shared<BasicConv>(64, 80, std::vector<int64_t>{1, 1}));
+    c4a = register_module("Conv2d_4a_3x3", std::make_shared<BasicConv>(80, 192, std::vector<int64_t>{3, 3}));
+    auto add = [&](const std::string& n, std::shared_ptr<Mixed> m) { mixed.push_back(register_module(n, m)); };
+    add("Mixed_5b", std::make_shared<InceptionA>(192, 32));
+    add("Mixed_5c", std::make_shared<InceptionA>(256, 64));
+    add("Mixed_5d", std::make_shared<InceptionA>(288, 64));
+    add("Mixed_6a", std::make_shared<InceptionB>(288));
+    add("Mixed_6b", std::make_shared<InceptionC>(768, 128));
+    add("Mixed_6c", std::make_shared<InceptionC>(768, 160));
+    add("Mixed_6d", std::make_shared<InceptionC>(768, 160));
+    add("Mixed_6e", std::make_shared<InceptionC>(768, 192));
+    add("Mixed_7a", std::make_shared<InceptionD>(768));
+    add("Mixed_7b", std::make_shared<InceptionE>(1280));
+    add("Mixed_7c", std::make_shared<InceptionE>(2048));
+    dropout = register_module("dropout", nn::Dropout(0.5));
+    fc = register_module("fc", nn::Linear(2048, classes));
+  }
+  Tensor forward(Tensor x) override {
+    x = c2b->forward(c2a->forward(c1a->forward(x)));
+    if (!small) x = torch::max_pool2d(x, 3, 2);
+    x = torch::max_pool2d(c4a->forward(c3b->forward(x)), 3, 2);
+    for (auto& m : mixed) x = m->forward(x);
+    x = torch::flatten(torch::adaptive_avg_pool2d(x, {1, 1}), 1);
+    return fc->forward(dropout->forward(x));
+  }
+};
+
 std::shared_ptr<ZooNet> MakeNet(const ModelOptions& o) {
+  if (o.name == "inception_v3") return std::make_shared<InceptionV3>(o.num_classes, o.image_size < 75);
   const bool small = o.image_size < 64;
   const int64_t c = o.num_classes;
   if (o.name == "alexnet") return std::make_shared<AlexNet>(c, small);
@@ -392,13 +547,13 @@ class TorchScriptTask : public TaskBase {
 }  // namespace
 
 std::vector<std::string> ZooModelNames() {
-  return {"alexnet", "vgg16", "vgg19", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "mobilenet_v2"};
+  return {"alexnet", "vgg16", "vgg19", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "mobilenet_v2", "inception_v3"};
 }
 
 std::unique_ptr<TrainingTask> MakeTrainingTask(const ModelOptions& o) {
   if (o.batch_size <= 0) throw std::invalid_argument("batch_size must be positive");
   if (o.num_classes <= 1) throw std::invalid_argument("num_classes must be at least 2");
-  const int64_t min_side = (o.name == "vgg16" || o.name == "vgg19") ? 32 : 16;
+  const int64_t min_side = (o.name == "vgg16" || o.name == "vgg19" || o.name == "inception_v3") ? 32 : 16;
   if (o.name != "torchscript" && o.image_size < min_side)
     throw std::invalid_argument("image_size " + std::to_string(o.image_size) + " is too small for " + o.name +
                                 " (minimum " + std::to_string(min_side) + ")");

@@ -22,6 +22,25 @@ void EndCb(const at::RecordFunction& fn, at::ObserverContext*) {
   if (t_tracer) t_tracer->End(&fn);
 }
 
+// In-place by name, but they change metadata only.
+bool IsMetadataOnly(const char* name) {
+  static const char* const kOps[] = {"aten::detach_", "aten::resize_", "aten::set_", "aten::as_strided_",
+                                     "aten::squeeze_", "aten::unsqueeze_", "aten::transpose_", "aten::t_",
+                                     "aten::requires_grad_", "aten::resize_as_", "aten::swapaxes_", "aten::swapdims_"};
+  for (const char* op : kOps)
+    if (std::strcmp(name, op) == 0) return true;
+  return false;
+}
+
+// In place, and they overwrite `self` without reading it.
+bool IsSelfWriteOnly(const char* name) {
+  static const char* const kOps[] = {"aten::zero_", "aten::fill_", "aten::copy_", "aten::normal_",
+                                     "aten::uniform_", "aten::bernoulli_", "aten::random_"};
+  for (const char* op : kOps)
+    if (std::strcmp(name, op) == 0) return true;
+  return false;
+}
+
 bool Contains(const std::vector<AllocationRecord*>& v, AllocationRecord* r) {
   return std::find(v.begin(), v.end(), r) != v.end();
 }
@@ -90,7 +109,9 @@ void KernelTracer::Start(const void* p) {
   if (options_.count_accesses) {
     const char* name = fn.name();
     const size_t n = std::strlen(name);
-    f.in_place = n > 0 && name[n - 1] == '_';
+    f.metadata_only = IsMetadataOnly(name);
+    f.in_place = !f.metadata_only && n > 0 && name[n - 1] == '_';
+    f.self_write_only = f.in_place && IsSelfWriteOnly(name);
     if (!f.in_place) {
       auto op = fn.operator_name();
       f.in_place = op && (op->overload_name == "out" || op->overload_name.rfind("out", 0) == 0);
@@ -107,14 +128,15 @@ void KernelTracer::End(const void* p) {
     std::vector<AllocationRecord*> outs;
     Collect(p, /*outputs=*/true, options_.count_accesses ? &outs : nullptr);
     if (options_.count_accesses) {
-      bool view = !f.in_place && !outs.empty();
+      bool view = f.metadata_only || (!f.in_place && !outs.empty());
       for (AllocationRecord* r : outs) view = view && Contains(f.inputs, r);
       if (!view) {
         for (AllocationRecord* r : f.inputs) {
           bool delegated = false;
           for (const Frame& a : stack_) delegated = delegated || Contains(a.inputs, r);
           const bool writes = Contains(outs, r) && !Contains(f.written, r);
-          if (!delegated || writes) listener_->OnAccess(k, r, delegated ? 0 : 1, writes ? 1 : 0);
+          const bool reads = !delegated && !(f.self_write_only && r == f.inputs.front());
+          if (reads || writes) listener_->OnAccess(k, r, reads ? 1 : 0, writes ? 1 : 0);
           if (writes) f.written.push_back(r);
         }
         for (AllocationRecord* r : outs) {

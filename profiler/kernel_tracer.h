@@ -13,7 +13,10 @@
 //  - an op writes each output storage that is new or that it updates in
 //    place (name ending in '_' or an `out` overload), unless a nested op
 //    already wrote it;
-//  - view/metadata ops (outputs alias inputs, not in place) access nothing.
+//  - zero_, fill_, copy_ and the in-place random fills write self without
+//    reading it;
+//  - view/metadata ops (outputs alias inputs, not in place; or in-place
+//    metadata ops such as detach_ and resize_) access nothing.
 #pragma once
 
 #include <c10/core/Storage.h>
@@ -58,6 +61,8 @@ class KernelTracer {
     std::vector<AllocationRecord*> inputs;
     std::vector<AllocationRecord*> written;  // by this op or nested ones
     bool in_place = false;
+    bool metadata_only = false;  // detach_, resize_, set_, ...
+    bool self_write_only = false;  // zero_, fill_, copy_, ...: self written, not read
   };
   void Start(const void* fn);
   void End(const void* fn);

@@ -49,12 +49,12 @@ TEST(PlacementEnv, StepRewardIsTheInputShareKeptInDram) {
   EXPECT_EQ(checked, 3);
 }
 
-TEST(PlacementEnv, TimeSavedRewardAddsUpToTheCostSaved) {
+TEST(PlacementEnv, TimeSavedRewardAddsUpToTheEpisodicReward) {
   Workload w = HandGraph();
   EnvConfig c = HandConfig();
   c.step_reward = StepRewardKind::kTimeSaved;
   PlacementEnv env(w, c);
-  const double scale = c.reward_fix / (835.0 - 600.0);
+  const double scale = c.beta * c.reward_fix / (835.0 - 600.0);
   env.Reset();
   // k0: A to DRAM saves its 50 ns penalty; B and D go slow.
   while (env.current_kernel() == 0) {
@@ -65,17 +65,16 @@ TEST(PlacementEnv, TimeSavedRewardAddsUpToTheCostSaved) {
   // is evicted first to make room).
   while (env.current_tensor() != testing::kB) env.Step(1);
   EXPECT_NEAR(env.Step(0).reward, (20 - 250) * scale, 1e-9);
-  // With no migrations, the step rewards of an episode are R_fix (1 - C_normal).
+  // Without migrations the whole return of an episode is eq. 13.
   PlacementEnv env2(w, c);
   env2.Reset();
   double sum = 0;
   while (!env2.done()) {
     bool keep_a = env2.current_tensor() == testing::kA;  // A (1000 bytes) alone fits everywhere
-    StepResult r = env2.Step(keep_a ? 0 : 1);
-    sum += r.done ? r.reward - env2.summary().episodic_reward : r.reward;
+    sum += env2.Step(keep_a ? 0 : 1).reward;
   }
-  EXPECT_NEAR(sum, c.reward_fix * (1 - env2.summary().normalised_cost), 1e-9);
   EXPECT_DOUBLE_EQ(env2.summary().cost.total_ns, 835 - 110);
+  EXPECT_NEAR(sum, env2.summary().episodic_reward, 1e-9);
 }
 
 TEST(PlacementEnv, MigrationCostIsSubtractedFromTheStepReward) {

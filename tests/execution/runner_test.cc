@@ -5,6 +5,7 @@
 #include <random>
 #include <unistd.h>
 
+#include "envs/workload_io.h"
 #include "executor/executor.h"
 
 namespace tensortier {
@@ -109,6 +110,28 @@ TEST(RealExecution, ProfileIsDeterministicAndComplete) {
   EXPECT_GT(p.iteration_slow_ns, p.iteration_dram_ns);
   EXPECT_GT(w.total_slow_time_ns(), w.total_dram_time_ns());
   EXPECT_EQ(w.device.name, "emulated:optane-dcpmm");
+  // The workload file of the foundation issue: round trip, same signature.
+  Workload back = ParseWorkload(SerializeWorkload(w));
+  EXPECT_EQ(back.Signature(), w.Signature());
+  EXPECT_EQ(back.num_tensors(), w.num_tensors());
+  // A plan made for the parsed workload runs on the real one.
+  ExecutionReport r = runner.Execute(PlacementPlan::Uniform(back, Tier::kSlow, 0), 1, 3);
+  ASSERT_TRUE(r.ok) << r.failure;
+  EXPECT_EQ(r.iteration_ns.size(), 3u);
+  EXPECT_EQ(r.backend, "emulated:optane-dcpmm");
+  EXPECT_GT(r.median_ns, 0);
+  EXPECT_GE(r.max_ns, r.median_ns);
+  EXPECT_LE(r.min_ns, r.median_ns);
+}
+
+TEST(RealExecution, ProfilesOfTheSameModelHaveTheSameSignature) {
+  uint64_t first = 0;
+  for (int i = 0; i < 2; ++i) {
+    RealWorkloadRunner runner(Small("alexnet"));
+    const uint64_t sig = runner.Profile().workload.Signature();
+    if (i == 0) first = sig;
+    else EXPECT_EQ(sig, first);
+  }
 }
 
 TEST(RealExecution, EmulatedTimeGrowsWithSlowTierBytes) {
@@ -139,6 +162,24 @@ TEST(RealExecution, DramLimitFailPolicyFailsTheEpisodeAndRecovers) {
   EXPECT_NE(r.failure.find("DRAM OOM"), std::string::npos) << r.failure;
   ExecutionReport ok = runner.Execute(PlacementPlan::Uniform(w, Tier::kDram, 0), 0, 1);
   EXPECT_TRUE(ok.ok) << ok.failure;
+}
+
+TEST(RealExecution, MigrationIntoDramBeyondTheLimitFailsUnderFailPolicy) {
+  RunnerOptions o = Small("alexnet");
+  o.overflow_policy = DramOverflowPolicy::kFail;
+  RealWorkloadRunner runner(o);
+  const Workload& w = runner.Profile().workload;
+  // Everything slow; the largest multi-kernel tensor is brought to DRAM, which is too small for it.
+  uint32_t big = 0;
+  for (uint32_t t = 0; t < w.num_tensors(); ++t)
+    if (w.tensors[t].free_kernel > w.tensors[t].alloc_kernel && w.tensors[t].size_bytes > w.tensors[big].size_bytes)
+      big = t;
+  PlacementPlan plan = PlacementPlan::Uniform(w, Tier::kSlow, w.tensors[big].size_bytes / 2);
+  plan.migrations.push_back({static_cast<int32_t>(w.tensors[big].alloc_kernel), big, Tier::kDram});
+  plan.Normalize();
+  ExecutionReport r = runner.Execute(plan, 0, 1);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.failure.find("migrations into DRAM"), std::string::npos) << r.failure;
 }
 
 TEST(RealExecution, DramLimitSpillPolicyCountsOomEvents) {

@@ -1,0 +1,306 @@
+#include "policies/autotm.h"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
+#include "envs/cost_model.h"
+#include "envs/first_touch.h"
+#include "policies/plan_tools.h"
+
+namespace tensortier {
+namespace {
+
+// Memory rows are in KiB so that byte-sized coefficients of GB-sized tensors
+// stay in a range the LP solver handles well (sizes / 1024 are exact doubles).
+constexpr double kBytesPerUnit = 1024.0;
+
+// One tensor's flow graph, compressed: a segment is a run of kernels during
+// which the tensor cannot change tier, with one binary location variable
+// (1 = DRAM). A boundary joins consecutive segments; the tensor moves there
+// through a synchronous copy after the last kernel of the first segment, or
+// an asynchronous copy overlapping that kernel.
+struct Segment {
+  int32_t first = 0, last = 0;  // kernels; first > last for the end-of-iteration node
+  int x = -1;
+};
+
+struct Boundary {
+  int32_t last_kernel = 0;        // j: the last kernel of the segment before
+  int sync_up = -1, sync_down = -1;
+  int async_up = -1, async_down = -1;
+};
+
+struct TensorGraph {
+  std::vector<Segment> segments;
+  std::vector<Boundary> boundaries;  // boundaries[i] joins segments[i] and [i+1]
+  std::vector<int> segment_of;       // [k - alloc] -> segment index
+};
+
+std::vector<Segment> MakeSegments(const Workload& w, uint32_t t, const AutoTmIlpOptions& o) {
+  const Tensor& x = w.tensors[t];
+  const int32_t a = x.alloc_kernel, f = x.free_kernel;
+  if (o.formulation == AutoTmFormulation::kStatic) return {{a, f}};
+  const auto& uses = w.kernels_of_tensor(t);
+  // Sync mode: AutoTM's components (each use alone, idle runs between them
+  // as one location). Async mode: every kernel near a use alone as well, so
+  // the solver can pick which kernel a copy overlaps.
+  const int window = o.mode == MigrationMode::kSync ? 0 : std::max(0, o.async_window);
+  std::vector<char> fine(f - a + 1, 0);
+  for (uint32_t u : uses)
+    for (int32_t k = std::max<int32_t>(a, u - window); k <= std::min<int32_t>(f, u + window); ++k) fine[k - a] = 1;
+  std::vector<Segment> segs;
+  for (int32_t k = a; k <= f; ++k) {
+    if (fine[k - a] || segs.empty() || fine[k - 1 - a])
+      segs.push_back({k, k});
+    else
+      segs.back().last = k;
+  }
+  // In async mode a persistent tensor may also be copied during the last
+  // kernel, so that the next iteration finds it where it starts.
+  if (o.mode == MigrationMode::kAsync && x.persistent) segs.push_back({f + 1, f});
+  return segs;
+}
+
+}  // namespace
+
+const char* AutoTmFormulationName(AutoTmFormulation f) {
+  switch (f) {
+    case AutoTmFormulation::kStatic: return "static";
+    case AutoTmFormulation::kSynchronous: return "synchronous";
+    case AutoTmFormulation::kAsynchronous: return "asynchronous";
+  }
+  return "unknown";
+}
+
+AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& o) {
+  const size_t K = w.num_kernels(), T = w.num_tensors();
+  const bool async_mode = o.mode == MigrationMode::kAsync;
+  const bool overlap_objective = o.formulation == AutoTmFormulation::kAsynchronous && async_mode;
+  std::vector<uint64_t> limits = o.kernel_limits;
+  if (limits.empty()) limits.assign(K, o.dram_limit_bytes);
+  if (limits.size() != K) throw std::invalid_argument("SolveAutoTmIlp: one limit per kernel");
+
+  MipModel mip;
+  std::vector<TensorGraph> graphs(T);
+  // Per kernel: time terms of rho_k (constant, and -penalty * x), and the
+  // async copies that overlap it.
+  std::vector<double> rho_constant(K);
+  std::vector<std::vector<std::pair<int, double>>> rho_terms(K), overlap_terms(K);
+  for (size_t k = 0; k < K; ++k) rho_constant[k] = w.kernels[k].dram_time_ns;
+
+  for (uint32_t t = 0; t < T; ++t) {
+    const Tensor& x = w.tensors[t];
+    TensorGraph& g = graphs[t];
+    g.segments = MakeSegments(w, t, o);
+    g.segment_of.assign(x.free_kernel - x.alloc_kernel + 1, -1);
+    for (size_t s = 0; s < g.segments.size(); ++s) {
+      g.segments[s].x = mip.AddBinary(0);
+      for (int32_t k = g.segments[s].first; k <= g.segments[s].last; ++k) g.segment_of[k - x.alloc_kernel] = s;
+    }
+    const double up_ns = CopyTimeNs(w, x.size_bytes, Tier::kDram);
+    const double down_ns = CopyTimeNs(w, x.size_bytes, Tier::kSlow);
+    for (size_t s = 0; s + 1 < g.segments.size(); ++s) {
+      Boundary b;
+      b.last_kernel = g.segments[s].last;
+      const int32_t j = b.last_kernel;
+      const bool next_is_kernel = j + 1 < static_cast<int32_t>(K) && j + 1 <= static_cast<int32_t>(x.free_kernel);
+      // Sync mode: every copy blocks. Async mode (EvaluatePlan): a copy
+      // issued after j blocks only if kernel j+1 writes the tensor; one
+      // issued after j-1 overlaps kernel j unless j writes it.
+      const bool sync_ok = next_is_kernel && (!async_mode || KernelWrites(w, j + 1, t));
+      const bool async_ok = async_mode && j - 1 >= static_cast<int32_t>(x.alloc_kernel) && !KernelWrites(w, j, t);
+      const double async_cost = overlap_objective ? 0.0 : 1.0;  // sync formulation: every copy is exposed
+      if (sync_ok) {
+        b.sync_up = mip.AddVariable(0, 1, up_ns, false);
+        b.sync_down = mip.AddVariable(0, 1, down_ns, false);
+      }
+      if (async_ok) {
+        b.async_up = mip.AddBinary(async_cost * up_ns);
+        b.async_down = mip.AddBinary(async_cost * down_ns);
+        if (overlap_objective) {
+          overlap_terms[j].push_back({b.async_up, up_ns});
+          overlap_terms[j].push_back({b.async_down, down_ns});
+        }
+        mip.AddRow({{b.async_up, 1}, {b.async_down, 1}}, 'L', 1);
+      }
+      // Flow conservation: x_next - x_prev = copies in - copies out.
+      std::vector<std::pair<int, double>> flow = {{g.segments[s + 1].x, 1}, {g.segments[s].x, -1}};
+      if (sync_ok) {
+        flow.push_back({b.sync_up, -1});
+        flow.push_back({b.sync_down, 1});
+      }
+      if (async_ok) {
+        flow.push_back({b.async_up, -1});
+        flow.push_back({b.async_down, 1});
+      }
+      mip.AddRow(flow, 'E', 0);
+      g.boundaries.push_back(b);
+    }
+    // A persistent tensor that ends the iteration elsewhere than it starts is
+    // copied back, blocking, after the last kernel (EvaluatePlan does this).
+    if (x.persistent && g.segments.size() > 1) {
+      const int first = g.segments.front().x, last = g.segments.back().x;
+      int back_up = mip.AddVariable(0, 1, up_ns, false);
+      int back_down = mip.AddVariable(0, 1, down_ns, false);
+      mip.AddRow({{back_up, 1}, {first, -1}, {last, 1}}, 'G', 0);
+      mip.AddRow({{back_down, 1}, {last, -1}, {first, 1}}, 'G', 0);
+    }
+    for (uint32_t k : w.kernels_of_tensor(t)) {
+      double pen = 0;
+      for (uint32_t i : w.accesses_of_kernel(k))
+        if (w.accesses[i].tensor == t) pen = w.accesses[i].slow_penalty_ns;
+      if (pen == 0) continue;
+      rho_constant[k] += pen;
+      rho_terms[k].push_back({g.segments[g.segment_of[k - x.alloc_kernel]].x, -pen});
+    }
+  }
+
+  // Objective: sum_k rho_k, or sum_k max(rho_k, overlapped copies) through
+  // z_k >= rho_k, z_k >= copies_k (AutoTM eq. 7).
+  for (size_t k = 0; k < K; ++k) {
+    if (overlap_objective && !overlap_terms[k].empty()) {
+      int z = mip.AddVariable(0, std::numeric_limits<double>::infinity(), 1, false);
+      std::vector<std::pair<int, double>> row = {{z, 1}};
+      for (const auto& [col, coef] : rho_terms[k]) row.push_back({col, -coef});
+      mip.AddRow(row, 'G', rho_constant[k]);
+      std::vector<std::pair<int, double>> copies = {{z, 1}};
+      for (const auto& [col, ns] : overlap_terms[k]) copies.push_back({col, -ns});
+      mip.AddRow(copies, 'G', 0);
+    } else {
+      mip.AddObjectiveConstant(rho_constant[k]);
+      for (const auto& [col, coef] : rho_terms[k]) mip.AddToObjective(col, coef);
+    }
+  }
+
+  // DRAM per kernel (AutoTM eq. 5): every live tensor in DRAM during k, plus
+  // those being copied into DRAM during k (both copies are held, DeepTM eq. 7).
+  const uint64_t slow_cap = w.device.slow_capacity_bytes;
+  for (size_t k = 0; k < K; ++k) {
+    const bool limited = limits[k] > 0 && w.live_bytes_at(k) > limits[k];
+    const bool slow_limited = slow_cap > 0 && w.live_bytes_at(k) > slow_cap;
+    if (!limited && !slow_limited) continue;
+    std::vector<std::pair<int, double>> dram, slow;
+    double slow_rhs = static_cast<double>(slow_cap) / kBytesPerUnit;
+    for (uint32_t t : w.live_at(k)) {
+      const Tensor& x = w.tensors[t];
+      const TensorGraph& g = graphs[t];
+      const int s = g.segment_of[k - x.alloc_kernel];
+      const double size = static_cast<double>(x.size_bytes) / kBytesPerUnit;
+      dram.push_back({g.segments[s].x, size});
+      slow.push_back({g.segments[s].x, -size});
+      slow_rhs -= size;
+      if (static_cast<size_t>(s) < g.boundaries.size() && g.boundaries[s].last_kernel == static_cast<int32_t>(k)) {
+        if (g.boundaries[s].async_up >= 0) dram.push_back({g.boundaries[s].async_up, size});
+        if (g.boundaries[s].async_down >= 0) slow.push_back({g.boundaries[s].async_down, size});
+      }
+    }
+    if (limited) mip.AddRow(dram, 'L', static_cast<double>(limits[k]) / kBytesPerUnit);
+    if (slow_limited) mip.AddRow(slow, 'L', slow_rhs);
+  }
+
+  // MIP start: first-touch under the tightest L_k never moves anything and
+  // fits every kernel, so even a solve stopped at once has a plan.
+  MipOptions options;
+  options.time_limit_seconds = o.time_limit_seconds;
+  options.relative_gap = o.mip_gap;
+  uint64_t tightest = 0;
+  for (uint64_t l : limits)
+    if (l > 0) tightest = tightest == 0 ? l : std::min(tightest, l);
+  if (o.dram_limit_bytes > 0) {
+    const PlacementPlan start = FirstTouchPlan(w, tightest);
+    for (uint32_t t = 0; t < T; ++t)
+      for (const Segment& s : graphs[t].segments)
+        options.start.push_back({s.x, start.initial_tiers[t] == Tier::kDram ? 1.0 : 0.0});
+  }
+
+  AutoTmIlpResult r;
+  r.variables = mip.num_variables();
+  r.integer_variables = mip.num_integer();
+  r.constraints = mip.num_rows();
+  r.mip = mip.Solve(options);
+  if (!r.mip.has_solution)
+    throw std::runtime_error(std::string("AutoTM ") + AutoTmFormulationName(o.formulation) +
+                             " ILP: CBC found no solution (" + r.mip.status + ")");
+  r.predicted_ns = r.mip.objective;
+
+  // Read the plan off the flow graphs.
+  auto on = [&](int col) { return col >= 0 && r.mip.values[col] > 0.5; };
+  PlacementPlan& plan = r.plan;
+  plan = PlacementPlan::Uniform(w, Tier::kSlow, o.dram_limit_bytes);
+  plan.mode = o.mode;
+  for (uint32_t t = 0; t < T; ++t) {
+    const TensorGraph& g = graphs[t];
+    const Tensor& x = w.tensors[t];
+    plan.initial_tiers[t] = on(g.segments.front().x) ? Tier::kDram : Tier::kSlow;
+    for (size_t s = 0; s < g.boundaries.size(); ++s) {
+      const bool before = on(g.segments[s].x), after = on(g.segments[s + 1].x);
+      if (before == after) continue;
+      const Boundary& b = g.boundaries[s];
+      const bool async_taken = on(b.async_up) || on(b.async_down);
+      const bool use_async = b.async_up >= 0 && (async_taken || b.sync_up < 0);
+      int32_t after_kernel = use_async ? b.last_kernel - 1 : b.last_kernel;
+      if (after_kernel < static_cast<int32_t>(x.alloc_kernel) || after_kernel + 1 > static_cast<int32_t>(x.free_kernel))
+        throw std::logic_error("AutoTM ILP: a move outside the tensor's lifetime");
+      plan.migrations.push_back({after_kernel, t, after ? Tier::kDram : Tier::kSlow});
+    }
+  }
+  plan.Normalize();
+  return r;
+}
+
+std::string AutoTmPolicy::name() const {
+  switch (formulation_) {
+    case AutoTmFormulation::kStatic: return "autotm-static";
+    case AutoTmFormulation::kSynchronous: return "autotm-sync";
+    case AutoTmFormulation::kAsynchronous: return "autotm-async";
+  }
+  return "autotm";
+}
+
+PolicyResult AutoTmPolicy::DecideImpl(const Workload& w, const PolicyContext& ctx) const {
+  AutoTmIlpOptions o;
+  o.formulation = formulation_;
+  o.mode = ctx.mode;
+  o.dram_limit_bytes = ctx.dram_limit_bytes;
+  o.kernel_limits.assign(w.num_kernels(), ctx.dram_limit_bytes);
+  o.time_limit_seconds = ctx.solver_time_limit_seconds;
+  o.mip_gap = ctx.mip_gap;
+
+  PolicyResult result;
+  SolverStats stats;
+  AutoTmIlpResult solve;
+  bool fits = false;
+  const int max_solves = std::max(1, ctx.max_solves);
+  while (stats.solves < max_solves) {
+    solve = SolveAutoTmIlp(w, o);
+    ++stats.solves;
+    stats.nodes += solve.mip.nodes;
+    stats.solve_seconds += solve.mip.seconds;
+    // The ILP's DRAM model is the cost model's, so a plan over the limit
+    // means something the ILP does not see (rounding today; fragmentation on
+    // a real allocator). AutoTM 4.2: shrink L_k where it happened, re-solve.
+    const PlanReplay replay = ReplayPlan(w, solve.plan);
+    fits = true;
+    for (size_t k = 0; k < w.num_kernels(); ++k)
+      if (ctx.dram_limit_bytes > 0 && replay.dram_bytes[k] > ctx.dram_limit_bytes) {
+        o.kernel_limits[k] = static_cast<uint64_t>(static_cast<double>(o.kernel_limits[k]) * 0.98);
+        fits = false;
+      }
+    if (fits) break;
+  }
+  result.plan = solve.plan;
+  if (!fits) result.stats["repairs"] = RepairToLimit(w, &result.plan);
+  stats.status = solve.mip.status;
+  stats.objective_ns = solve.predicted_ns;
+  stats.bound_ns = solve.mip.bound;
+  stats.mip_gap = solve.mip.gap;
+  stats.variables = solve.variables;
+  stats.integer_variables = solve.integer_variables;
+  stats.constraints = solve.constraints;
+  result.solver = stats;
+  result.stats["solves"] = stats.solves;
+  return result;
+}
+
+}  // namespace tensortier

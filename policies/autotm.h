@@ -1,0 +1,71 @@
+// AutoTM (ASPLOS 2020): tensor placement and movement as an integer linear
+// program over one network-flow graph per tensor, solved with CBC, with the
+// fragmentation loop around it.
+//
+// Adapted to our additive kernel-time model: a kernel's time is its DRAM time
+// plus the slow penalty of each access whose tensor is in the slow tier, so
+// AutoTM's one-hot configuration variables d_{k,c} collapse into the tensor
+// location variables and rho_k is linear in them. The formulation models
+// EvaluatePlan exactly for the plans it can express, so its objective is the
+// cost model's prediction of the plan it returns.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "policies/mip.h"
+#include "policies/policy.h"
+
+namespace tensortier {
+
+enum class AutoTmFormulation : uint8_t {
+  kStatic = 0,        // a tensor stays where it is created
+  kSynchronous = 1,   // moves at kernel boundaries, every copy on the critical path
+  kAsynchronous = 2,  // copies may overlap a kernel: min sum_k max(rho_k, copies_k) + sync copies
+};
+const char* AutoTmFormulationName(AutoTmFormulation f);
+
+struct AutoTmIlpOptions {
+  AutoTmFormulation formulation = AutoTmFormulation::kSynchronous;
+  MigrationMode mode = MigrationMode::kSync;
+  uint64_t dram_limit_bytes = 0;       // the plan's limit (0 = none)
+  std::vector<uint64_t> kernel_limits; // L_k; empty = dram_limit_bytes everywhere
+  double time_limit_seconds = 60;
+  double mip_gap = 0.01;
+  // Where a tensor may change tier when copies can overlap kernels (async
+  // mode): at kernels within this many kernels of one of its uses; longer
+  // idle stretches are one location. Sync mode needs no window: moving right
+  // after or right before a use is always at least as good (AutoTM's
+  // components), which keeps that formulation exact.
+  int async_window = 2;
+};
+
+struct AutoTmIlpResult {
+  PlacementPlan plan;
+  MipSolution mip;
+  double predicted_ns = 0;  // the ILP objective: the cost model's time for `plan`
+  int variables = 0;
+  int integer_variables = 0;
+  int constraints = 0;
+};
+
+// One solve. Throws std::runtime_error if CBC returns no solution (cannot
+// happen: the first-touch MIP start is always feasible).
+AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& options);
+
+class AutoTmPolicy : public PlacementPolicy {
+ public:
+  explicit AutoTmPolicy(AutoTmFormulation formulation) : formulation_(formulation) {}
+  std::string name() const override;
+
+ protected:
+  // Solves, scores the plan on the cost model, and on a kernel over the
+  // limit shrinks that kernel's L_k by 2% and solves again (AutoTM 4.2), up
+  // to ctx.max_solves solves.
+  PolicyResult DecideImpl(const Workload& w, const PolicyContext& ctx) const override;
+
+ private:
+  AutoTmFormulation formulation_;
+};
+
+}  // namespace tensortier

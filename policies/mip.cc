@@ -1,0 +1,114 @@
+#include "policies/mip.h"
+
+#include <Cbc_C_Interface.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace tensortier {
+
+int MipModel::AddVariable(double lower, double upper, double objective, bool integer) {
+  lower_.push_back(lower);
+  upper_.push_back(upper);
+  objective_.push_back(objective);
+  integer_.push_back(integer ? 1 : 0);
+  return static_cast<int>(lower_.size() - 1);
+}
+
+void MipModel::AddRow(const std::vector<std::pair<int, double>>& terms, char sense, double rhs) {
+  if (sense != 'L' && sense != 'G' && sense != 'E') throw std::invalid_argument("MipModel: bad row sense");
+  for (const auto& [col, coef] : terms) {
+    if (col < 0 || col >= num_variables()) throw std::out_of_range("MipModel: row names a missing variable");
+    if (coef == 0) continue;
+    row_index_.push_back(col);
+    row_value_.push_back(coef);
+  }
+  row_start_.push_back(static_cast<int>(row_index_.size()));
+  row_sense_.push_back(sense);
+  row_rhs_.push_back(rhs);
+}
+
+int MipModel::num_integer() const {
+  int n = 0;
+  for (char c : integer_) n += c;
+  return n;
+}
+
+MipSolution MipModel::Solve(const MipOptions& options) const {
+  const int n = num_variables(), m = num_rows();
+  // CBC loads column-major: transpose the rows.
+  std::vector<CoinBigIndex> col_start(n + 1, 0);
+  for (int idx : row_index_) ++col_start[idx + 1];
+  for (int j = 0; j < n; ++j) col_start[j + 1] += col_start[j];
+  std::vector<int> index(row_index_.size());
+  std::vector<double> value(row_index_.size());
+  std::vector<CoinBigIndex> fill(col_start.begin(), col_start.end() - 1);
+  for (int r = 0; r < m; ++r)
+    for (int e = row_start_[r]; e < row_start_[r + 1]; ++e) {
+      CoinBigIndex at = fill[row_index_[e]]++;
+      index[at] = r;
+      value[at] = row_value_[e];
+    }
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> row_lower(m), row_upper(m);
+  for (int r = 0; r < m; ++r) {
+    row_lower[r] = row_sense_[r] == 'L' ? -inf : row_rhs_[r];
+    row_upper[r] = row_sense_[r] == 'G' ? inf : row_rhs_[r];
+  }
+
+  std::unique_ptr<Cbc_Model, void (*)(Cbc_Model*)> model(Cbc_newModel(), Cbc_deleteModel);
+  Cbc_loadProblem(model.get(), n, m, col_start.data(), index.data(), value.data(), lower_.data(),
+                  upper_.data(), objective_.data(), row_lower.data(), row_upper.data());
+  for (int j = 0; j < n; ++j)
+    if (integer_[j]) Cbc_setInteger(model.get(), j);
+  Cbc_setObjSense(model.get(), 1);
+  Cbc_setLogLevel(model.get(), options.log_level);
+  Cbc_setMaximumSeconds(model.get(), options.time_limit_seconds);
+  Cbc_setAllowableFractionGap(model.get(), options.relative_gap);
+  if (!options.start.empty()) {
+    std::vector<int> cols;
+    std::vector<double> vals;
+    for (const auto& [c, v] : options.start) {
+      cols.push_back(c);
+      vals.push_back(v);
+    }
+    Cbc_setMIPStartI(model.get(), static_cast<int>(cols.size()), cols.data(), vals.data());
+  }
+
+  MipSolution s;
+  const auto begin = std::chrono::steady_clock::now();
+  Cbc_solve(model.get());
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  s.nodes = Cbc_getNodeCount(model.get());
+  const double* best = Cbc_bestSolution(model.get());
+  if (best == nullptr && Cbc_isProvenOptimal(model.get())) best = Cbc_getColSolution(model.get());
+  s.has_solution = best != nullptr;
+  if (s.has_solution) {
+    s.values.assign(best, best + n);
+    s.objective = Cbc_getObjValue(model.get()) + objective_constant_;
+  }
+  s.bound = Cbc_getBestPossibleObjValue(model.get()) + objective_constant_;
+  if (s.has_solution) {
+    // A bound from a solve stopped early can be -inf or above the incumbent
+    // by rounding; report a gap in [0, 1].
+    double gap = std::abs(s.objective) > 0 ? (s.objective - s.bound) / std::abs(s.objective) : 0.0;
+    s.gap = std::isfinite(gap) ? std::clamp(gap, 0.0, 1.0) : 1.0;
+  }
+  switch (Cbc_secondaryStatus(model.get())) {
+    case 0: s.status = s.has_solution ? "optimal" : "infeasible"; break;
+    case 1: s.status = "infeasible"; break;
+    case 2: s.status = "gap"; break;
+    case 3: s.status = "node-limit"; break;
+    case 4: s.status = "time-limit"; break;
+    default: s.status = Cbc_isAbandoned(model.get()) ? "abandoned" : "unknown"; break;
+  }
+  if (s.status == "optimal" && s.gap > options.relative_gap + 1e-9) s.status = "gap";
+  return s;
+}
+
+}  // namespace tensortier

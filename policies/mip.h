@@ -1,0 +1,59 @@
+// A small mixed-integer program and its solution with CBC (COIN-OR) through
+// the C API. Kept apart so the AutoTM formulation reads as the paper does
+// and the solver could be swapped without touching it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tensortier {
+
+struct MipOptions {
+  double time_limit_seconds = 60;
+  double relative_gap = 0.01;  // stop when (incumbent - bound) / incumbent <= this
+  int log_level = 0;
+  // A known feasible assignment of (some) integer variables, handed to CBC
+  // as a MIP start so a time-limited solve always has a solution.
+  std::vector<std::pair<int, double>> start;
+};
+
+struct MipSolution {
+  std::string status;  // optimal | gap | time-limit | infeasible | node-limit | abandoned | unknown
+  bool has_solution = false;
+  std::vector<double> values;
+  double objective = 0;
+  double bound = 0;
+  double gap = 0;
+  int64_t nodes = 0;
+  double seconds = 0;
+};
+
+class MipModel {
+ public:
+  int AddVariable(double lower, double upper, double objective, bool integer);
+  int AddBinary(double objective) { return AddVariable(0, 1, objective, true); }
+  // sense: 'L' (<=), 'G' (>=) or 'E' (=).
+  void AddRow(const std::vector<std::pair<int, double>>& terms, char sense, double rhs);
+  void AddObjectiveConstant(double c) { objective_constant_ += c; }
+  void AddToObjective(int col, double coef) { objective_.at(col) += coef; }
+
+  int num_variables() const { return static_cast<int>(lower_.size()); }
+  int num_integer() const;
+  int num_rows() const { return static_cast<int>(row_sense_.size()); }
+
+  MipSolution Solve(const MipOptions& options) const;
+
+ private:
+  std::vector<double> lower_, upper_, objective_;
+  std::vector<char> integer_;
+  std::vector<int> row_start_{0};
+  std::vector<int> row_index_;
+  std::vector<double> row_value_;
+  std::vector<char> row_sense_;
+  std::vector<double> row_rhs_;
+  double objective_constant_ = 0;
+};
+
+}  // namespace tensortier

@@ -1,0 +1,68 @@
+#include "policies/policy.h"
+
+#include <chrono>
+#include <functional>
+#include <stdexcept>
+#include <utility>
+
+#include "policies/autotm.h"
+#include "policies/basic.h"
+#include "policies/cached_arrays.h"
+#include "policies/deeptm_heuristic.h"
+#include "policies/sentinel.h"
+
+namespace tensortier {
+
+PolicyResult PlacementPolicy::Decide(const Workload& w, const PolicyContext& ctx) const {
+  if (!w.finalized()) throw std::logic_error("policy " + name() + ": workload not finalized");
+  const auto start = std::chrono::steady_clock::now();
+  PolicyResult r = DecideImpl(w, ctx);
+  r.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.plan.produced_by = name();
+  r.plan.workload_signature = w.Signature();
+  r.plan.Validate(w);
+  return r;
+}
+
+namespace {
+
+using Factory = std::function<std::unique_ptr<PlacementPolicy>()>;
+
+const std::vector<std::pair<std::string, Factory>>& Registry() {
+  static const std::vector<std::pair<std::string, Factory>> registry = {
+      {"all-dram", [] { return std::make_unique<AllDramPolicy>(); }},
+      {"all-slow", [] { return std::make_unique<AllSlowPolicy>(); }},
+      {"random", [] { return std::make_unique<RandomPolicy>(); }},
+      {"first-touch", [] { return std::make_unique<FirstTouchPolicy>(); }},
+      {"sentinel", [] { return std::make_unique<SentinelPolicy>(); }},
+      {"autotm-static", [] { return std::make_unique<AutoTmPolicy>(AutoTmFormulation::kStatic); }},
+      {"autotm-sync", [] { return std::make_unique<AutoTmPolicy>(AutoTmFormulation::kSynchronous); }},
+      {"autotm-async", [] { return std::make_unique<AutoTmPolicy>(AutoTmFormulation::kAsynchronous); }},
+      {"deeptm-heuristic", [] { return std::make_unique<DeepTmHeuristicPolicy>(); }},
+      {"ca-l", [] { return std::make_unique<CachedArraysPolicy>(CachedArraysVariant::kL); }},
+      {"ca-lm", [] { return std::make_unique<CachedArraysPolicy>(CachedArraysVariant::kLM); }},
+      {"ca-lmp", [] { return std::make_unique<CachedArraysPolicy>(CachedArraysVariant::kLMP); }},
+  };
+  return registry;
+}
+
+}  // namespace
+
+const std::vector<std::string>& PolicyNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& [name, factory] : Registry()) v.push_back(name);
+    return v;
+  }();
+  return names;
+}
+
+std::unique_ptr<PlacementPolicy> MakePolicy(const std::string& name) {
+  for (const auto& [n, factory] : Registry())
+    if (n == name) return factory();
+  std::string valid;
+  for (const std::string& n : PolicyNames()) valid += (valid.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("unknown policy '" + name + "' (valid: " + valid + ")");
+}
+
+}  // namespace tensortier

@@ -1,0 +1,95 @@
+// DQN on the placement MDP itself: on a graph small enough to enumerate
+// every action sequence, the trained greedy policy reaches the best return.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <random>
+
+#include "agents/dqn_agent.h"
+#include "envs/placement_env.h"
+#include "tests/core/hand_graph.h"
+
+namespace tensortier {
+namespace {
+
+// Plays `actions` from the start; returns the undiscounted return, or
+// nothing if the episode needs more actions than given.
+double Play(PlacementEnv& env, const std::vector<int>& actions, size_t* used) {
+  env.Reset();
+  double total = 0;
+  size_t i = 0;
+  while (!env.done() && i < actions.size()) total += env.Step(actions[i++]).reward;
+  *used = i;
+  return env.done() ? total : std::numeric_limits<double>::quiet_NaN();
+}
+
+// Depth-first over every action sequence (episodes are short).
+double BestReturn(PlacementEnv& env, std::vector<int>& prefix, int* leaves) {
+  size_t used = 0;
+  double r = Play(env, prefix, &used);
+  if (!std::isnan(r)) {
+    ++*leaves;
+    return r;
+  }
+  double best = -std::numeric_limits<double>::infinity();
+  for (int a : {0, 1}) {
+    prefix.push_back(a);
+    best = std::max(best, BestReturn(env, prefix, leaves));
+    prefix.pop_back();
+  }
+  return best;
+}
+
+TEST(DqnPlacement, GreedyPolicyReachesTheBruteForceOptimum) {
+  Workload w = testing::HandGraph();
+  EnvConfig c;
+  c.dram_limit_bytes = 1000;
+  c.scope = DecisionScope::kAllLive;
+  c.beta = 1.0;  // performance only: the step rewards carry the whole objective
+  PlacementEnv env(w, c);
+
+  std::vector<int> prefix;
+  int leaves = 0;
+  const double optimum = BestReturn(env, prefix, &leaves);
+  ASSERT_GE(leaves, 64);  // the search really branched
+
+  DqnConfig config;
+  config.observation_size = kObservationSize;
+  config.hidden = {64, 64};
+  config.learning_rate = 1e-3;
+  config.gamma = 1.0;  // finite episodes: optimise the return itself
+  config.batch_size = 32;
+  config.target_update_interval = 100;
+  config.learning_starts = 64;
+  config.seed = 3;
+  DqnAgent agent(config);
+  ReplayBuffer replay(20000);
+  std::mt19937_64 rng(7);
+  const int episodes = 1500;
+  for (int e = 0; e < episodes; ++e) {
+    const double epsilon = std::max(0.05, 1.0 - static_cast<double>(e) / (0.6 * episodes));
+    Observation obs = env.Reset();
+    while (!env.done()) {
+      int a = agent.Act(obs.data(), epsilon, rng);
+      StepResult r = env.Step(a);
+      replay.Add({std::vector<float>(obs.begin(), obs.end()), static_cast<uint8_t>(a), static_cast<float>(r.reward),
+                  std::vector<float>(r.observation.begin(), r.observation.end()), r.done});
+      obs = r.observation;
+    }
+    if (replay.size() >= static_cast<size_t>(config.learning_starts))
+      for (int u = 0; u < 32; ++u) agent.Update(replay, rng);
+  }
+
+  double greedy = 0;
+  Observation obs = env.Reset();
+  while (!env.done()) {
+    StepResult r = env.Step(agent.Act(obs.data(), 0.0, rng));
+    greedy += r.reward;
+    obs = r.observation;
+  }
+  EXPECT_NEAR(greedy, optimum, 1e-3 * std::abs(optimum) + 1e-6)
+      << "optimum " << optimum << " over " << leaves << " action sequences";
+}
+
+}  // namespace
+}  // namespace tensortier
