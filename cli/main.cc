@@ -27,7 +27,7 @@ struct CommonTraining {
   std::string workload = "synthetic:resnet:10";
   double dram_fraction = 0.2;
   uint64_t dram_limit_bytes = 0;
-  uint64_t episodes = 300;
+  uint64_t episodes = 1000;
   std::string agent = "dqn";
   std::string mode = "sync";
   double beta = 0.75;
@@ -36,7 +36,7 @@ struct CommonTraining {
   double learning_rate = 1e-3;
   int batch_size = 32;
   int updates_per_episode = 64;
-  int epsilon_decay_episodes = 150;
+  int epsilon_decay_episodes = 500;
   int learning_starts = 512;
   int target_update_interval = 200;
   std::string device = "auto";
