@@ -1,0 +1,119 @@
+// A learner that is fed garbage keeps serving real workers, and counts
+// what it refused.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "envs/workload_spec.h"
+#include "learner/learner.h"
+#include "protocol/codec.h"
+#include "transport/channel.h"
+#include "worker/worker.h"
+
+namespace tensortier {
+namespace {
+
+LearnerConfig SmallLearner(uint64_t episodes) {
+  LearnerConfig c;
+  c.bind_endpoint = "tcp://127.0.0.1:*";
+  c.workload = LoadWorkloadSpec("synthetic:tiny:3:65536");
+  c.env.dram_limit_bytes = c.workload.peak_live_bytes() / 3;
+  c.episodes = episodes;
+  c.heartbeat_interval_ms = 100;
+  c.dqn.hidden = {32, 32};
+  c.dqn.learning_starts = 16;
+  c.dqn.updates_per_episode = 4;
+  return c;
+}
+
+// Waits for one frame that decodes to a message of type M.
+template <typename M>
+std::optional<M> ReceiveA(FleetClient& client, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto in = client.Receive(std::chrono::milliseconds(20));
+    if (!in) continue;
+    DecodeResult r = DecodeMessage(in->frame.data(), in->frame.size());
+    if (auto* m = std::get_if<Message>(&r))
+      if (auto* typed = std::get_if<M>(m)) return *typed;
+  }
+  return std::nullopt;
+}
+
+TEST(LearnerRobustness, BadFramesAreCountedAnsweredAndSurvived) {
+  Learner learner(SmallLearner(30));
+  const std::string endpoint = learner.endpoint();
+  LearnerResult result;
+  std::thread serve([&] { result = learner.Run(); });
+
+  FleetClient rogue(endpoint);
+  // Garbage, an empty frame, a wrong version, a frame from an unregistered peer.
+  rogue.Send(std::string("\x01\x02\x03 definitely not capnp", 24));
+  ASSERT_TRUE(ReceiveA<ErrorMsg>(rogue, std::chrono::seconds(5)).has_value());
+  rogue.Send("");
+  auto empty = ReceiveA<ErrorMsg>(rogue, std::chrono::seconds(5));
+  ASSERT_TRUE(empty.has_value());
+  rogue.Send(EncodeMessageWithVersion(HeartbeatMsg{1, 0}, kProtocolVersion + 1));
+  auto version = ReceiveA<ErrorMsg>(rogue, std::chrono::seconds(5));
+  ASSERT_TRUE(version.has_value());
+  EXPECT_EQ(version->code, ErrorCode::kWrongVersion);
+  rogue.Send(EncodeMessage(TransitionBatchMsg{}));
+  auto unknown = ReceiveA<ErrorMsg>(rogue, std::chrono::seconds(5));
+  ASSERT_TRUE(unknown.has_value());
+  EXPECT_EQ(unknown->code, ErrorCode::kUnknownWorker);
+
+  // A registered peer sending transitions of the wrong shape is refused too.
+  rogue.Send(EncodeMessage(RegisterMsg{"rogue-host", 1, "rogue", {}, "none"}));
+  auto ack = ReceiveA<RegisterAckMsg>(rogue, std::chrono::seconds(5));
+  ASSERT_TRUE(ack.has_value());
+  TransitionBatchMsg bad;
+  bad.worker_id = ack->worker_id;
+  bad.episode_id = 1;
+  bad.transitions.push_back(Transition{{1.0f, 2.0f}, 0, 1.0f, {1.0f}, true});
+  rogue.Send(EncodeMessage(bad));
+
+  // A real worker still trains to the end.
+  WorkerConfig wc;
+  wc.learner_endpoint = endpoint;
+  wc.give_up_seconds = 30;
+  Worker worker(wc, std::make_unique<CostModelEvaluator>());
+  WorkerStats stats = worker.Run();
+  serve.join();
+
+  EXPECT_TRUE(stats.shutdown_by_learner);
+  EXPECT_EQ(result.episodes, 30u);
+  EXPECT_GE(result.counters.malformed_frames, 3u);  // garbage, empty, bad transitions
+  EXPECT_EQ(result.counters.wrong_version_frames, 1u);
+  EXPECT_GE(result.counters.unknown_worker_frames, 1u);
+  EXPECT_GT(result.weights_version, 1u);
+  EXPECT_GT(result.counters.transitions_ingested, 0u);
+}
+
+TEST(LearnerRobustness, DuplicateBatchesAreIngestedOnce) {
+  Learner learner(SmallLearner(1));
+  LearnerResult result;
+  std::thread serve([&] { result = learner.Run(); });
+  FleetClient client(learner.endpoint());
+  client.Send(EncodeMessage(RegisterMsg{"h", 1, "dup", {}, "cost-model"}));
+  auto ack = ReceiveA<RegisterAckMsg>(client, std::chrono::seconds(5));
+  ASSERT_TRUE(ack.has_value());
+  TransitionBatchMsg batch;
+  batch.worker_id = ack->worker_id;
+  batch.episode_id = 7;
+  batch.transitions.push_back(Transition{std::vector<float>(kObservationSize, 0.5f), 1, 1.0f,
+                                         std::vector<float>(kObservationSize, 0.0f), true});
+  client.Send(EncodeMessage(batch));
+  client.Send(EncodeMessage(batch));
+  EpisodeReportMsg report;
+  report.worker_id = ack->worker_id;
+  report.episode_id = 7;
+  report.oom = true;
+  client.Send(EncodeMessage(report));
+  serve.join();
+  EXPECT_EQ(result.counters.transitions_ingested, 1u);
+  EXPECT_EQ(result.counters.duplicate_batches, 1u);
+  EXPECT_EQ(result.episodes, 1u);
+}
+
+}  // namespace
+}  // namespace tensortier
