@@ -58,6 +58,19 @@ struct DeviceModel {
   uint64_t slow_capacity_bytes = 0;  // 0 = unbounded
 };
 
+// The training job a workload was profiled from (models/ rebuilds it);
+// empty `name` for synthetic workloads.
+struct ModelSpec {
+  std::string name;
+  std::string torchscript_path;
+  uint32_t batch_size = 0;
+  uint32_t image_size = 0;
+  uint32_t num_classes = 0;
+  std::string optimizer;
+  uint64_t seed = 0;
+  bool empty() const { return name.empty(); }
+};
+
 class Workload {
  public:
   static constexpr uint16_t kFormatVersion = 1;
@@ -69,6 +82,7 @@ class Workload {
   std::vector<Tensor> tensors;
   std::vector<Access> accesses;
   DeviceModel device;
+  ModelSpec model;
 
   // Checks the invariants every consumer relies on (indices in range,
   // alloc <= free, accesses inside lifetimes, positive sizes) and builds the

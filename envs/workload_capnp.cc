@@ -170,6 +170,14 @@ void WorkloadToCapnp(const Workload& w, schema::Workload::Builder out) {
   TensorsToCapnp(w.tensors, out.initTensors(w.tensors.size()));
   AccessesToCapnp(w.accesses, out.initAccesses(w.accesses.size()));
   DeviceToCapnp(w.device, out.initDevice());
+  auto m = out.initModel();
+  m.setName(StringToText(w.model.name));
+  m.setTorchscriptPath(StringToText(w.model.torchscript_path));
+  m.setBatchSize(w.model.batch_size);
+  m.setImageSize(w.model.image_size);
+  m.setNumClasses(w.model.num_classes);
+  m.setOptimizer(StringToText(w.model.optimizer));
+  m.setSeed(w.model.seed);
 }
 
 Workload WorkloadFromCapnp(schema::Workload::Reader in) {
@@ -182,6 +190,14 @@ Workload WorkloadFromCapnp(schema::Workload::Reader in) {
   w.tensors = TensorsFromCapnp(in.getTensors());
   w.accesses = AccessesFromCapnp(in.getAccesses());
   w.device = DeviceFromCapnp(in.getDevice());
+  auto m = in.getModel();
+  w.model.name = TextToString(m.getName());
+  w.model.torchscript_path = TextToString(m.getTorchscriptPath());
+  w.model.batch_size = m.getBatchSize();
+  w.model.image_size = m.getImageSize();
+  w.model.num_classes = m.getNumClasses();
+  w.model.optimizer = TextToString(m.getOptimizer());
+  w.model.seed = m.getSeed();
   w.Finalize();
   return w;
 }

@@ -169,6 +169,13 @@ struct RealWorkloadRunner::Impl {
     }
     w.source = "libtorch:" + o.model.name + " batch=" + std::to_string(o.model.batch_size) +
                " image=" + std::to_string(o.model.image_size) + " slow=" + slow->backend();
+    w.model.name = o.model.name;
+    w.model.torchscript_path = o.model.torchscript_path;
+    w.model.batch_size = static_cast<uint32_t>(o.model.batch_size);
+    w.model.image_size = static_cast<uint32_t>(o.model.image_size);
+    w.model.num_classes = static_cast<uint32_t>(o.model.num_classes);
+    w.model.optimizer = o.model.optimizer;
+    w.model.seed = o.model.seed;
     w.Finalize();
     r.workload = std::move(w);
     report = std::move(r);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <stdexcept>
@@ -61,13 +62,26 @@ MipSolution MipModel::Solve(const MipOptions& options) const {
     row_upper[r] = row_sense_[r] == 'G' ? inf : row_rhs_[r];
   }
 
+  // The constant part of the objective rides on a column fixed at 1, so that
+  // CBC's relative gap is measured against the whole predicted time.
+  std::vector<double> lower = lower_, upper = upper_, objective = objective_;
+  if (objective_constant_ != 0) {
+    col_start.push_back(col_start.back());
+    lower.push_back(1);
+    upper.push_back(1);
+    objective.push_back(objective_constant_);
+  }
+  const int columns = static_cast<int>(lower.size());
+
   std::unique_ptr<Cbc_Model, void (*)(Cbc_Model*)> model(Cbc_newModel(), Cbc_deleteModel);
-  Cbc_loadProblem(model.get(), n, m, col_start.data(), index.data(), value.data(), lower_.data(),
-                  upper_.data(), objective_.data(), row_lower.data(), row_upper.data());
+  Cbc_loadProblem(model.get(), columns, m, col_start.data(), index.data(), value.data(), lower.data(),
+                  upper.data(), objective.data(), row_lower.data(), row_upper.data());
   for (int j = 0; j < n; ++j)
     if (integer_[j]) Cbc_setInteger(model.get(), j);
   Cbc_setObjSense(model.get(), 1);
-  Cbc_setLogLevel(model.get(), options.log_level);
+  int log_level = options.log_level;
+  if (const char* env = std::getenv("TENSORTIER_CBC_LOG")) log_level = std::atoi(env);  // debugging aid
+  Cbc_setLogLevel(model.get(), log_level);
   Cbc_setMaximumSeconds(model.get(), options.time_limit_seconds);
   Cbc_setAllowableFractionGap(model.get(), options.relative_gap);
   if (!options.start.empty()) {
@@ -90,9 +104,9 @@ MipSolution MipModel::Solve(const MipOptions& options) const {
   s.has_solution = best != nullptr;
   if (s.has_solution) {
     s.values.assign(best, best + n);
-    s.objective = Cbc_getObjValue(model.get()) + objective_constant_;
+    s.objective = Cbc_getObjValue(model.get());
   }
-  s.bound = Cbc_getBestPossibleObjValue(model.get()) + objective_constant_;
+  s.bound = Cbc_getBestPossibleObjValue(model.get());
   if (s.has_solution) {
     // A bound from a solve stopped early can be -inf or above the incumbent
     // by rounding; report a gap in [0, 1].

@@ -115,6 +115,17 @@ void CountersToCapnp(const MemoryCounters& c, schema::MemoryCounters::Builder ou
   out.setMigrationsToSlow(c.migrations_to_slow);
   out.setMigrationsToDram(c.migrations_to_dram);
   out.setOomEvents(c.oom_events);
+  out.setMeasured(c.measured);
+  out.setRuntimeSpread(c.runtime_spread);
+  out.setRepeats(c.repeats);
+  out.setMinorFaults(c.minor_faults);
+  out.setMajorFaults(c.major_faults);
+  out.setExposedMigrationNs(c.exposed_migration_ns);
+  out.setEmulatedDelayNs(c.emulated_delay_ns);
+  out.setHardwareCounters(c.hardware_counters);
+  out.setCycles(c.cycles);
+  out.setInstructions(c.instructions);
+  out.setLlcMisses(c.llc_misses);
 }
 
 void EncodeBody(const EpisodeReportMsg& m, Body::Builder body) {
@@ -208,10 +219,26 @@ TransitionBatchMsg TransitionsFromCapnp(schema::TransitionBatch::Reader in) {
 }
 
 MemoryCounters CountersFromCapnp(schema::MemoryCounters::Reader in) {
-  return MemoryCounters{in.getDramPeakBytes(),    in.getSlowPeakBytes(),
-                        in.getBytesToSlow(),      in.getBytesToDram(),
-                        in.getMigrationsToSlow(), in.getMigrationsToDram(),
-                        in.getOomEvents()};
+  MemoryCounters c;
+  c.dram_peak_bytes = in.getDramPeakBytes();
+  c.slow_peak_bytes = in.getSlowPeakBytes();
+  c.bytes_to_slow = in.getBytesToSlow();
+  c.bytes_to_dram = in.getBytesToDram();
+  c.migrations_to_slow = in.getMigrationsToSlow();
+  c.migrations_to_dram = in.getMigrationsToDram();
+  c.oom_events = in.getOomEvents();
+  c.measured = in.getMeasured();
+  c.runtime_spread = in.getRuntimeSpread();
+  c.repeats = in.getRepeats();
+  c.minor_faults = in.getMinorFaults();
+  c.major_faults = in.getMajorFaults();
+  c.exposed_migration_ns = in.getExposedMigrationNs();
+  c.emulated_delay_ns = in.getEmulatedDelayNs();
+  c.hardware_counters = in.getHardwareCounters();
+  c.cycles = in.getCycles();
+  c.instructions = in.getInstructions();
+  c.llc_misses = in.getLlcMisses();
+  return c;
 }
 
 EpisodeReportMsg EpisodeReportFromCapnp(schema::EpisodeReport::Reader in) {

@@ -80,6 +80,18 @@ struct MemoryCounters {
   uint32_t migrations_to_slow = 0;
   uint32_t migrations_to_dram = 0;
   uint32_t oom_events = 0;
+  // Measured on real iterations only.
+  bool measured = false;
+  double runtime_spread = 0;
+  uint32_t repeats = 0;
+  int64_t minor_faults = 0;
+  int64_t major_faults = 0;
+  double exposed_migration_ns = 0;
+  double emulated_delay_ns = 0;
+  bool hardware_counters = false;  // false: the three below are unavailable, not zero
+  uint64_t cycles = 0;
+  uint64_t instructions = 0;
+  uint64_t llc_misses = 0;
 };
 
 struct EpisodeReportMsg {

@@ -57,6 +57,18 @@ struct DeviceModel {
   slowCapacityBytes @3 :UInt64;        # 0 = unbounded
 }
 
+# How to rebuild the training job a workload was profiled from, so that a
+# worker can run real iterations of it. Empty name: a synthetic workload.
+struct ModelSpec {
+  name @0 :Text;             # zoo name ("resnet18", ...) or "torchscript"
+  torchscriptPath @1 :Text;
+  batchSize @2 :UInt32;
+  imageSize @3 :UInt32;
+  numClasses @4 :UInt32;
+  optimizer @5 :Text;        # "sgd" or "adam"
+  seed @6 :UInt64;
+}
+
 struct Workload {
   formatVersion @0 :UInt16;
   name @1 :Text;
@@ -66,6 +78,7 @@ struct Workload {
   tensors @5 :List(Tensor);
   accesses @6 :List(Access);
   device @7 :DeviceModel;
+  model @8 :ModelSpec;
 }
 
 # ---------------------------------------------------------------- plans
@@ -182,6 +195,18 @@ struct MemoryCounters {
   migrationsToSlow @4 :UInt32;
   migrationsToDram @5 :UInt32;
   oomEvents @6 :UInt32;
+  # Measured on real iterations only (zero from the cost model).
+  measured @7 :Bool;
+  runtimeSpread @8 :Float64;        # (max - min) / median over the repeats
+  repeats @9 :UInt32;
+  minorFaults @10 :Int64;
+  majorFaults @11 :Int64;
+  exposedMigrationNs @12 :Float64;
+  emulatedDelayNs @13 :Float64;
+  hardwareCounters @14 :Bool;       # false: cycles/instructions/llcMisses unavailable on this host
+  cycles @15 :UInt64;
+  instructions @16 :UInt64;
+  llcMisses @17 :UInt64;
 }
 
 struct EpisodeReport {

@@ -34,6 +34,7 @@ Workload MakeWorkload() {
       {0, 0, 1, 0, 12.5}, {0, 1, 0, 1, 40.0}, {1, 2, 2, 3, 7.25}, {2, 1, 5, 0, 99.0},
   };
   w.device = {"optane-dcpmm", 1.5e9, 5.5e9, 1ull << 40};
+  w.model = {"resnet18", "/models/r18.pt", 4, 32, 10, "adam", 77};
   w.Finalize();
   return w;
 }
@@ -72,6 +73,13 @@ void ExpectSameWorkload(const Workload& a, const Workload& b) {
   EXPECT_EQ(a.device.dram_to_slow_bytes_per_second, b.device.dram_to_slow_bytes_per_second);
   EXPECT_EQ(a.device.slow_to_dram_bytes_per_second, b.device.slow_to_dram_bytes_per_second);
   EXPECT_EQ(a.device.slow_capacity_bytes, b.device.slow_capacity_bytes);
+  EXPECT_EQ(a.model.name, b.model.name);
+  EXPECT_EQ(a.model.torchscript_path, b.model.torchscript_path);
+  EXPECT_EQ(a.model.batch_size, b.model.batch_size);
+  EXPECT_EQ(a.model.image_size, b.model.image_size);
+  EXPECT_EQ(a.model.num_classes, b.model.num_classes);
+  EXPECT_EQ(a.model.optimizer, b.model.optimizer);
+  EXPECT_EQ(a.model.seed, b.model.seed);
   EXPECT_EQ(a.Signature(), b.Signature());
 }
 
