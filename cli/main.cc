@@ -18,10 +18,92 @@
 #include "envs/workload_spec.h"
 #include "learner/local_fleet.h"
 #include "learner/training_run.h"
+#include "executor/executor.h"
+#include "tiers/memory_tier.h"
+#include "worker/real_evaluator.h"
 #include "worker/worker.h"
 
 namespace tensortier {
 namespace {
+
+struct ModelFlags {
+  std::string model;
+  std::string torchscript;
+  int64_t batch_size = 2;
+  int64_t image_size = 32;
+  int64_t num_classes = 10;
+  std::string optimizer = "sgd";
+  uint64_t seed = 1;
+};
+
+void AddModelOptions(CLI::App* cmd, ModelFlags& m) {
+  cmd->add_option("--model", m.model, "A model of the zoo: " + [] {
+    std::string names;
+    for (const std::string& n : ZooModelNames()) names += (names.empty() ? "" : ", ") + n;
+    return names;
+  }());
+  cmd->add_option("--torchscript", m.torchscript, "A TorchScript module whose forward(x) maps [B,3,S,S] to logits")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--batch", m.batch_size, "Batch size")->check(CLI::Range(1, 65536))->capture_default_str();
+  cmd->add_option("--image-size", m.image_size, "Input images are S x S x 3")->check(CLI::Range(16, 4096))
+      ->capture_default_str();
+  cmd->add_option("--classes", m.num_classes, "Classes")->check(CLI::Range(2, 1000000))->capture_default_str();
+  cmd->add_option("--optimizer", m.optimizer, "sgd (with momentum) or adam")->check(CLI::IsMember({"sgd", "adam"}))
+      ->capture_default_str();
+}
+
+struct WorkerFlags {
+  std::string slow_tier = "auto";
+  uint32_t measure_every = 10;
+  int repeats = 3;
+  int warmup = 1;
+  bool cost_model_only = false;
+};
+
+void AddWorkerExecutionOptions(CLI::App* cmd, WorkerFlags& f) {
+  cmd->add_option("--slow-tier", f.slow_tier, SlowTierSpecHelp())->capture_default_str();
+  cmd->add_option("--measure-every", f.measure_every,
+                  "Run real iterations every N-th episode, the cost model in between (models only)")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  cmd->add_option("--repeats", f.repeats, "Measured iterations per real evaluation (the median counts)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--warmup", f.warmup, "Warm-up iterations before measuring")->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  cmd->add_flag("--cost-model-only", f.cost_model_only, "Score every plan with the cost model, even for models");
+}
+
+std::vector<std::string> WorkerArgs(const WorkerFlags& f) {
+  std::vector<std::string> args = {"--slow-tier", f.slow_tier, "--measure-every", std::to_string(f.measure_every),
+                                   "--repeats", std::to_string(f.repeats), "--warmup", std::to_string(f.warmup)};
+  if (f.cost_model_only) args.push_back("--cost-model-only");
+  return args;
+}
+
+// Profiles a model of the zoo (or a TorchScript module) on this host.
+Workload ProfileModel(const ModelFlags& m, const std::string& slow_tier) {
+  RunnerOptions o;
+  o.model.name = m.torchscript.empty() ? m.model : "torchscript";
+  o.model.torchscript_path = m.torchscript;
+  o.model.batch_size = m.batch_size;
+  o.model.image_size = m.image_size;
+  o.model.num_classes = m.num_classes;
+  o.model.optimizer = m.optimizer;
+  o.model.seed = m.seed;
+  o.slow_tier = slow_tier;
+  o.threads = 1;
+  RealWorkloadRunner runner(o);
+  const ProfileReport& p = runner.Profile();
+  if (!p.deterministic)
+    throw std::runtime_error("the graph of " + o.model.name + " changes between iterations: " + p.graph_difference);
+  std::printf("profiled %s: %zu kernels, %zu tensors, peak %s; iteration %.1f ms all-DRAM, %.1f ms all-slow (%s)\n",
+              o.model.name.c_str(), p.workload.num_kernels(), p.workload.num_tensors(),
+              FormatBytes(p.workload.peak_live_bytes()).c_str(), p.iteration_dram_ns / 1e6,
+              p.iteration_slow_ns / 1e6, p.backend.c_str());
+  std::fflush(stdout);
+  return p.workload;
+}
 
 struct CommonTraining {
   std::string workload = "synthetic:resnet:10";
@@ -97,10 +179,10 @@ std::string DefaultRunDir() {
   return buf;
 }
 
-LearnerConfig BuildLearnerConfig(const CommonTraining& o, const std::string& bind) {
+LearnerConfig BuildLearnerConfig(const CommonTraining& o, const std::string& bind, const Workload* profiled) {
   LearnerConfig c;
   c.bind_endpoint = bind;
-  c.workload = LoadWorkloadSpec(o.workload);
+  c.workload = profiled ? *profiled : LoadWorkloadSpec(o.workload);
   c.env.dram_limit_bytes = o.dram_limit_bytes > 0
                                ? o.dram_limit_bytes
                                : static_cast<uint64_t>(std::llround(o.dram_fraction * c.workload.peak_live_bytes()));
@@ -147,13 +229,19 @@ class Progress {
   std::chrono::steady_clock::time_point last_{};
 };
 
-int RunTrain(CommonTraining& o, int workers, const std::string& config_toml) {
+int RunTrain(CommonTraining& o, const ModelFlags& model, const WorkerFlags& worker_flags, int workers,
+             const std::string& config_toml) {
   if (o.out.empty()) o.out = DefaultRunDir();
+  std::unique_ptr<Workload> profiled;
+  if (!model.model.empty() || !model.torchscript.empty())
+    profiled = std::make_unique<Workload>(ProfileModel(model, worker_flags.slow_tier));
   TrainingRunOptions opts;
-  opts.learner = BuildLearnerConfig(o, "tcp://127.0.0.1:*");
+  opts.learner = BuildLearnerConfig(o, "tcp://127.0.0.1:*", profiled.get());
   opts.learner.run_dir = o.out;
+  opts.learner.min_workers = static_cast<uint32_t>(workers);
   opts.workers = workers;
   opts.worker_executable = SelfExecutable();
+  opts.worker_args = WorkerArgs(worker_flags);
   opts.config_toml = config_toml;
   const Workload& w = opts.learner.workload;
   std::printf("TensorTier train: %s (%zu kernels, %zu tensors, peak %s), DRAM limit %s, %d workers, %llu episodes\n",
@@ -174,9 +262,10 @@ int RunTrain(CommonTraining& o, int workers, const std::string& config_toml) {
   return out.result.episodes > 0 ? 0 : 1;
 }
 
-int RunLearner(CommonTraining& o, const std::string& bind, const std::string& config_toml) {
+int RunLearner(CommonTraining& o, const std::string& bind, uint32_t min_workers, const std::string& config_toml) {
   if (o.out.empty()) o.out = DefaultRunDir();
-  LearnerConfig c = BuildLearnerConfig(o, bind);
+  LearnerConfig c = BuildLearnerConfig(o, bind, nullptr);
+  c.min_workers = min_workers;
   c.run_dir = o.out;
   Learner learner(c);
   std::printf("learner listening on %s; run directory %s\n", learner.endpoint().c_str(), o.out.c_str());
@@ -195,7 +284,16 @@ void OnSignal(int) {
   if (g_worker) g_worker->Stop();
 }
 
-int RunWorker(const WorkerConfig& config) {
+int RunWorker(WorkerConfig config, const WorkerFlags& flags) {
+  if (!flags.cost_model_only) {
+    RealEvaluatorOptions real;
+    real.slow_tier = flags.slow_tier;
+    real.measure_every = flags.measure_every;
+    real.repeats = flags.repeats;
+    real.warmup_iterations = flags.warmup;
+    config.registered_backend = RealIterationEvaluator(real).backend();
+    config.make_real_evaluator = [real] { return std::make_unique<RealIterationEvaluator>(real); };
+  }
   Worker worker(config, std::make_unique<CostModelEvaluator>());
   g_worker = &worker;
   std::signal(SIGTERM, OnSignal);
@@ -227,9 +325,13 @@ int Main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "debug, info, warn or error")->capture_default_str();
 
   CommonTraining train_opts;
+  ModelFlags train_model;
+  WorkerFlags train_worker;
   int workers = 2;
   auto* train = app.add_subcommand("train", "Train on this host: a learner and N worker processes on loopback");
   AddTrainingOptions(train, train_opts);
+  AddModelOptions(train, train_model);
+  AddWorkerExecutionOptions(train, train_worker);
   train->add_option("--workers", workers, "Worker processes")->check(CLI::Range(1, 256))->capture_default_str();
 
   CommonTraining learner_opts;
@@ -237,6 +339,10 @@ int Main(int argc, char** argv) {
   auto* learner = app.add_subcommand("learner", "Run a learner for a fleet of workers on other hosts");
   AddTrainingOptions(learner, learner_opts);
   learner->add_option("--bind", bind, "ZeroMQ endpoint to bind")->capture_default_str();
+  uint32_t min_workers = 1;
+  learner->add_option("--min-workers", min_workers, "Hand out tasks once this many workers registered")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
 
   WorkerConfig worker_config;
   auto* worker = app.add_subcommand("worker", "Run a worker against a learner");
@@ -245,6 +351,15 @@ int Main(int argc, char** argv) {
   worker->add_option("--max-episodes", worker_config.max_episodes, "Stop after this many episodes (0 = until told)");
   worker->add_option("--give-up-seconds", worker_config.give_up_seconds,
                      "Exit when no learner answered for this long (0 = retry forever)");
+  WorkerFlags worker_flags;
+  AddWorkerExecutionOptions(worker, worker_flags);
+
+  ModelFlags profile_model;
+  std::string profile_out, profile_slow_tier = "auto";
+  auto* profile = app.add_subcommand("profile", "Profile a real training iteration into a workload file");
+  AddModelOptions(profile, profile_model);
+  profile->add_option("--slow-tier", profile_slow_tier, SlowTierSpecHelp())->capture_default_str();
+  profile->add_option("--out", profile_out, "Workload file to write (.ttwl)")->required();
 
   std::string inspect_path;
   auto* inspect = app.add_subcommand("inspect", "Summarise a workload (.ttwl), plan (.ttplan) or checkpoint file");
@@ -264,17 +379,25 @@ int Main(int argc, char** argv) {
   try {
     if (*train) {
       SetLogComponent("train");
-      return RunTrain(train_opts, workers, app.config_to_str(true, false));
+      return RunTrain(train_opts, train_model, train_worker, workers, app.config_to_str(true, false));
     }
     if (*learner) {
       SetLogComponent("learner");
-      return RunLearner(learner_opts, bind, app.config_to_str(true, false));
+      return RunLearner(learner_opts, bind, min_workers, app.config_to_str(true, false));
     }
     if (*worker) {
       SetLogComponent("worker");
-      return RunWorker(worker_config);
+      return RunWorker(worker_config, worker_flags);
     }
     if (*inspect) return RunInspect(inspect_path);
+    if (*profile) {
+      if (profile_model.model.empty() == profile_model.torchscript.empty())
+        throw std::invalid_argument("profile needs exactly one of --model and --torchscript");
+      Workload w = ProfileModel(profile_model, profile_slow_tier);
+      WriteWorkloadFile(w, profile_out);
+      std::printf("written to %s\n", profile_out.c_str());
+      return 0;
+    }
     if (*generate) {
       gen.shape = ParseSyntheticShape(gen_shape);
       Workload w = GenerateSynthetic(gen);

@@ -8,6 +8,7 @@
 
 #include "common/files.h"
 #include "common/log.h"
+#include "envs/cost_model.h"
 #include "protocol/codec.h"
 #include "transport/channel.h"
 
@@ -71,6 +72,7 @@ struct Learner::Impl {
 
   std::map<std::string, WorkerState> workers;  // by routing id
   uint32_t next_worker_id = 1;
+  bool fleet_started = false;
   std::set<std::pair<uint32_t, uint64_t>> ingested;  // (worker, episode) batches seen
   LearnerResult result;
   Clock::time_point start = Clock::now();
@@ -154,6 +156,18 @@ struct Learner::Impl {
     ack.heartbeat_interval_ms = config.heartbeat_interval_ms;
     ack.heartbeat_liveness = config.heartbeat_liveness;
     server.Send(peer, EncodeMessage(ack));
+    // Hold tasks back until the fleet has its minimum size, so that every
+    // worker starts from the same policy.
+    if (!fleet_started && workers.size() < config.min_workers) return;
+    if (!fleet_started) {
+      fleet_started = true;
+      LogInfo("fleet_started").kv("workers", workers.size());
+      for (auto& [p, state] : workers) {
+        server.Send(p, task_frame);
+        server.Send(p, weights_frame);
+      }
+      return;
+    }
     server.Send(peer, task_frame);
     server.Send(peer, weights_frame);
   }
@@ -197,7 +211,7 @@ struct Learner::Impl {
     rec.oom = report.oom;
     rec.epsilon = report.epsilon;
     rec.backend = report.backend;
-    if (!report.oom) ConsiderPlan(report.plan, report.runtime_ns);
+    if (!report.oom) ConsiderPlan(report.plan);
 
     Train(rec);
     PublishWeights();
@@ -215,9 +229,14 @@ struct Learner::Impl {
       Checkpoint();
   }
 
-  void ConsiderPlan(const PlacementPlan& plan, double runtime_ns) {
+  // Plans are ranked on the cost model whatever scored them on the worker,
+  // so that measured and modelled episodes compare on one scale.
+  void ConsiderPlan(const PlacementPlan& plan) {
+    double runtime_ns = 0;
     try {
-      plan.Validate(config.workload);
+      CostReport cost = EvaluatePlan(config.workload, plan);
+      if (cost.oom) return;
+      runtime_ns = cost.total_ns;
     } catch (const std::exception& e) {
       ++result.counters.malformed_frames;
       LogWarn("bad_plan").kv("detail", e.what());
@@ -237,7 +256,7 @@ struct Learner::Impl {
     EpisodeSummary s = RunEpisode(*eval_env, [&](const Observation& o) { return agent.Act(o.data(), 0.0, eval_rng); });
     s.plan.produced_by = "dqn-greedy v" + std::to_string(weights_version);
     ++result.evaluations;
-    if (!s.oom && !s.cost.oom) ConsiderPlan(s.plan, s.cost.total_ns);
+    if (!s.oom) ConsiderPlan(s.plan);
     return s;
   }
 

@@ -32,6 +32,7 @@ struct LearnerConfig {
   uint32_t checkpoint_interval_episodes = 50;
   double max_seconds = 0;                // 0 = no wall-clock limit
   uint32_t eval_interval_episodes = 10;  // greedy evaluation on the cost model; 0 = only at the end
+  uint32_t min_workers = 1;              // hand out tasks once this many workers registered
 };
 
 // One row of metrics.csv.
@@ -72,7 +73,7 @@ struct LearnerResult {
   uint64_t weights_version = 0;
   uint64_t evaluations = 0;
   std::vector<EpisodeRecord> records;
-  PlacementPlan best_plan;          // lowest runtime among reported non-OOM plans
+  PlacementPlan best_plan;          // lowest cost-model runtime among reported and evaluated plans
   double best_runtime_ns = 0;
   bool has_best_plan = false;
   PlacementPlan greedy_plan;        // the trained policy, rolled out greedily at the end

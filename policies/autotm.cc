@@ -40,7 +40,10 @@ struct TensorGraph {
 std::vector<Segment> MakeSegments(const Workload& w, uint32_t t, const AutoTmIlpOptions& o) {
   const Tensor& x = w.tensors[t];
   const int32_t a = x.alloc_kernel, f = x.free_kernel;
-  if (o.formulation == AutoTmFormulation::kStatic) return {{a, f}};
+  // Tensors under a page stay where they are created: a copy of one costs a
+  // page-granular operation for almost nothing, and they are a large share
+  // of the tensors (batch-norm parameters), so this keeps the ILP small.
+  if (o.formulation == AutoTmFormulation::kStatic || x.size_bytes < o.min_moved_bytes) return {{a, f}};
   const auto& uses = w.kernels_of_tensor(t);
   // Sync mode: AutoTM's components (each use alone, idle runs between them
   // as one location). Async mode: every kernel near a use alone as well, so

@@ -37,7 +37,9 @@ struct AutoTmIlpOptions {
   // idle stretches are one location. Sync mode needs no window: moving right
   // after or right before a use is always at least as good (AutoTM's
   // components), which keeps that formulation exact.
-  int async_window = 2;
+  int async_window = 1;
+  // Tensors smaller than this are placed statically (never moved).
+  uint64_t min_moved_bytes = 4096;
 };
 
 struct AutoTmIlpResult {

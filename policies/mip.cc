@@ -82,6 +82,18 @@ MipSolution MipModel::Solve(const MipOptions& options) const {
   int log_level = options.log_level;
   if (const char* env = std::getenv("TENSORTIER_CBC_LOG")) log_level = std::atoi(env);  // debugging aid
   Cbc_setLogLevel(model.get(), log_level);
+  if (const char* env = std::getenv("TENSORTIER_CBC_PARAMS")) {  // "name=value,name=value"; experiments only
+    std::string all = env;
+    size_t pos = 0;
+    while (pos < all.size()) {
+      size_t comma = all.find(',', pos);
+      std::string item = all.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+      size_t eq = item.find('=');
+      if (eq != std::string::npos) Cbc_setParameter(model.get(), item.substr(0, eq).c_str(), item.substr(eq + 1).c_str());
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+    }
+  }
   Cbc_setMaximumSeconds(model.get(), options.time_limit_seconds);
   Cbc_setAllowableFractionGap(model.get(), options.relative_gap);
   if (!options.start.empty()) {

@@ -19,6 +19,7 @@ MemoryCounters CountersFromCost(const CostReport& cost) {
 PlanMeasurement CostModelEvaluator::Measure(const Workload& w, const PlacementPlan& plan) {
   CostReport cost = EvaluatePlan(w, plan);
   PlanMeasurement m;
+  m.backend = backend();
   m.runtime_ns = cost.total_ns;
   m.min_runtime_ns = MinCostNs(w);
   m.max_runtime_ns = MaxCostNs(w);

@@ -14,24 +14,23 @@
 namespace tensortier {
 
 struct PlanMeasurement {
+  std::string backend;  // what produced runtime_ns: "cost-model", "emulated:optane-dcpmm", ...
   double runtime_ns = 0;
   // The all-DRAM and all-slow runtimes the reward is normalised against,
   // measured the same way as runtime_ns.
   double min_runtime_ns = 0;
   double max_runtime_ns = 0;
-  MemoryCounters counters;
+  MemoryCounters counters;  // counters.measured: runtime_ns comes from real iterations
   bool oom = false;
 };
 
 class PlanEvaluator {
  public:
   virtual ~PlanEvaluator() = default;
-  // Names what produced the numbers: "cost-model", "emulated:optane-dcpmm", ...
+  // Names what produces the numbers: "cost-model", "emulated:optane-dcpmm", ...
   virtual std::string backend() const = 0;
-  // True when Measure() returns the cost model's own numbers, so the
-  // episode's reward needs no rescoring.
-  virtual bool is_cost_model() const { return false; }
-  // Called once per task, before any Measure().
+  // Called once per task, before any Measure(); throws if the task cannot
+  // be evaluated here (the worker then refuses the task).
   virtual void Prepare(const Workload& w, const EnvConfig& env) {}
   virtual PlanMeasurement Measure(const Workload& w, const PlacementPlan& plan) = 0;
 };
@@ -39,7 +38,6 @@ class PlanEvaluator {
 class CostModelEvaluator : public PlanEvaluator {
  public:
   std::string backend() const override { return "cost-model"; }
-  bool is_cost_model() const override { return true; }
   PlanMeasurement Measure(const Workload& w, const PlacementPlan& plan) override;
 };
 

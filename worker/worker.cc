@@ -3,6 +3,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <mutex>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -29,6 +33,53 @@ double ScheduledEpsilon(const ExplorationSettings& e, uint64_t global_episode) {
   return e.epsilon_start + frac * (e.epsilon_end - e.epsilon_start);
 }
 
+// Runs jobs one after another on one thread. Evaluations run here so that
+// the worker's loop keeps heartbeating while a long one (profiling, real
+// iterations) is under way, and so that every evaluation of a task runs on
+// the same thread (LibTorch's profiler callbacks are thread-local).
+class EvalThread {
+ public:
+  EvalThread() : thread_([this] { Loop(); }) {}
+  ~EvalThread() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  std::future<void> Submit(std::function<void()> job) {
+    std::packaged_task<void()> task(std::move(job));
+    std::future<void> done = task.get_future();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      jobs_.push_back(std::move(task));
+    }
+    cv_.notify_one();
+    return done;
+  }
+
+ private:
+  void Loop() {
+    for (;;) {
+      std::packaged_task<void()> job;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
+        if (jobs_.empty()) return;
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      job();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::packaged_task<void()>> jobs_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
 }  // namespace
 
 struct Worker::Impl {
@@ -50,9 +101,13 @@ struct Worker::Impl {
   std::unique_ptr<DqnAgent> agent;
   uint64_t weights_version = 0;
   std::unique_ptr<WeightsMsg> pending_weights;  // newest received, loaded before the next episode
+  std::unique_ptr<TaskMsg> pending_task;        // accepted between episodes, not while busy
+  bool shutdown_requested = false;
+  EvalThread eval_thread;
   uint64_t episodes_acked = 0;                   // newest episode id the learner confirmed
   std::mt19937_64 rng;
-  Clock::time_point last_heard = Clock::now();
+  Clock::time_point last_heard = Clock::now();    // liveness timer (reset on reconnect too)
+  Clock::time_point last_contact = Clock::now();  // last frame from a learner
   Clock::time_point last_sent = Clock::now();
 
   void Register() {
@@ -60,7 +115,7 @@ struct Worker::Impl {
     reg.host = HostName();
     reg.pid = static_cast<uint32_t>(::getpid());
     reg.worker_name = config.name;
-    reg.slow_tier_backend = evaluator->backend();
+    reg.slow_tier_backend = config.registered_backend.empty() ? evaluator->backend() : config.registered_backend;
     client.Send(EncodeMessage(reg));
     last_sent = Clock::now();
   }
@@ -72,15 +127,35 @@ struct Worker::Impl {
   static constexpr uint64_t kMaxUnacked = 2;
   bool may_run() const { return ready() && stats.episodes < episodes_acked + kMaxUnacked; }
 
-  // Returns false when the learner told us to stop.
-  bool Handle(const std::string& frame) {
+  // Runs `job` on the evaluation thread while this thread keeps the
+  // connection alive; rethrows what the job threw.
+  void Busy(std::function<void()> job) {
+    std::future<void> done = eval_thread.Submit(std::move(job));
+    while (done.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready) Pump(std::chrono::milliseconds(20));
+    done.get();
+  }
+
+  // Handles what arrived within `wait` and heartbeats when due.
+  void Pump(std::chrono::milliseconds wait) {
+    while (auto in = client.Receive(wait)) {
+      Handle(in->frame);
+      wait = std::chrono::milliseconds(0);
+    }
+    const auto interval = std::chrono::milliseconds(heartbeat_interval_ms);
+    if (worker_id != 0 && Clock::now() - last_sent > interval) {
+      client.Send(EncodeMessage(HeartbeatMsg{worker_id, stats.episodes}));
+      last_sent = Clock::now();
+    }
+  }
+
+  void Handle(const std::string& frame) {
     DecodeResult decoded = DecodeMessage(frame.data(), frame.size());
     if (auto* err = std::get_if<DecodeError>(&decoded)) {
       ++stats.bad_frames;
       LogWarn("bad_frame").kv("reason", DecodeErrorReasonName(err->reason)).kv("detail", err->detail);
-      return true;
+      return;
     }
-    last_heard = Clock::now();
+    last_heard = last_contact = Clock::now();
     Message& msg = std::get<Message>(decoded);
     if (auto* hb = std::get_if<HeartbeatMsg>(&msg)) {
       episodes_acked = std::max(episodes_acked, hb->episodes_done);
@@ -90,7 +165,7 @@ struct Worker::Impl {
       heartbeat_liveness = std::max<uint32_t>(ack->heartbeat_liveness, 1);
       LogInfo("registered").kv("worker", worker_id).kv("learner", config.learner_endpoint);
     } else if (auto* t = std::get_if<TaskMsg>(&msg)) {
-      AcceptTask(std::move(*t));
+      pending_task = std::make_unique<TaskMsg>(std::move(*t));
     } else if (auto* w = std::get_if<WeightsMsg>(&msg)) {
       if (!pending_weights || w->version > pending_weights->version)
         pending_weights = std::make_unique<WeightsMsg>(std::move(*w));
@@ -99,17 +174,19 @@ struct Worker::Impl {
       LogWarn("learner_error").kv("code", static_cast<int>(e->code)).kv("reason", e->reason);
       if (e->code == ErrorCode::kUnknownWorker) {
         worker_id = 0;
+        episodes_acked = stats.episodes;
         Register();
       }
     } else if (auto* s = std::get_if<ShutdownMsg>(&msg)) {
       LogInfo("shutdown").kv("reason", s->reason);
       stats.shutdown_by_learner = true;
-      return false;
+      shutdown_requested = true;
     }
-    return true;
   }
 
   void AcceptTask(TaskMsg t) {
+    // The same task again (after a re-registration): keep what was prepared.
+    if (task && task->task_id == t.task_id && task->workload.Signature() == t.workload.Signature()) return;
     try {
       if (t.agent != "dqn") throw std::invalid_argument("unsupported agent '" + t.agent + "'");
       DqnConfig dqn = DqnConfig::FromJson(t.agent_config_json);
@@ -117,7 +194,11 @@ struct Worker::Impl {
       task = std::make_unique<TaskMsg>(std::move(t));
       env = std::make_unique<PlacementEnv>(task->workload, task->env);
       agent = std::make_unique<DqnAgent>(dqn);
-      evaluator->Prepare(task->workload, task->env);
+      // A workload profiled from a real model runs real iterations where
+      // this worker can; a synthetic one is scored by the cost model.
+      evaluator = config.make_real_evaluator && !task->workload.model.empty() ? config.make_real_evaluator()
+                                                                              : std::make_unique<CostModelEvaluator>();
+      Busy([&] { evaluator->Prepare(task->workload, task->env); });
       rng.seed(task->exploration.seed * 1000003ull + worker_id);
       weights_version = 0;
       episodes_acked = stats.episodes;
@@ -168,9 +249,10 @@ struct Worker::Impl {
       obs = r.observation;
     }
     const EpisodeSummary& s = env->summary();
-    PlanMeasurement measured = evaluator->Measure(task->workload, s.plan);
+    PlanMeasurement measured;
+    Busy([&] { measured = evaluator->Measure(task->workload, s.plan); });
     double episodic = s.episodic_reward;
-    if (!evaluator->is_cost_model() && !s.oom && !batch.transitions.empty()) {
+    if (measured.counters.measured && !s.oom && !measured.oom && !batch.transitions.empty()) {
       episodic = env->RescoreWithRuntime(measured.runtime_ns, measured.min_runtime_ns, measured.max_runtime_ns);
       batch.transitions.back().reward += static_cast<float>(episodic - s.episodic_reward);
     }
@@ -190,7 +272,7 @@ struct Worker::Impl {
     report.oom = s.oom || measured.oom;
     report.epsilon = epsilon;
     report.counters = measured.counters;
-    report.backend = evaluator->backend();
+    report.backend = measured.backend;
     report.plan = s.plan;
     client.Send(EncodeMessage(report));
     last_sent = Clock::now();
@@ -216,30 +298,27 @@ Worker::~Worker() = default;
 WorkerStats Worker::Run() {
   Impl& m = *impl_;
   m.Register();
-  auto last_contact = Clock::now();
   uint32_t backoff_ms = m.config.reconnect_initial_ms;
-  while (!stop_.load()) {
-    // Drain what arrived; wait a little only when there is nothing to do.
-    auto wait = std::chrono::milliseconds(m.may_run() ? 0 : 20);
-    while (auto in = m.client.Receive(wait)) {
-      if (!m.Handle(in->frame)) return m.stats;
-      last_contact = Clock::now();
-      backoff_ms = m.config.reconnect_initial_ms;
-      wait = std::chrono::milliseconds(0);
+  while (!stop_.load() && !m.shutdown_requested) {
+    // Wait a little for frames only when there is nothing else to do.
+    const auto heard_before = m.last_heard;
+    m.Pump(std::chrono::milliseconds(m.may_run() || m.pending_task ? 0 : 20));
+    if (m.last_heard != heard_before) backoff_ms = m.config.reconnect_initial_ms;
+    if (m.shutdown_requested) break;
+    if (m.pending_task) {
+      std::unique_ptr<TaskMsg> t = std::move(m.pending_task);
+      m.AcceptTask(std::move(*t));
+      continue;
     }
     const auto interval = std::chrono::milliseconds(m.heartbeat_interval_ms);
     if (Clock::now() - m.last_heard > interval * m.heartbeat_liveness) {
       if (m.config.give_up_seconds > 0 &&
-          std::chrono::duration<double>(Clock::now() - last_contact).count() > m.config.give_up_seconds) {
+          std::chrono::duration<double>(Clock::now() - m.last_contact).count() > m.config.give_up_seconds) {
         LogError("learner_unreachable").kv("endpoint", m.config.learner_endpoint);
         break;
       }
       m.Reconnect(backoff_ms);
       continue;
-    }
-    if (m.worker_id != 0 && Clock::now() - m.last_sent > interval) {
-      m.client.Send(EncodeMessage(HeartbeatMsg{m.worker_id, m.stats.episodes}));
-      m.last_sent = Clock::now();
     }
     if (m.may_run()) {
       if (m.config.max_episodes > 0 && m.stats.episodes >= m.config.max_episodes) break;

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -22,6 +23,10 @@ struct WorkerConfig {
   uint32_t reconnect_initial_ms = 250;
   uint32_t reconnect_max_ms = 8000;
   double give_up_seconds = 0;              // 0 = keep trying to reach a learner forever
+  // Makes the evaluator for tasks whose workload names a model (real
+  // iterations); null = the cost model for every task.
+  std::function<std::unique_ptr<PlanEvaluator>()> make_real_evaluator;
+  std::string registered_backend;          // what the worker tells the learner it has
 };
 
 struct WorkerStats {
@@ -36,6 +41,7 @@ struct WorkerStats {
 
 class Worker {
  public:
+  // `evaluator` scores plans until a task says otherwise (see make_real_evaluator).
   Worker(WorkerConfig config, std::unique_ptr<PlanEvaluator> evaluator);
   ~Worker();
 

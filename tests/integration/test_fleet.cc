@@ -46,7 +46,7 @@ TEST(Fleet, LearnerAndTwoWorkerProcessesTrainEndToEnd) {
   const std::string dir = TempDir("fleet");
   const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(testing::FreePort());
   const std::string workload = "synthetic:resnet:4:1048576";
-  ChildProcess learner({"learner", "--bind", endpoint, "--workload", workload, "--episodes", "400",
+  ChildProcess learner({"learner", "--bind", endpoint, "--workload", workload, "--episodes", "400", "--min-workers", "2",
                         "--epsilon-decay-episodes", "250", "--heartbeat-ms", "200", "--out", dir + "/run"},
                        dir + "/learner.log");
   ChildProcess w1({"worker", "--connect", endpoint, "--name", "w1", "--give-up-seconds", "60"}, dir + "/w1.log");

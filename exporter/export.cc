@@ -1,0 +1,440 @@
+#include "exporter/export.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "common/files.h"
+#include "envs/describe.h"
+#include "envs/workload_io.h"
+#include "envs/workload_spec.h"
+#include "exporter/lookup_writer.h"
+#include "hostrt/lookup_format.h"
+#include "hostrt/tensortier_lookup.h"
+
+namespace tensortier {
+namespace lf = lookup_format;
+namespace {
+
+std::string Hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+bool Exists(const std::string& path) {
+  std::ifstream f(path);
+  return f.good();
+}
+
+std::string ShapeText(const std::vector<int>& hidden) {
+  std::string s = std::to_string(kObservationSize);
+  for (int h : hidden) s += "-" + std::to_string(h);
+  return s + "-2";
+}
+
+// "hidden=[128, 128]" (CLI11's config_to_str) or "hidden = [64,64]" in the
+// run's config.toml; empty when absent.
+std::vector<int> HiddenFromConfig(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t start = line.find_first_not_of(" \t");
+    if (start == std::string::npos || line.compare(start, 6, "hidden") != 0) continue;
+    size_t eq = line.find('=', start + 6);
+    if (eq == std::string::npos || line.find_first_not_of(" \t", start + 6) != eq) continue;
+    std::vector<int> out;
+    int value = -1;
+    for (size_t i = eq + 1; i <= line.size(); ++i) {
+      const char c = i < line.size() ? line[i] : ',';
+      if (c >= '0' && c <= '9') {
+        value = (value < 0 ? 0 : value * 10) + (c - '0');
+      } else {
+        if (value > 0) out.push_back(value);
+        value = -1;
+      }
+    }
+    if (!out.empty()) return out;
+  }
+  return {};
+}
+
+// agents/dqn_agent.cc refuses a checkpoint of another shape with "... was
+// saved by an agent with network 15-64-64-2; ...": the shape is read from
+// there when nothing else names it.
+std::vector<int> HiddenFromShapeError(const std::string& message) {
+  const std::string marker = "saved by an agent with network ";
+  size_t at = message.find(marker);
+  if (at == std::string::npos) return {};
+  std::vector<int> dims;
+  int value = -1;
+  for (size_t i = at + marker.size(); i <= message.size(); ++i) {
+    const char c = i < message.size() ? message[i] : ';';
+    if (c >= '0' && c <= '9') {
+      value = (value < 0 ? 0 : value * 10) + (c - '0');
+    } else {
+      if (value >= 0) dims.push_back(value);
+      value = -1;
+      if (c != '-') break;
+    }
+  }
+  if (dims.size() < 3 || dims.front() != kObservationSize || dims.back() != 2) return {};
+  return std::vector<int>(dims.begin() + 1, dims.end() - 1);
+}
+
+std::unique_ptr<DqnAgent> LoadAgent(const std::string& checkpoint, std::vector<int> hidden) {
+  DqnConfig config;
+  config.observation_size = kObservationSize;
+  config.num_actions = 2;
+  config.device = "cpu";  // inference runs on the host either way
+  const bool guessed = hidden.empty();
+  if (!guessed) config.hidden = hidden;
+  auto agent = std::make_unique<DqnAgent>(config);
+  try {
+    agent->LoadCheckpoint(checkpoint);
+  } catch (const std::runtime_error& e) {
+    std::vector<int> actual = guessed ? HiddenFromShapeError(e.what()) : std::vector<int>{};
+    if (actual.empty()) throw;
+    config.hidden = actual;
+    agent = std::make_unique<DqnAgent>(config);
+    agent->LoadCheckpoint(checkpoint);
+  }
+  return agent;
+}
+
+// The network's greedy actions, several threads at once (DqnAgent::Act may
+// run concurrently; it does not allocate once a thread has warmed up).
+BatchGreedyPolicy MakeBatchPolicy(const DqnAgent& agent, int threads) {
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return [&agent, threads](const Observation* obs, size_t n, uint8_t* out) {
+    auto work = [&](size_t from, size_t to) {
+      std::mt19937_64 unused(0);  // epsilon 0: Act draws nothing
+      for (size_t i = from; i < to; ++i) out[i] = static_cast<uint8_t>(agent.Act(obs[i].data(), 0.0, unused));
+    };
+    const size_t parts = std::min<size_t>(static_cast<size_t>(threads), n / 512 + 1);
+    if (parts <= 1) return work(0, n);
+    std::vector<std::thread> pool;
+    for (size_t p = 1; p < parts; ++p) pool.emplace_back(work, n * p / parts, n * (p + 1) / parts);
+    work(0, n / parts);
+    for (std::thread& t : pool) t.join();
+  };
+}
+
+EnvConfig EnvAt(const ExportOptions& o, const PlacementPlan& plan, double factor) {
+  EnvConfig c = o.env;
+  c.dram_limit_bytes = std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(factor * plan.dram_limit_bytes)));
+  c.mode = plan.mode;
+  return c;
+}
+
+struct Handle {
+  tt_lookup* h = nullptr;
+  ~Handle() { tt_lookup_close(h); }
+};
+
+std::string Percent(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f%%", 100.0 * x);
+  return buf;
+}
+
+}  // namespace
+
+std::string ExportReport::Summary() const {
+  std::ostringstream os;
+  os << "lookup file     " << output_path << " (" << FormatBytes(static_cast<double>(file_bytes)) << ")\n";
+  os << "model           " << Hex(model_signature) << ", batch " << batch_size << ", DRAM budget "
+     << FormatBytes(static_cast<double>(dram_budget_bytes)) << "\n";
+  if (plan_section_bytes)
+    os << "plan table      " << plan_tensors << " tensors, " << plan_migrations << " migrations ("
+       << FormatBytes(static_cast<double>(plan_section_bytes)) << ")\n";
+  if (generalised_section_bytes) {
+    os << "generalised     network " << network_shape << " -> " << quantiser.cells << " cells ("
+       << FormatBytes(static_cast<double>(generalised_section_bytes)) << "); bits:";
+    for (const auto& fb : quantiser.bits_by_feature) os << " " << ObservationFeatureName(fb.first) << "=" << fb.second;
+    os << "\n";
+    os << "cells filled    " << quantiser.cells_from_exact << " from evaluation states, "
+       << quantiser.cells_from_coverage << " from exploratory states, " << quantiser.cells_from_centres
+       << " by the network at the cell centre\n";
+    os << "agreement       " << eval_agreements << " / " << eval_states << " evaluation states ("
+       << Percent(agreement) << ")\n";
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "runtime (model) network %.4f ms, lookup %.4f ms (%+.3f%%), plan table %.4f ms\n",
+                  network_runtime_ns / 1e6, lookup_runtime_ns / 1e6,
+                  network_runtime_ns > 0 ? 100.0 * (lookup_runtime_ns / network_runtime_ns - 1.0) : 0.0,
+                  plan_table_runtime_ns / 1e6);
+    os << line;
+  }
+  char took[64];
+  std::snprintf(took, sizeof took, "export took     %.1f s\n", seconds);
+  os << took;
+  return os.str();
+}
+
+ExportReport ExportLookup(const ExportOptions& o) {
+  const std::string dir = o.run_dir.empty() ? "" : o.run_dir + "/";
+  if (o.output_path.empty()) throw std::invalid_argument("export: no output path");
+  const std::string workload_spec = !o.workload.empty() ? o.workload : dir + "workload.ttwl";
+  const std::string plan_path = !o.plan_path.empty() ? o.plan_path : dir + "final_plan.ttplan";
+  const std::string checkpoint = !o.checkpoint_path.empty() ? o.checkpoint_path : dir + "checkpoints/dqn.ckpt";
+  if (o.run_dir.empty() && (o.workload.empty() || o.plan_path.empty() ||
+                            (o.generalised && o.checkpoint_path.empty())))
+    throw std::invalid_argument("export: give a run directory, or a workload, a plan and (for the generalised "
+                                "lookup) a checkpoint");
+  Workload w = LoadWorkloadSpec(workload_spec);
+  PlacementPlan plan = ReadPlanFile(plan_path);
+  std::vector<int> hidden = o.hidden;
+  if (hidden.empty() && !o.run_dir.empty() && Exists(dir + "config.toml"))
+    hidden = HiddenFromConfig(ReadFile(dir + "config.toml"));
+  std::unique_ptr<DqnAgent> agent;
+  if (o.generalised) {
+    if (!Exists(checkpoint)) throw std::runtime_error("export: no checkpoint at '" + checkpoint + "'");
+    agent = LoadAgent(checkpoint, hidden);
+  } else {
+    agent = std::make_unique<DqnAgent>([] {
+      DqnConfig c;
+      c.device = "cpu";
+      return c;
+    }());
+  }
+  ExportOptions with_source = o;
+  with_source.checkpoint_path = checkpoint;
+  with_source.plan_path = plan_path;
+  with_source.workload = workload_spec;
+  return ExportLookupFrom(*agent, w, plan, with_source);
+}
+
+ExportReport ExportLookupFrom(const DqnAgent& agent, const Workload& w, const PlacementPlan& plan,
+                              const ExportOptions& o) {
+  const auto started = std::chrono::steady_clock::now();
+  if (o.output_path.empty()) throw std::invalid_argument("export: no output path");
+  if (!o.plan_table && !o.generalised) throw std::invalid_argument("export: nothing to export");
+  if (plan.dram_limit_bytes == 0)
+    throw std::invalid_argument("export: the plan has no DRAM limit, so it cannot key a plan table");
+  if (agent.config().observation_size != kObservationSize || agent.config().num_actions != 2)
+    throw std::invalid_argument("export: the agent does not match the placement MDP (observation " +
+                                std::to_string(agent.config().observation_size) + " floats, " +
+                                std::to_string(agent.config().num_actions) + " actions)");
+  ExportReport report;
+  report.output_path = o.output_path;
+  report.model_signature = w.Signature();
+  report.batch_size = w.batch_size;
+  report.dram_budget_bytes = plan.dram_limit_bytes;
+  report.network_shape = ShapeText(agent.config().hidden);
+
+  LookupContents contents;
+  contents.primary_signature = w.Signature();
+  contents.created_unix_seconds = static_cast<uint64_t>(std::time(nullptr));
+  if (o.plan_table) {
+    contents.plans.push_back(MakePlanTableEntry(w, plan));  // validates the plan against w
+    report.plan_tensors = static_cast<uint32_t>(plan.initial_tiers.size());
+    report.plan_migrations = static_cast<uint32_t>(plan.migrations.size());
+  } else {
+    plan.Validate(w);
+  }
+
+  std::vector<LabelledObservation> samples;
+  std::mt19937_64 rng(o.seed);
+  if (o.generalised) {
+    if (o.eval_budget_factors.empty()) throw std::invalid_argument("export: no evaluation budgets");
+    // Greedy evaluation episodes: the states the policy really visits.
+    for (double factor : o.eval_budget_factors) {
+      PlacementEnv env(w, EnvAt(o, plan, factor));
+      RunEpisode(env, [&](const Observation& obs) {
+        int a = agent.Act(obs.data(), 0.0, rng);
+        samples.push_back({obs, static_cast<uint8_t>(a), true});
+        return a;
+      });
+    }
+    // Exploratory episodes: nearby states the policy would reach after a
+    // deviation, or on a similar model with another budget.
+    std::uniform_real_distribution<double> factor_of(0.5, 1.5), eps_of(0.0, o.coverage_epsilon_max), coin(0, 1);
+    for (int e = 0; e < o.coverage_episodes; ++e) {
+      PlacementEnv env(w, EnvAt(o, plan, factor_of(rng)));
+      const double epsilon = eps_of(rng);
+      RunEpisode(env, [&](const Observation& obs) {
+        int greedy = agent.Act(obs.data(), 0.0, rng);
+        samples.push_back({obs, static_cast<uint8_t>(greedy), false});
+        return coin(rng) < epsilon ? static_cast<int>(rng() & 1) : greedy;
+      });
+    }
+    QuantiserOptions q = o.quantiser;
+    q.seed = o.seed;
+    contents.has_generalised = true;
+    contents.generalised = BuildGeneralisedTable(samples, MakeBatchPolicy(agent, o.threads), q, &report.quantiser);
+    contents.generalised.constants = DefaultLookupConstants(plan.dram_limit_bytes);
+  }
+
+  // Info for people; the runtime does not read it.
+  std::ostringstream info;
+  info << "producer: tensortier export\n";
+  if (!o.run_dir.empty()) info << "run_dir: " << o.run_dir << "\n";
+  if (!o.checkpoint_path.empty() && o.generalised) info << "checkpoint: " << o.checkpoint_path << "\n";
+  if (!o.plan_path.empty()) info << "plan: " << o.plan_path << "\n";
+  info << "workload: " << w.name << " (" << w.num_kernels() << " kernels, " << w.num_tensors() << " tensors)\n";
+  info << "plan_produced_by: " << plan.produced_by << "\n";
+  info << "plan_hash: " << Hex(plan.Hash()) << "\n";
+  if (o.generalised) {
+    const QuantiserStats& s = report.quantiser;
+    info << "network: " << report.network_shape << "\n";
+    info << "evaluation_states: " << s.exact_states << " (budgets x";
+    for (double f : o.eval_budget_factors) info << " " << f;
+    info << ")\n";
+    info << "exploratory_states: " << s.coverage_states << "\n";
+    info << "cells: " << s.cells << " (" << s.cells_from_exact << " from evaluation states, "
+         << s.cells_from_coverage << " from exploratory states, " << s.cells_from_centres << " from cell centres; "
+         << s.slow_cells << " slow)\n";
+    info << "dropped_features:";
+    for (int f : s.dropped_features) info << " " << ObservationFeatureName(f);
+    info << "\nimportance:";
+    for (const auto& fi : s.importance) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, " %s=%.3f", ObservationFeatureName(fi.first), fi.second);
+      info << buf;
+    }
+    info << "\n";
+  }
+  contents.info = info.str();
+
+  const std::string bytes = SerializeLookup(contents);
+  report.file_bytes = bytes.size();
+
+  // Check the bytes through the host runtime before they replace anything.
+  Handle h;
+  char err[512];
+  if (tt_lookup_open_memory(bytes.data(), bytes.size(), o.output_path.c_str(), &h.h, err, sizeof err) != TT_LOOKUP_OK)
+    throw std::logic_error(std::string("export: the runtime refuses the file just built: ") + err);
+  if (o.plan_table) {
+    const int32_t id = tt_lookup_find_plan(h.h, w.Signature(), w.batch_size, plan.dram_limit_bytes);
+    if (id < 0) throw std::logic_error("export: the plan is missing from the file just built");
+    for (uint32_t t = 0; t < w.num_tensors(); ++t)
+      if (tt_lookup_plan_tier_at(h.h, id, t) != static_cast<int>(plan.initial_tiers[t]))
+        throw std::logic_error("export: the plan table's tier of tensor " + std::to_string(t) + " differs");
+    size_t migrations = 0;
+    std::vector<tt_lookup_migration> buf(plan.migrations.size() + 1);
+    for (int32_t k = -1; k < static_cast<int32_t>(w.num_kernels()); ++k) {
+      int32_t n = tt_lookup_plan_migrations_at(h.h, id, k, buf.data(), buf.size());
+      for (int32_t i = 0; i < n; ++i, ++migrations) {
+        const Migration& m = plan.migrations[migrations];
+        if (m.after_kernel != k || m.tensor != buf[i].tensor || static_cast<uint32_t>(m.to) != buf[i].to_tier)
+          throw std::logic_error("export: the plan table's migrations differ from the plan");
+      }
+    }
+    if (migrations != plan.migrations.size()) throw std::logic_error("export: the plan table lost migrations");
+  }
+  report.plan_table_runtime_ns = EvaluatePlan(w, plan).total_ns;
+  if (o.generalised) {
+    tt_lookup_generalised_info gi;
+    tt_lookup_generalised_info_get(h.h, &gi);
+    report.generalised_section_bytes = gi.section_bytes;
+    for (const LabelledObservation& s : samples) {
+      if (!s.exact) continue;
+      ++report.eval_states;
+      report.eval_agreements += tt_lookup_decide(h.h, s.observation.data(), s.observation.size()) == s.action;
+    }
+    report.agreement = report.eval_states ? static_cast<double>(report.eval_agreements) / report.eval_states : 0;
+    // The network's plan and the lookup's plan at the plan's own budget.
+    PlacementEnv env(w, EnvAt(o, plan, 1.0));
+    report.network_runtime_ns =
+        RunEpisode(env, [&](const Observation& obs) { return agent.Act(obs.data(), 0.0, rng); }).cost.total_ns;
+    report.lookup_runtime_ns =
+        RunEpisode(env, [&](const Observation& obs) { return tt_lookup_decide(h.h, obs.data(), obs.size()); })
+            .cost.total_ns;
+  }
+  // Section sizes from the directory.
+  for (uint32_t i = 0; i < lf::LoadU32(reinterpret_cast<const unsigned char*>(bytes.data()) + lf::kOffSectionCount);
+       ++i) {
+    const unsigned char* e = reinterpret_cast<const unsigned char*>(bytes.data()) + lf::kHeaderBytes + i * lf::kDirEntryBytes;
+    if (lf::LoadU32(e) == lf::kSectionPlans) report.plan_section_bytes = lf::LoadU64(e + 16);
+  }
+  WriteFileAtomically(o.output_path, bytes);
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return report;
+}
+
+bool IsLookupFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  char magic[sizeof lf::kMagic] = {};
+  f.read(magic, sizeof magic);
+  return f.gcount() == static_cast<std::streamsize>(sizeof magic) &&
+         std::equal(magic, magic + sizeof magic, lf::kMagic);
+}
+
+std::string DescribeLookupFile(const std::string& path) {
+  Handle h;
+  char err[512];
+  if (tt_lookup_open(path.c_str(), &h.h, err, sizeof err) != TT_LOOKUP_OK) throw std::runtime_error(err);
+  std::ostringstream os;
+  os << "lookup file     " << path << "\n";
+  os << "format          version " << lf::kFormatVersion << ", " << tt_lookup_file_bytes(h.h) << " bytes ("
+     << FormatBytes(static_cast<double>(tt_lookup_file_bytes(h.h))) << "), checksums ok\n";
+  os << "trained on      model " << Hex(tt_lookup_primary_signature(h.h)) << "\n";
+  const uint32_t plans = tt_lookup_plan_count(h.h);
+  os << "plan tables     " << plans << "\n";
+  for (uint32_t i = 0; i < plans; ++i) {
+    tt_lookup_plan_info p;
+    tt_lookup_plan_info_at(h.h, static_cast<int32_t>(i), &p);
+    uint32_t slow = 0;
+    for (uint32_t t = 0; t < p.num_tensors; ++t) slow += tt_lookup_plan_tier_at(h.h, static_cast<int32_t>(i), t) == 1;
+    os << "  model " << Hex(p.model_signature) << "  batch " << p.batch_size << "  DRAM budget "
+       << FormatBytes(static_cast<double>(p.dram_budget_bytes)) << " (" << p.dram_budget_bytes << " B)  "
+       << p.num_tensors << " tensors (" << slow << " start slow)  " << p.num_kernels << " kernels  "
+       << p.num_migrations << " migrations  " << (p.async_copies ? "async" : "sync") << "\n";
+  }
+  tt_lookup_generalised_info g;
+  if (tt_lookup_generalised_info_get(h.h, &g) == TT_LOOKUP_OK) {
+    const uint64_t cells = uint64_t{1} << g.key_bits;
+    os << "generalised     " << g.observation_size << " observation floats -> " << g.key_bits << "-bit key ("
+       << cells << " cells, " << FormatBytes(static_cast<double>(std::max<uint64_t>(8, cells / 8)))
+       << " bitmap), section " << FormatBytes(static_cast<double>(g.section_bytes)) << ", " << g.fine_bins
+       << " fine bins per feature\n";
+    std::vector<bool> in_key(g.observation_size, false);
+    for (uint32_t i = 0; i < g.feature_count; ++i) {
+      tt_lookup_feature_info f;
+      tt_lookup_feature_info_at(h.h, i, &f);
+      in_key[f.observation_index] = true;
+      char line[160];
+      std::snprintf(line, sizeof line, "  %-18s %u bits (%3u bins) over [%.4g, %.4g]\n",
+                    ObservationFeatureName(static_cast<int>(f.observation_index)), f.bits, 1u << f.bits, f.lo,
+                    f.lo + g.fine_bins / f.scale);
+      os << line;
+    }
+    os << "  not in the key:";
+    for (uint32_t i = 0; i < g.observation_size; ++i)
+      if (!in_key[i]) os << " " << ObservationFeatureName(static_cast<int>(i));
+    os << "\n";
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "constants       heat weights w_r %g w_f %g w_s %g w_l %g threshold %g; band [%g, %g] x L_D, "
+                  "step %g, w_s above %g x L_D, %g iterations; pending cap %g; trained L_D %s\n",
+                  tt_lookup_constant(h.h, lf::kConstHeatWr), tt_lookup_constant(h.h, lf::kConstHeatWf),
+                  tt_lookup_constant(h.h, lf::kConstHeatWs), tt_lookup_constant(h.h, lf::kConstHeatWl),
+                  tt_lookup_constant(h.h, lf::kConstHeatThreshold), tt_lookup_constant(h.h, lf::kConstHeatBandLow),
+                  tt_lookup_constant(h.h, lf::kConstHeatBandHigh), tt_lookup_constant(h.h, lf::kConstHeatStep),
+                  tt_lookup_constant(h.h, lf::kConstHeatSizeSwitch),
+                  tt_lookup_constant(h.h, lf::kConstHeatMaxIterations), tt_lookup_constant(h.h, lf::kConstPendingCap),
+                  FormatBytes(tt_lookup_constant(h.h, lf::kConstTrainedDramLimit)).c_str());
+    os << line;
+  } else {
+    os << "generalised     none\n";
+  }
+  const std::string info = tt_lookup_info_text(h.h);
+  if (!info.empty()) {
+    os << "info\n";
+    std::istringstream in(info);
+    std::string l;
+    while (std::getline(in, l)) os << "  " << l << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace tensortier

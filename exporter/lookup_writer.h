@@ -1,0 +1,77 @@
+// Builds the bytes of a lookup file (docs/lookup-format.md) from plan tables
+// and a quantised policy. No LibTorch here: the writer is shared by the
+// exporter, the tests and tools that make lookup files by hand.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "envs/placement_plan.h"
+#include "envs/workload.h"
+
+namespace tensortier {
+
+// One (model signature, batch size, DRAM budget) -> plan entry.
+struct PlanTableEntry {
+  uint64_t model_signature = 0;
+  uint32_t batch_size = 0;
+  uint64_t dram_budget_bytes = 0;
+  MigrationMode mode = MigrationMode::kSync;
+  uint32_t num_kernels = 0;
+  std::vector<Tier> initial_tiers;    // by tensor
+  std::vector<Migration> migrations;  // ordered by after_kernel
+};
+
+// Validates `plan` against `w` (std::invalid_argument on a mismatch) and keys
+// it by w's signature, batch size and the plan's DRAM limit.
+PlanTableEntry MakePlanTableEntry(const Workload& w, const PlacementPlan& plan);
+
+// One observation feature that takes part in the key: its fine bin is
+// clamp(int((x - lo) * scale), 0, remap.size() - 1) and its bin remap[fine],
+// placed at `shift` in the key.
+struct QuantisedFeature {
+  uint16_t observation_index = 0;
+  uint8_t bits = 0;
+  uint8_t shift = 0;
+  float lo = 0;
+  float scale = 1;
+  std::vector<uint8_t> remap;  // fine_bins entries, each < 2^bits
+};
+
+struct GeneralisedTable {
+  uint32_t observation_size = 0;
+  uint32_t fine_bins = 0;
+  uint32_t key_bits = 0;
+  std::vector<QuantisedFeature> features;  // their bits add up to key_bits
+  std::vector<double> constants;           // lookup_format::ConstantIndex order
+  std::vector<uint64_t> bitmap;            // 2^key_bits bits (at least one word); 1 = slow
+
+  // The cell an observation falls in, computed exactly as the runtime does.
+  uint32_t CellOf(const float* observation) const;
+  int ActionOfCell(uint32_t cell) const { return static_cast<int>((bitmap[cell >> 6] >> (cell & 63)) & 1u); }
+  void SetAction(uint32_t cell, int action);
+  uint64_t SectionBytes() const;
+};
+
+struct LookupContents {
+  uint64_t primary_signature = 0;  // the workload the policy was trained on
+  uint64_t created_unix_seconds = 0;
+  std::vector<PlanTableEntry> plans;
+  bool has_generalised = false;
+  GeneralisedTable generalised;
+  std::string info;  // "key: value" lines for people
+};
+
+// The file's bytes. Throws std::invalid_argument when the contents cannot be
+// represented (duplicate plan keys, bits beyond the format's limits, ...).
+std::string SerializeLookup(const LookupContents& contents);
+
+// The Algorithm 1 / observation constants of this build (heat.h, docs/mdp.md),
+// in lookup_format::ConstantIndex order.
+std::vector<double> DefaultLookupConstants(uint64_t trained_dram_limit_bytes);
+
+// Short names of the observation features, by ObservationIndex.
+const char* ObservationFeatureName(int index);
+
+}  // namespace tensortier

@@ -1,0 +1,64 @@
+// Turns a greedy policy over observations into the generalised lookup: a
+// bitmap indexed by per-feature bins (docs/lookup-format.md). No LibTorch:
+// the policy is a callback, so tests can quantise any function.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "envs/placement_env.h"
+#include "exporter/lookup_writer.h"
+
+namespace tensortier {
+
+struct LabelledObservation {
+  Observation observation{};
+  uint8_t action = 0;  // the policy's greedy action here
+  // Visited by a greedy evaluation episode: its cell must answer `action`
+  // (the fidelity target). Other samples (exploratory episodes) only guide
+  // the choice of bins and fill cells no exact state reaches.
+  bool exact = false;
+};
+
+// Greedy actions of `count` observations into `actions`. May be called with
+// large batches; it is expected to parallelise itself.
+using BatchGreedyPolicy = std::function<void(const Observation* observations, size_t count, uint8_t* actions)>;
+
+struct QuantiserOptions {
+  uint32_t max_key_bits = 18;  // 2^18 cells: a 32 KiB bitmap
+  uint32_t fine_bins = 1024;   // resolution of bin edges over a feature's range
+  uint32_t importance_samples = 4096;
+  uint64_t seed = 1;
+};
+
+struct QuantiserStats {
+  uint64_t exact_states = 0;
+  uint64_t coverage_states = 0;
+  uint64_t exact_disagreements = 0;     // exact states whose cell answers another action
+  uint64_t coverage_disagreements = 0;
+  uint64_t cells = 0;
+  uint64_t cells_from_exact = 0;        // filled from greedy-evaluation states
+  uint64_t cells_from_coverage = 0;     // from exploratory states
+  uint64_t cells_from_centres = 0;      // the network evaluated at the cell's centre
+  uint64_t slow_cells = 0;
+  std::vector<std::pair<int, int>> bits_by_feature;  // (observation index, bits), key order
+  std::vector<int> dropped_features;                 // constant over every sample
+  std::vector<std::pair<int, double>> importance;    // (observation index, share of actions a shuffle flips)
+};
+
+// Chooses bin edges greedily: each step adds the one edge (on any feature,
+// at the middle of a gap between sample values) that most reduces the
+// disagreement between the cells' answers and the samples' actions, exact
+// states first, then the others; it stops when no edge helps or the key has
+// max_key_bits. Features without an edge are left out of the key. Then every
+// cell is filled: majority of its exact states, else of its other states,
+// else the policy at the cell's centre. Throws std::invalid_argument on
+// empty input.
+GeneralisedTable BuildGeneralisedTable(const std::vector<LabelledObservation>& samples,
+                                       const BatchGreedyPolicy& policy, const QuantiserOptions& options,
+                                       QuantiserStats* stats);
+
+}  // namespace tensortier
