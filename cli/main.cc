@@ -106,10 +106,10 @@ Workload ProfileModel(const ModelFlags& m, const std::string& slow_tier) {
 }
 
 struct CommonTraining {
-  std::string workload = "synthetic:resnet:10";
+  std::string workload;  // empty: profile --model (resnet18 by default) for `train`
   double dram_fraction = 0.2;
   uint64_t dram_limit_bytes = 0;
-  uint64_t episodes = 1000;
+  uint64_t episodes = 400;
   std::string agent = "dqn";
   std::string mode = "sync";
   double beta = 0.75;
@@ -118,7 +118,7 @@ struct CommonTraining {
   double learning_rate = 1e-3;
   int batch_size = 32;
   int updates_per_episode = 64;
-  int epsilon_decay_episodes = 500;
+  int epsilon_decay_episodes = 200;
   int learning_starts = 512;
   int target_update_interval = 200;
   std::string device = "auto";
@@ -130,8 +130,8 @@ struct CommonTraining {
 
 void AddTrainingOptions(CLI::App* cmd, CommonTraining& o) {
   cmd->add_option("--workload", o.workload,
-                  "Workload file (.ttwl) or synthetic:SHAPE[:LAYERS[:BASE_BYTES]], SHAPE in vgg|resnet|mobilenet|tiny")
-      ->capture_default_str();
+                  "Workload file (.ttwl) or synthetic:SHAPE[:LAYERS[:BASE_BYTES]], SHAPE in vgg|resnet|mobilenet|tiny "
+                  "(default: profile --model)");
   cmd->add_option("--dram-fraction", o.dram_fraction, "DRAM limit as a fraction of the workload's peak live bytes")
       ->check(CLI::Range(0.001, 1.0))
       ->capture_default_str();
@@ -233,8 +233,13 @@ int RunTrain(CommonTraining& o, const ModelFlags& model, const WorkerFlags& work
              const std::string& config_toml) {
   if (o.out.empty()) o.out = DefaultRunDir();
   std::unique_ptr<Workload> profiled;
-  if (!model.model.empty() || !model.torchscript.empty())
-    profiled = std::make_unique<Workload>(ProfileModel(model, worker_flags.slow_tier));
+  if (!o.workload.empty() && (!model.model.empty() || !model.torchscript.empty()))
+    throw std::invalid_argument("give either --workload or --model/--torchscript, not both");
+  if (o.workload.empty()) {
+    ModelFlags m = model;
+    if (m.model.empty() && m.torchscript.empty()) m.model = "resnet18";  // the embedded default: a real model
+    profiled = std::make_unique<Workload>(ProfileModel(m, worker_flags.slow_tier));
+  }
   TrainingRunOptions opts;
   opts.learner = BuildLearnerConfig(o, "tcp://127.0.0.1:*", profiled.get());
   opts.learner.run_dir = o.out;
@@ -264,6 +269,7 @@ int RunTrain(CommonTraining& o, const ModelFlags& model, const WorkerFlags& work
 
 int RunLearner(CommonTraining& o, const std::string& bind, uint32_t min_workers, const std::string& config_toml) {
   if (o.out.empty()) o.out = DefaultRunDir();
+  if (o.workload.empty()) throw std::invalid_argument("the learner needs --workload (see tensortier profile)");
   LearnerConfig c = BuildLearnerConfig(o, bind, nullptr);
   c.min_workers = min_workers;
   c.run_dir = o.out;

@@ -165,7 +165,11 @@ std::string ExportReport::Summary() const {
        << quantiser.cells_from_coverage << " from exploratory states, " << quantiser.cells_from_centres
        << " by the network at the cell centre\n";
     os << "agreement       " << eval_agreements << " / " << eval_states << " evaluation states ("
-       << Percent(agreement) << ")\n";
+       << Percent(agreement) << "); exploratory states "
+       << Percent(quantiser.coverage_states
+                      ? 1.0 - static_cast<double>(quantiser.coverage_disagreements) / quantiser.coverage_states
+                      : 0.0)
+       << " of " << quantiser.coverage_states << "\n";
     char line[256];
     std::snprintf(line, sizeof line,
                   "runtime (model) network %.4f ms, lookup %.4f ms (%+.3f%%), plan table %.4f ms\n",
@@ -260,7 +264,8 @@ ExportReport ExportLookupFrom(const DqnAgent& agent, const Workload& w, const Pl
     std::uniform_real_distribution<double> factor_of(0.5, 1.5), eps_of(0.0, o.coverage_epsilon_max), coin(0, 1);
     for (int e = 0; e < o.coverage_episodes; ++e) {
       PlacementEnv env(w, EnvAt(o, plan, factor_of(rng)));
-      const double epsilon = eps_of(rng);
+      // Every other episode is greedy: the policy's own path at that budget.
+      const double epsilon = e % 2 == 0 ? 0.0 : eps_of(rng);
       RunEpisode(env, [&](const Observation& obs) {
         int greedy = agent.Act(obs.data(), 0.0, rng);
         samples.push_back({obs, static_cast<uint8_t>(greedy), false});

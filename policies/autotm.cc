@@ -138,6 +138,20 @@ AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& o) {
         flow.push_back({b.async_down, 1});
       }
       mip.AddRow(flow, 'E', 0);
+      // A copy in needs the tensor slow before and in DRAM after, a copy out
+      // the reverse. Implied at integer points; it tightens the relaxation
+      // (otherwise opposite fractional copies cancel for free under max()).
+      const int prev = g.segments[s].x, next = g.segments[s + 1].x;
+      for (int up : {b.sync_up, b.async_up}) {
+        if (up < 0) continue;
+        mip.AddRow({{up, 1}, {next, -1}}, 'L', 0);
+        mip.AddRow({{up, 1}, {prev, 1}}, 'L', 1);
+      }
+      for (int down : {b.sync_down, b.async_down}) {
+        if (down < 0) continue;
+        mip.AddRow({{down, 1}, {prev, -1}}, 'L', 0);
+        mip.AddRow({{down, 1}, {next, 1}}, 'L', 1);
+      }
       g.boundaries.push_back(b);
     }
     // A persistent tensor that ends the iteration elsewhere than it starts is

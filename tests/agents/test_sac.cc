@@ -449,6 +449,7 @@ SacConfig HandGraphSacConfig(uint64_t seed) {
 }
 
 // Trains SAC on the hand graph; returns the greedy policy's return.
+double Play(PlacementEnv& env, const std::vector<int>& actions, size_t* used);
 double TrainOnHandGraph(PlacementEnv& env, uint64_t seed, int episodes, int updates_per_episode) {
   SacConfig cfg = HandGraphSacConfig(seed);
   if (const char* j = std::getenv("TT_EXP_CONFIG")) { cfg = SacConfig::FromJson(j); cfg.seed = seed; }
@@ -458,13 +459,19 @@ double TrainOnHandGraph(PlacementEnv& env, uint64_t seed, int episodes, int upda
   int random_episodes = 50;
   if (const char* e = std::getenv("TT_EXP_RANDOM")) random_episodes = std::atoi(e);
   std::bernoulli_distribution coin(0.5);
+  double eps_floor = 0.0, eps_frac = 1e-9;
+  if (const char* e = std::getenv("TT_EXP_EPS_FLOOR")) eps_floor = std::atof(e);
+  if (const char* e = std::getenv("TT_EXP_EPS_FRAC")) eps_frac = std::atof(e);
   SacAgent agent(cfg);
   ReplayBuffer replay(20000);
   std::mt19937_64 rng(seed * 7 + 1);
   for (int e = 0; e < episodes; ++e) {
     Observation obs = env.Reset();
     while (!env.done()) {
-      int a = e < random_episodes ? static_cast<int>(coin(rng)) : agent.Act(obs.data(), SacActMode::kSample, rng);
+      double eps = std::max(eps_floor, 1.0 - static_cast<double>(e) / (eps_frac * episodes));
+      if (e < random_episodes) eps = 1.0;
+      int a = std::uniform_real_distribution<double>(0, 1)(rng) < eps ? static_cast<int>(coin(rng))
+                                                                      : agent.Act(obs.data(), SacActMode::kSample, rng);
       StepResult r = env.Step(a);
       replay.Add({std::vector<float>(obs.begin(), obs.end()), static_cast<uint8_t>(a), static_cast<float>(r.reward),
                   std::vector<float>(r.observation.begin(), r.observation.end()), r.done});
@@ -476,6 +483,36 @@ double TrainOnHandGraph(PlacementEnv& env, uint64_t seed, int episodes, int upda
     if (verbose && e % 25 == 0)
       std::printf("ep %d return %.2f closs %.3f aloss %.3f alpha %.4f H %.3f q %.2f\n", e, env.summary().step_reward_sum,
                   st.critic_loss, st.actor_loss, st.alpha, st.entropy, st.mean_q);
+  }
+  if (verbose) {
+    // Walk the optimal sequence, printing the agent's view.
+    std::vector<int> best;
+    double best_r = -1e9;
+    for (int m = 0; m < 1024; ++m) {
+      std::vector<int> seq;
+      for (int b = 0; b < 10; ++b) seq.push_back((m >> b) & 1);
+      size_t used;
+      double r = Play(env, seq, &used);
+      if (r > best_r) { best_r = r; best = seq; }
+    }
+    for (int pass = 0; pass < 2; ++pass) {
+      std::printf(pass ? "greedy path:\n" : "optimal path %.2f:\n", best_r);
+      Observation o = env.Reset();
+      size_t i = 0;
+      double ret = 0;
+      while (!env.done()) {
+        auto q = agent.QValues(o.data());
+        auto p = agent.ActionProbabilities(o.data());
+        int a = pass ? agent.Act(o.data(), SacActMode::kGreedy, rng) : best[i];
+        std::printf("  k%zu t%u a%d Q(%.3f, %.3f) pi(%.3f, %.3f)", env.current_kernel(), env.current_tensor(), a, q[0], q[1], p[0], p[1]);
+        StepResult r = env.Step(a);
+        ret += r.reward;
+        std::printf(" r %.3f\n", r.reward * cfg.reward_scale);
+        o = r.observation;
+        ++i;
+      }
+      std::printf("  return %.3f\n", ret);
+    }
   }
   double greedy = 0;
   Observation obs = env.Reset();

@@ -140,12 +140,16 @@ TEST_F(ExportFidelity, LookupAgreesWithTheNetworkOnEvaluationStates) {
   size_t held_states = 0, held_agree = 0;
   for (double factor : {0.7, 0.95, 1.4}) {
     PlacementEnv env(T().w, EnvAt(factor));
+    size_t hs = 0, ha = 0;
     RunEpisode(env, [&](const Observation& o) {
       const int a = T().agent->Act(o.data(), 0.0, rng);
-      ++held_states;
+      ++held_states; ++hs;
       held_agree += l.Decide(o.data(), o.size()) == a;
+      ha += l.Decide(o.data(), o.size()) == a;
+      if (getenv("TT_DUMP") && l.Decide(o.data(), o.size()) != a) { fprintf(stderr, "miss f=%.2f a=%d cell=%lld:", factor, a, (long long)tt_lookup_cell(l.handle(), o.data(), o.size())); for (float v : o) fprintf(stderr, " %.4g", v); fprintf(stderr, "\n"); }
       return a;
     });
+    fprintf(stderr, "factor %.2f: %zu/%zu\n", factor, ha, hs);
   }
   std::printf("agreement: %.2f%% of %zu evaluation states; %.2f%% of %zu states at unseen budgets\n",
               100.0 * agreement, states, 100.0 * held_agree / held_states, held_states);

@@ -110,7 +110,7 @@ TEST(Fleet, WorkerReconnectsToALearnerThatStartsLate) {
 
 TEST(Fleet, BadCommandLinesFailWithAClearMessage) {
   const std::string dir = TempDir("cli");
-  ChildProcess a({"train", "--workload", "synthetic:lenet"}, dir + "/a.log");
+  ChildProcess a({"train", "--workload", "synthetic:lenet", "--out", dir + "/a"}, dir + "/a.log");
   EXPECT_EQ(a.Wait(std::chrono::seconds(30)), 2);
   EXPECT_NE(ReadFile(dir + "/a.log").find("unknown synthetic shape 'lenet'"), std::string::npos);
   ChildProcess b({"inspect", "/nonexistent/file.ttwl"}, dir + "/b.log");
