@@ -54,29 +54,6 @@ TEST(ZooModels, RejectsBadOptions) {
   EXPECT_THROW(MakeTrainingTask(o), std::invalid_argument);
 }
 
-// The table of the note (DeepTM Table I style) at the test size.
-// Slow: run with --gtest_also_run_disabled_tests.
-TEST(ZooModels, DISABLED_PrintTable) {
-  std::printf("%-14s %8s %8s %12s %12s %12s %6s\n", "model", "kernels", "tensors", "peak_MiB", "dram_ms", "slow_ms",
-              "det");
-  const char* only = std::getenv("TT_ZOO_MODELS");  // e.g. "resnet18,vgg16"
-  for (const std::string& name : ZooModelNames()) {
-    if (only && std::string(",") .append(only).append(",").find("," + name + ",") == std::string::npos) continue;
-    RunnerOptions o;
-    o.model.name = name;
-    o.model.batch_size = 2;
-    o.model.image_size = 32;
-    o.slow_tier = "emulated:optane-dcpmm";
-    o.profile_timing_iterations = 3;
-    RealWorkloadRunner runner(o);
-    const ProfileReport& p = runner.Profile();
-    std::printf("%-14s %8zu %8zu %12.1f %12.1f %12.1f %6d\n", name.c_str(), p.workload.num_kernels(),
-                p.workload.num_tensors(), p.workload.peak_live_bytes() / 1048576.0, p.iteration_dram_ns / 1e6,
-                p.iteration_slow_ns / 1e6, p.deterministic);
-    std::fflush(stdout);
-  }
-}
-
 }  // namespace
 }  // namespace tensortier
 
