@@ -9,6 +9,7 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "envs/cost_model.h"
+#include "metrics/learner_metrics.h"
 #include "protocol/codec.h"
 #include "transport/channel.h"
 
@@ -59,6 +60,8 @@ struct Learner::Impl {
     task.agent_config_json = config.dqn.ToJson();
     task_frame = EncodeMessage(task);
     PublishWeights();
+    metrics = LearnerMetrics::Start(config.metrics_address, config.metrics_sd_dir, config.workload, config.env,
+                                    task.agent, agent.device_name(), replay.capacity());
   }
 
   LearnerConfig config;
@@ -78,6 +81,7 @@ struct Learner::Impl {
   Clock::time_point start = Clock::now();
   std::unique_ptr<PlacementEnv> eval_env;
   std::mt19937_64 eval_rng{0};
+  std::unique_ptr<LearnerMetrics> metrics;  // null without --metrics-address
 
   void PublishWeights() {
     WeightsMsg w;
@@ -127,13 +131,18 @@ struct Learner::Impl {
     }
     WorkerState& worker = it->second;
     worker.last_seen = Clock::now();
-    if (std::holds_alternative<HeartbeatMsg>(msg)) return;
+    if (std::holds_alternative<HeartbeatMsg>(msg)) {
+      ++result.counters.heartbeats_received;
+      return;
+    }
     if (auto* batch = std::get_if<TransitionBatchMsg>(&msg)) return OnTransitions(worker, *batch);
     if (auto* report = std::get_if<EpisodeReportMsg>(&msg)) return OnEpisodeReport(worker, *report, on_episode);
     if (auto* e = std::get_if<ErrorMsg>(&msg)) {
+      ++result.counters.worker_errors;
       LogWarn("worker_error").kv("worker", worker.id).kv("reason", e->reason);
       return;
     }
+    ++result.counters.unexpected_messages;
     Reply(in.peer, ErrorCode::kUnexpected, std::string("a learner does not take ") + MessageName(msg));
   }
 
@@ -224,6 +233,7 @@ struct Learner::Impl {
     rec.wall_seconds = SecondsSince(start);
     result.records.push_back(rec);
     if (on_episode) on_episode(rec);
+    if (metrics) metrics->OnEpisode(rec);
     if (!config.run_dir.empty() && config.checkpoint_interval_episodes > 0 &&
         result.episodes % config.checkpoint_interval_episodes == 0)
       Checkpoint();
@@ -257,6 +267,7 @@ struct Learner::Impl {
     s.plan.produced_by = "dqn-greedy v" + std::to_string(weights_version);
     ++result.evaluations;
     if (!s.oom) ConsiderPlan(s.plan);
+    if (metrics) metrics->OnEvaluation(s);
     return s;
   }
 
@@ -309,6 +320,7 @@ Learner::Learner(LearnerConfig config) : impl_(new Impl(std::move(config))) {}
 Learner::~Learner() = default;
 
 std::string Learner::endpoint() const { return impl_->server.endpoint(); }
+std::string Learner::metrics_address() const { return impl_->metrics ? impl_->metrics->address() : ""; }
 const DqnAgent& Learner::agent() const { return impl_->agent; }
 
 LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_episode) {
@@ -323,7 +335,11 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
       LogWarn("learner_time_limit").kv("seconds", m.config.max_seconds);
       break;
     }
-    if (auto in = m.server.Receive(std::chrono::milliseconds(20))) {
+    // Drain everything queued before the liveness check, so that a busy
+    // learner does not expire workers whose heartbeats sit in its queue.
+    auto wait = std::chrono::milliseconds(20);
+    while (auto in = m.server.Receive(wait)) {
+      wait = std::chrono::milliseconds(0);
       try {
         m.HandleFrame(*in, on_episode);
       } catch (const std::exception& e) {
@@ -332,8 +348,11 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
         ++m.result.counters.malformed_frames;
         LogError("frame_failed").kv("detail", e.what());
       }
+      if (m.result.episodes >= m.config.episodes) break;
     }
     m.KeepAlive(last_heartbeat);
+    if (m.metrics)
+      m.metrics->Sync(m.result.counters, m.workers.size(), m.replay.size(), m.weights_version, m.agent.updates());
   }
   m.Broadcast(EncodeMessage(ShutdownMsg{"training finished"}));
   if (!m.config.run_dir.empty()) m.Checkpoint();

@@ -27,8 +27,10 @@ std::vector<WorkerProcess> SpawnWorkers(const std::string& executable, const std
                                         const std::vector<std::string>& extra_args, const std::string& log_dir) {
   std::vector<WorkerProcess> started;
   for (int i = 0; i < count; ++i) {
+    // A local worker must not outlive a `train` that crashed: it gives up
+    // once no learner has answered for a minute.
     std::vector<std::string> args = {executable, "worker", "--connect", endpoint, "--name",
-                                     "local-" + std::to_string(i)};
+                                     "local-" + std::to_string(i), "--give-up-seconds", "60"};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());

@@ -13,6 +13,7 @@
 
 #include "agents/dqn_agent.h"
 #include "common/log.h"
+#include "metrics/worker_metrics.h"
 #include "protocol/codec.h"
 #include "transport/channel.h"
 
@@ -86,6 +87,8 @@ struct Worker::Impl {
   Impl(WorkerConfig c, std::unique_ptr<PlanEvaluator> e)
       : config(std::move(c)), evaluator(std::move(e)), client(config.learner_endpoint) {
     if (config.name.empty()) config.name = HostName() + ":" + std::to_string(::getpid());
+    metrics = WorkerMetrics::Start(config.metrics_address, config.metrics_sd_dir, config.name,
+                                   config.registered_backend.empty() ? evaluator->backend() : config.registered_backend);
   }
 
   WorkerConfig config;
@@ -109,6 +112,7 @@ struct Worker::Impl {
   Clock::time_point last_heard = Clock::now();    // liveness timer (reset on reconnect too)
   Clock::time_point last_contact = Clock::now();  // last frame from a learner
   Clock::time_point last_sent = Clock::now();
+  std::unique_ptr<WorkerMetrics> metrics;  // null without --metrics-address
 
   void Register() {
     RegisterMsg reg;
@@ -144,6 +148,7 @@ struct Worker::Impl {
     const auto interval = std::chrono::milliseconds(heartbeat_interval_ms);
     if (worker_id != 0 && Clock::now() - last_sent > interval) {
       client.Send(EncodeMessage(HeartbeatMsg{worker_id, stats.episodes}));
+      ++stats.heartbeats_sent;
       last_sent = Clock::now();
     }
   }
@@ -159,6 +164,7 @@ struct Worker::Impl {
     Message& msg = std::get<Message>(decoded);
     if (auto* hb = std::get_if<HeartbeatMsg>(&msg)) {
       episodes_acked = std::max(episodes_acked, hb->episodes_done);
+      ++stats.heartbeats_received;
     } else if (auto* ack = std::get_if<RegisterAckMsg>(&msg)) {
       worker_id = ack->worker_id;
       heartbeat_interval_ms = std::max<uint32_t>(ack->heartbeat_interval_ms, 10);
@@ -199,6 +205,7 @@ struct Worker::Impl {
       evaluator = config.make_real_evaluator && !task->workload.model.empty() ? config.make_real_evaluator()
                                                                               : std::make_unique<CostModelEvaluator>();
       Busy([&] { evaluator->Prepare(task->workload, task->env); });
+      if (metrics) metrics->OnTask(task->workload.name, task->agent, evaluator->backend(), task->env.dram_limit_bytes);
       rng.seed(task->exploration.seed * 1000003ull + worker_id);
       weights_version = 0;
       episodes_acked = stats.episodes;
@@ -208,6 +215,7 @@ struct Worker::Impl {
       task.reset();
       env.reset();
       agent.reset();
+      ++stats.tasks_refused;
       LogError("bad_task").kv("detail", e.what());
       client.Send(EncodeMessage(ErrorMsg{ErrorCode::kMalformed, std::string("task refused: ") + e.what()}));
     }
@@ -250,17 +258,21 @@ struct Worker::Impl {
     }
     const EpisodeSummary& s = env->summary();
     PlanMeasurement measured;
+    const auto evaluation_start = Clock::now();
     Busy([&] { measured = evaluator->Measure(task->workload, s.plan); });
+    if (metrics)
+      metrics->OnEpisode(s, measured, std::chrono::duration<double>(Clock::now() - evaluation_start).count());
     double episodic = s.episodic_reward;
     if (measured.counters.measured && !s.oom && !measured.oom && !batch.transitions.empty()) {
       episodic = env->RescoreWithRuntime(measured.runtime_ns, measured.min_runtime_ns, measured.max_runtime_ns);
       batch.transitions.back().reward += static_cast<float>(episodic - s.episodic_reward);
     }
     stats.transitions_sent += batch.transitions.size();
+    batch.worker_id = worker_id;  // it may have changed if we re-registered meanwhile
     client.Send(EncodeMessage(batch));
 
     EpisodeReportMsg report;
-    report.worker_id = worker_id;
+    report.worker_id = worker_id;  // read after the evaluation, like the batch's
     report.task_id = task->task_id;
     report.episode_id = episode_id;
     report.policy_version = weights_version;
@@ -304,6 +316,10 @@ WorkerStats Worker::Run() {
     const auto heard_before = m.last_heard;
     m.Pump(std::chrono::milliseconds(m.may_run() || m.pending_task ? 0 : 20));
     if (m.last_heard != heard_before) backoff_ms = m.config.reconnect_initial_ms;
+    if (m.metrics) {
+      m.metrics->Sync(m.stats, m.worker_id != 0, m.weights_version);
+      m.metrics->FlowControl(m.ready() && !m.may_run());
+    }
     if (m.shutdown_requested) break;
     if (m.pending_task) {
       std::unique_ptr<TaskMsg> t = std::move(m.pending_task);
@@ -326,6 +342,7 @@ WorkerStats Worker::Run() {
         m.LoadPendingWeights();
         m.RunEpisode();
       } catch (const std::exception& e) {
+        ++m.stats.episodes_failed;
         LogError("episode_failed").kv("detail", e.what());
         m.client.Send(EncodeMessage(ErrorMsg{ErrorCode::kInternal, std::string("episode failed: ") + e.what()}));
       }
