@@ -1,6 +1,7 @@
 #include "policies/autotm.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 
@@ -138,20 +139,6 @@ AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& o) {
         flow.push_back({b.async_down, 1});
       }
       mip.AddRow(flow, 'E', 0);
-      // A copy in needs the tensor slow before and in DRAM after, a copy out
-      // the reverse. Implied at integer points; it tightens the relaxation
-      // (otherwise opposite fractional copies cancel for free under max()).
-      const int prev = g.segments[s].x, next = g.segments[s + 1].x;
-      for (int up : {b.sync_up, b.async_up}) {
-        if (up < 0) continue;
-        mip.AddRow({{up, 1}, {next, -1}}, 'L', 0);
-        mip.AddRow({{up, 1}, {prev, 1}}, 'L', 1);
-      }
-      for (int down : {b.sync_down, b.async_down}) {
-        if (down < 0) continue;
-        mip.AddRow({{down, 1}, {prev, -1}}, 'L', 0);
-        mip.AddRow({{down, 1}, {next, 1}}, 'L', 1);
-      }
       g.boundaries.push_back(b);
     }
     // A persistent tensor that ends the iteration elsewhere than it starts is
@@ -217,14 +204,28 @@ AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& o) {
   }
 
   // MIP start: first-touch under the tightest L_k never moves anything and
-  // fits every kernel, so even a solve stopped at once has a plan.
+  // fits every kernel, so even a solve stopped at once has a plan. The
+  // asynchronous model's relaxation is weak, so it starts instead from the
+  // synchronous model's solution (same variables, every copy charged in
+  // full), which it can only improve on.
   MipOptions options;
   options.time_limit_seconds = o.time_limit_seconds;
   options.relative_gap = o.mip_gap;
   uint64_t tightest = 0;
   for (uint64_t l : limits)
     if (l > 0) tightest = tightest == 0 ? l : std::min(tightest, l);
-  if (o.dram_limit_bytes > 0) {
+  double warm_seconds = 0;
+  if (overlap_objective && o.dram_limit_bytes > 0) {
+    AutoTmIlpOptions sync = o;
+    sync.formulation = AutoTmFormulation::kSynchronous;
+    sync.kernel_limits = limits;
+    sync.time_limit_seconds = o.time_limit_seconds / 4;
+    const AutoTmIlpResult warm = SolveAutoTmIlp(w, sync);
+    for (int col = 0; col < static_cast<int>(warm.mip.values.size()) && col < mip.num_variables(); ++col)
+      if (mip.is_integer(col)) options.start.push_back({col, std::round(warm.mip.values[col])});
+    warm_seconds = warm.mip.seconds;
+    options.time_limit_seconds = std::max(0.1, o.time_limit_seconds - warm_seconds);
+  } else if (o.dram_limit_bytes > 0) {
     const PlacementPlan start = FirstTouchPlan(w, tightest);
     for (uint32_t t = 0; t < T; ++t)
       for (const Segment& s : graphs[t].segments)
@@ -236,6 +237,7 @@ AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& o) {
   r.integer_variables = mip.num_integer();
   r.constraints = mip.num_rows();
   r.mip = mip.Solve(options);
+  r.mip.seconds += warm_seconds;
   if (!r.mip.has_solution)
     throw std::runtime_error(std::string("AutoTM ") + AutoTmFormulationName(o.formulation) +
                              " ILP: CBC found no solution (" + r.mip.status + ")");
@@ -297,17 +299,20 @@ PolicyResult AutoTmPolicy::DecideImpl(const Workload& w, const PolicyContext& ct
     // The ILP's DRAM model is the cost model's, so a plan over the limit
     // means something the ILP does not see (rounding today; fragmentation on
     // a real allocator). AutoTM 4.2: shrink L_k where it happened, re-solve.
-    const PlanReplay replay = ReplayPlan(w, solve.plan);
+    const std::vector<uint64_t> dram =
+        allocator_model_ ? allocator_model_(w, solve.plan) : ReplayPlan(w, solve.plan).dram_bytes;
     fits = true;
     for (size_t k = 0; k < w.num_kernels(); ++k)
-      if (ctx.dram_limit_bytes > 0 && replay.dram_bytes[k] > ctx.dram_limit_bytes) {
+      if (ctx.dram_limit_bytes > 0 && dram.at(k) > ctx.dram_limit_bytes) {
         o.kernel_limits[k] = static_cast<uint64_t>(static_cast<double>(o.kernel_limits[k]) * 0.98);
         fits = false;
       }
     if (fits) break;
   }
   result.plan = solve.plan;
-  if (!fits) result.stats["repairs"] = RepairToLimit(w, &result.plan);
+  // Out of solves: fall back to repairing the plan under the cost model.
+  result.stats["repairs"] = fits ? 0 : RepairToLimit(w, &result.plan);
+  result.stats["fits_after_solves"] = fits ? 1 : 0;
   stats.status = solve.mip.status;
   stats.objective_ns = solve.predicted_ns;
   stats.bound_ns = solve.mip.bound;

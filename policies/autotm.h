@@ -11,6 +11,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <utility>
 #include <vector>
 
 #include "policies/mip.h"
@@ -55,10 +57,17 @@ struct AutoTmIlpResult {
 // happen: the first-touch MIP start is always feasible).
 AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& options);
 
+// DRAM a plan really takes at each kernel once an allocator has placed its
+// tensors; the fragmentation loop re-solves while this exceeds the limit.
+using DramPerKernelFn = std::function<std::vector<uint64_t>(const Workload&, const PlacementPlan&)>;
+
 class AutoTmPolicy : public PlacementPolicy {
  public:
   explicit AutoTmPolicy(AutoTmFormulation formulation) : formulation_(formulation) {}
   std::string name() const override;
+  // By default the cost model's count (ReplayPlan), which has no
+  // fragmentation; a real allocator's footprint can be plugged in here.
+  void SetAllocatorModel(DramPerKernelFn fn) { allocator_model_ = std::move(fn); }
 
  protected:
   // Solves, scores the plan on the cost model, and on a kernel over the
@@ -68,6 +77,7 @@ class AutoTmPolicy : public PlacementPolicy {
 
  private:
   AutoTmFormulation formulation_;
+  DramPerKernelFn allocator_model_;
 };
 
 }  // namespace tensortier

@@ -63,7 +63,6 @@ class DataManagerSim {
   TierTimeline Iterate(bool warm) {
     const size_t K = w_.num_kernels();
     if (warm) {
-      for (Ghost& g : ghosts_) g.last_used -= static_cast<int64_t>(K);
       for (uint32_t t = 0; t < w_.num_tensors(); ++t) {
         if (!w_.tensors[t].persistent) continue;
         if (last_used_[t] != std::numeric_limits<int64_t>::min()) last_used_[t] -= static_cast<int64_t>(K);
@@ -112,6 +111,10 @@ class DataManagerSim {
         tier_[t] = Tier::kSlow;
       }
     }
+    // Between iterations the heaps are defragmented and the garbage
+    // collector frees whatever died unretired.
+    for (const Ghost& g : ghosts_) used_ -= g.size_bytes;
+    ghosts_.clear();
     return timeline;
   }
 

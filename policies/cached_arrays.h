@@ -7,7 +7,8 @@
 //  - CA:L   new objects are allocated in DRAM (evicting LRU objects, archived
 //           first, to make room); a slow object a kernel writes is moved in
 //           (will_write); reads are served from the slow tier; dead objects are
-//           not retired, so they linger in DRAM until LRU eviction reaches them.
+//           not retired, so they linger in DRAM, evictable like live ones (a
+//           wasted writeback), until the collection between iterations.
 //  - CA:LM  + retire: an object is freed right after its last use.
 //  - CA:LMP + prefetch on will_read as well.
 #pragma once

@@ -23,6 +23,9 @@ PolicyResult DeepTmHeuristicPolicy::DecideImpl(const Workload& w, const PolicyCo
   const std::vector<std::vector<double>> heats = ComputeAllHeats(w, ctx.dram_limit_bytes, start);
   int hot_left_out = 0;
   for (size_t k = 0; k < w.num_kernels(); ++k) {
+    // DeepTM decides only at kernels with a DRAM bottleneck; elsewhere every
+    // live tensor stays in DRAM.
+    if (w.live_bytes_at(k) <= ctx.dram_limit_bytes) continue;
     const auto& live = w.live_at(k);
     std::vector<size_t> order(live.size());
     std::iota(order.begin(), order.end(), size_t{0});

@@ -1,7 +1,9 @@
 // DeepTM without its DRL optimizer (the paper's "SOTA optimizer" ablation):
 // Algorithm 1's tensor heats with dynamic weights, and at every kernel the
 // hot tensors (heat above the threshold) go to DRAM, hottest first, while
-// they fit; a tensor migrates whenever its tier changes between kernels.
+// they fit, and the rest to the slow tier; kernels whose live tensors all fit
+// keep everything in DRAM. A tensor migrates whenever its tier changes
+// between kernels.
 #pragma once
 
 #include "policies/policy.h"

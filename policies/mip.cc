@@ -82,6 +82,11 @@ MipSolution MipModel::Solve(const MipOptions& options) const {
   int log_level = options.log_level;
   if (const char* env = std::getenv("TENSORTIER_CBC_LOG")) log_level = std::atoi(env);  // debugging aid
   Cbc_setLogLevel(model.get(), log_level);
+  // Fixed seeds: the same model gives the same search (and solve time).
+  Cbc_setParameter(model.get(), "randomCbcSeed", "1");
+  Cbc_setParameter(model.get(), "randomSeed", "1");
+  // The time limit is wall-clock, as a caller waiting for a plan sees it.
+  Cbc_setParameter(model.get(), "timeMode", "elapsed");
   if (const char* env = std::getenv("TENSORTIER_CBC_PARAMS")) {  // "name=value,name=value"; experiments only
     std::string all = env;
     size_t pos = 0;

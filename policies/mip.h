@@ -41,6 +41,7 @@ class MipModel {
 
   int num_variables() const { return static_cast<int>(lower_.size()); }
   int num_integer() const;
+  bool is_integer(int col) const { return integer_.at(col) != 0; }
   int num_rows() const { return static_cast<int>(row_sense_.size()); }
 
   MipSolution Solve(const MipOptions& options) const;

@@ -132,12 +132,67 @@ PlanReplay ReplayPlan(const Workload& w, const PlacementPlan& plan) {
   return r;
 }
 
+namespace {
+
+// One way to give back DRAM at a kernel, and what it costs: the slow
+// penalty lost per byte freed.
+struct Victim {
+  double value;
+  uint32_t tensor;
+  bool is_copy;            // delay an async copy into DRAM in flight here
+  int32_t first, last;     // otherwise: the DRAM stay to drop
+};
+
+void DelayCopy(const Workload& w, PlacementPlan* plan, uint32_t t, int32_t k) {
+  // The copy issued after k-1 lands one kernel later; if that collides with
+  // the copy back out after k, the stay disappears altogether.
+  auto& ms = plan->migrations;
+  auto copy = std::find_if(ms.begin(), ms.end(), [&](const Migration& m) {
+    return m.tensor == t && m.after_kernel == k - 1 && m.to == Tier::kDram;
+  });
+  if (copy == ms.end()) throw std::logic_error("RepairToLimit: lost an in-flight copy");
+  auto clash =
+      std::find_if(ms.begin(), ms.end(), [&](const Migration& m) { return m.tensor == t && m.after_kernel == k; });
+  const bool can_delay = k <= static_cast<int32_t>(w.tensors[t].free_kernel) - 1;
+  if (clash != ms.end()) {
+    size_t ci = clash - ms.begin(), pi = copy - ms.begin();
+    ms.erase(ms.begin() + std::max(ci, pi));
+    ms.erase(ms.begin() + std::min(ci, pi));
+  } else if (!can_delay) {
+    ms.erase(copy);
+  } else {
+    copy->after_kernel = k;
+  }
+}
+
+void DropStay(PlacementPlan* plan, uint32_t t, int32_t first, int32_t last) {
+  // Remove what started the stay (a copy in, or the initial tier) and the
+  // copy out that ends it; the tensor then stays slow throughout.
+  auto& ms = plan->migrations;
+  int64_t start = -1;
+  for (size_t i = 0; i < ms.size(); ++i)
+    if (ms[i].tensor == t && ms[i].to == Tier::kDram && ms[i].after_kernel <= first - 1) start = static_cast<int64_t>(i);
+  int64_t end = -1;
+  for (size_t i = start < 0 ? 0 : start + 1; i < ms.size(); ++i)
+    if (ms[i].tensor == t) {
+      if (ms[i].to == Tier::kSlow && ms[i].after_kernel >= last - 1) end = static_cast<int64_t>(i);
+      break;
+    }
+  if (end >= 0) ms.erase(ms.begin() + end);
+  if (start >= 0)
+    ms.erase(ms.begin() + start);
+  else
+    plan->initial_tiers[t] = Tier::kSlow;
+}
+
+}  // namespace
+
 int RepairToLimit(const Workload& w, PlacementPlan* plan) {
   if (plan->dram_limit_bytes == 0) return 0;
   const uint64_t limit = plan->dram_limit_bytes;
   int changes = 0;
   for (;;) {
-    PlanReplay r = ReplayPlan(w, *plan);
+    const PlanReplay r = ReplayPlan(w, *plan);
     int32_t k = -1;
     for (size_t i = 0; i < w.num_kernels(); ++i)
       if (r.dram_bytes[i] > limit) {
@@ -146,21 +201,10 @@ int RepairToLimit(const Workload& w, PlacementPlan* plan) {
       }
     if (k < 0) return changes;
 
-    // Cheapest way to give back DRAM at k: the least slow-penalty lost per
-    // byte. A copy into DRAM in flight during k costs the next kernel's
-    // penalty if delayed; a DRAM stay costs its penalties over the stay.
-    double best_value = std::numeric_limits<double>::infinity();
-    uint32_t best_tensor = 0;
-    bool best_is_copy = false;
-    int32_t stay_first = 0, stay_last = 0;
+    std::vector<Victim> victims;
     for (uint32_t t : r.copying_in[k]) {
-      double value = (k + 1 < static_cast<int32_t>(w.num_kernels()) ? PenaltyAt(w, k + 1, t) : 0.0) /
-                     static_cast<double>(w.tensors[t].size_bytes);
-      if (value < best_value) {
-        best_value = value;
-        best_tensor = t;
-        best_is_copy = true;
-      }
+      double pen = k + 1 < static_cast<int32_t>(w.num_kernels()) ? PenaltyAt(w, k + 1, t) : 0.0;
+      victims.push_back({pen / static_cast<double>(w.tensors[t].size_bytes), t, true, 0, 0});
     }
     for (uint32_t t : w.live_at(k)) {
       if (r.tier[k][t] != Tier::kDram) continue;
@@ -170,60 +214,24 @@ int RepairToLimit(const Workload& w, PlacementPlan* plan) {
       while (last < static_cast<int32_t>(x.free_kernel) && r.tier[last + 1][t] == Tier::kDram) ++last;
       double penalty = 0;
       for (int32_t j = first; j <= last; ++j) penalty += PenaltyAt(w, j, t);
-      double value = penalty / static_cast<double>(x.size_bytes);
-      if (value < best_value) {
-        best_value = value;
-        best_tensor = t;
-        best_is_copy = false;
-        stay_first = first;
-        stay_last = last;
-      }
+      victims.push_back({penalty / static_cast<double>(x.size_bytes), t, false, first, last});
     }
-    if (best_value == std::numeric_limits<double>::infinity())
-      throw std::logic_error("RepairToLimit: over the limit with nothing in DRAM");
-
-    auto& ms = plan->migrations;
-    const uint32_t t = best_tensor;
-    if (best_is_copy) {
-      // The copy issued after k-1 lands one kernel later; if that collides
-      // with the copy back out after k, the stay disappears altogether.
-      auto copy = std::find_if(ms.begin(), ms.end(), [&](const Migration& m) {
-        return m.tensor == t && m.after_kernel == k - 1 && m.to == Tier::kDram;
-      });
-      if (copy == ms.end()) throw std::logic_error("RepairToLimit: lost an in-flight copy");
-      auto clash = std::find_if(ms.begin(), ms.end(),
-                                [&](const Migration& m) { return m.tensor == t && m.after_kernel == k; });
-      const bool can_delay = k <= static_cast<int32_t>(w.tensors[t].free_kernel) - 1;
-      if (clash != ms.end()) {
-        size_t ci = clash - ms.begin(), pi = copy - ms.begin();
-        ms.erase(ms.begin() + std::max(ci, pi));
-        ms.erase(ms.begin() + std::min(ci, pi));
-      } else if (!can_delay) {
-        ms.erase(copy);
-      } else {
-        copy->after_kernel = k;
-      }
-    } else {
-      // Remove what started the stay (a copy in, or the initial tier) and
-      // the copy out that ends it; the tensor then stays slow throughout.
-      int64_t start = -1;
-      for (size_t i = 0; i < ms.size(); ++i)
-        if (ms[i].tensor == t && ms[i].to == Tier::kDram && ms[i].after_kernel <= stay_first - 1)
-          start = static_cast<int64_t>(i);
-      int64_t end = -1;
-      for (size_t i = start < 0 ? 0 : start + 1; i < ms.size(); ++i)
-        if (ms[i].tensor == t) {
-          if (ms[i].to == Tier::kSlow && ms[i].after_kernel >= stay_last - 1) end = static_cast<int64_t>(i);
-          break;
-        }
-      if (end >= 0) ms.erase(ms.begin() + end);
-      if (start >= 0)
-        ms.erase(ms.begin() + start);
+    std::stable_sort(victims.begin(), victims.end(),
+                     [](const Victim& a, const Victim& b) { return a.value < b.value; });
+    // Each victim frees its bytes at k and only lowers DRAM elsewhere, and
+    // victims are distinct tensors, so several can go on one replay.
+    uint64_t dram = r.dram_bytes[k];
+    for (const Victim& v : victims) {
+      if (dram <= limit) break;
+      if (v.is_copy)
+        DelayCopy(w, plan, v.tensor, k);
       else
-        plan->initial_tiers[t] = Tier::kSlow;
+        DropStay(plan, v.tensor, v.first, v.last);
+      dram -= w.tensors[v.tensor].size_bytes;
+      ++changes;
     }
+    if (dram > limit) throw std::logic_error("RepairToLimit: over the limit with nothing left in DRAM");
     plan->Normalize();
-    ++changes;
   }
 }
 

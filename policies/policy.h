@@ -25,9 +25,9 @@ struct PolicyContext {
   double solver_time_limit_seconds = 60;
   double mip_gap = 0.01;
   int max_solves = 6;
-  // Sentinel: the largest migration interval length searched (0 = every
-  // length up to the number of kernels), and a cap on test-and-trial runs.
-  int sentinel_max_mil = 0;
+  // Sentinel: the longest migration interval length searched, in kernels
+  // (0 = up to the number of kernels), and a cap on test-and-trial runs.
+  int sentinel_max_mil = 128;
   int sentinel_max_trials = 64;
 };
 

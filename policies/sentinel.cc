@@ -328,7 +328,20 @@ PolicyResult SentinelPolicy::DecideImpl(const Workload& w, const PolicyContext& 
   PolicyResult result;
   const std::vector<SentinelUnit> units = SentinelUnits(w);
   const SentinelMilChoice choice = ChooseSentinelMil(w, ctx.dram_limit_bytes, ctx.sentinel_max_mil);
-  const int mil = choice.mil;
+  int mil = choice.mil;
+  if (!choice.feasible) {
+    // Below Sentinel's lower bound on fast memory no length meets eq. 1 and
+    // the paper gives no rule; estimate every length's step time with the
+    // cost model (Sentinel's performance model, run to the end) instead.
+    double best_ns = 0;
+    for (const SentinelMilCandidate& c : choice.candidates) {
+      const double ns = EvaluatePlan(w, SimulateSentinel(w, units, c.mil, ctx.mode, ctx.dram_limit_bytes).plan).total_ns;
+      if (c.mil == choice.candidates.front().mil || ns < best_ns) {
+        best_ns = ns;
+        mil = c.mil;
+      }
+    }
+  }
 
   // Test-and-trial: where migration for the next interval is late, one
   // "step" waits for it and one leaves those tensors in slow memory; keep
@@ -356,7 +369,7 @@ PolicyResult SentinelPolicy::DecideImpl(const Workload& w, const PolicyContext& 
   result.stats["mil"] = mil;
   result.stats["mil_feasible"] = choice.feasible ? 1 : 0;
   for (const SentinelMilCandidate& c : choice.candidates)
-    if (c.mil == mil) result.stats["exposed_migration_ns"] = c.exposed_ns;
+    if (c.mil == mil) result.stats["mil_exposed_migration_ns"] = c.exposed_ns;
   result.stats["units"] = static_cast<double>(units.size());
   result.stats["trials"] = trials;
   result.stats["trials_left_in_slow"] = kept_in_slow;

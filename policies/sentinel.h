@@ -53,8 +53,8 @@ struct SentinelMilChoice {
 // Eq. 1 narrows the lengths; among those left the least simulated exposed
 // migration wins (ties: the longer interval, fewer migrations). The literal
 // eq. 2 would always pick the longest feasible interval. With no feasible
-// length (fast memory under Sentinel's lower bound) the length closest to
-// feasible is taken.
+// length (fast memory under Sentinel's lower bound) this returns the length
+// closest to feasible; SentinelPolicy then picks by simulated step time.
 SentinelMilChoice ChooseSentinelMil(const Workload& w, uint64_t dram_limit_bytes, int max_mil = 0);
 
 struct SentinelRun {

@@ -1,0 +1,198 @@
+// AutoTM's ILP against brute force: on graphs small enough to enumerate,
+// the static ILP must find the best static placement and the synchronous and
+// asynchronous ones the best plan of all, each under the cost model.
+#include <gtest/gtest.h>
+
+#include "envs/cost_model.h"
+#include "policies/autotm.h"
+#include "policies/plan_tools.h"
+#include "tests/policies/policy_test_util.h"
+#include "tests/core/hand_graph.h"
+
+namespace tensortier {
+namespace {
+
+using testing::BestPlanNs;
+using testing::BestStaticNs;
+using testing::Fraction;
+using testing::HandGraph;
+using testing::NearlyEqual;
+using testing::Synthetic;
+
+// Proven optimum, every tensor allowed to move, copies allowed to overlap
+// any kernel: the formulation with nothing left out.
+AutoTmIlpOptions Exact(AutoTmFormulation f, MigrationMode mode, uint64_t limit) {
+  AutoTmIlpOptions o;
+  o.formulation = f;
+  o.mode = mode;
+  o.dram_limit_bytes = limit;
+  o.mip_gap = 0;
+  o.time_limit_seconds = 30;
+  o.min_moved_bytes = 0;
+  o.async_window = 1 << 20;
+  return o;
+}
+
+// The ILP's objective is the cost model's time for the plan it returns.
+void ExpectConsistent(const Workload& w, const AutoTmIlpResult& r) {
+  const CostReport c = EvaluatePlan(w, r.plan);
+  EXPECT_FALSE(c.oom);
+  EXPECT_TRUE(NearlyEqual(r.predicted_ns, c.total_ns));
+}
+
+std::vector<Workload> TinyGraphs() {
+  std::vector<Workload> v;
+  v.push_back(HandGraph());
+  v.push_back(HandGraph(/*a_persistent=*/true));
+  v.push_back(Synthetic(SyntheticShape::kTiny, 1, 3, 64 << 10));
+  v.push_back(Synthetic(SyntheticShape::kTiny, 3, 5, 64 << 10));
+  v.push_back(Synthetic(SyntheticShape::kVggLike, 1, 7, 64 << 10));
+  return v;
+}
+
+TEST(AutoTmIlp, StaticMatchesBruteForceOverEveryStaticPlacement) {
+  for (const Workload& w : TinyGraphs()) {
+    for (double f : {0.15, 0.3, 0.5, 0.75, 1.0}) {
+      const uint64_t limit = Fraction(w, f);
+      const AutoTmIlpResult r = SolveAutoTmIlp(w, Exact(AutoTmFormulation::kStatic, MigrationMode::kSync, limit));
+      SCOPED_TRACE(w.name + " fraction " + std::to_string(f));
+      EXPECT_TRUE(r.plan.migrations.empty());
+      ExpectConsistent(w, r);
+      EXPECT_TRUE(NearlyEqual(r.predicted_ns, BestStaticNs(w, limit)));
+    }
+  }
+}
+
+// Graphs whose every plan can be enumerated (at most ~2^15 plans).
+std::vector<Workload> EnumerableGraphs() {
+  std::vector<Workload> v;
+  v.push_back(HandGraph());
+  v.push_back(HandGraph(/*a_persistent=*/true));
+  v.push_back(Synthetic(SyntheticShape::kTiny, 1, 11, 64 << 10));
+  return v;
+}
+
+TEST(AutoTmIlp, SynchronousMatchesBruteForceOverEveryPlan) {
+  for (const Workload& w : EnumerableGraphs()) {
+    for (double f : {0.2, 0.4, 0.6, 0.8}) {
+      const uint64_t limit = Fraction(w, f);
+      SCOPED_TRACE(w.name + " fraction " + std::to_string(f));
+      const AutoTmIlpResult r =
+          SolveAutoTmIlp(w, Exact(AutoTmFormulation::kSynchronous, MigrationMode::kSync, limit));
+      ExpectConsistent(w, r);
+      EXPECT_TRUE(NearlyEqual(r.predicted_ns, BestPlanNs(w, limit, MigrationMode::kSync)));
+    }
+  }
+}
+
+TEST(AutoTmIlp, AsynchronousMatchesBruteForceOverEveryPlan) {
+  for (const Workload& w : EnumerableGraphs()) {
+    for (double f : {0.2, 0.4, 0.6, 0.8}) {
+      const uint64_t limit = Fraction(w, f);
+      SCOPED_TRACE(w.name + " fraction " + std::to_string(f));
+      const AutoTmIlpResult r =
+          SolveAutoTmIlp(w, Exact(AutoTmFormulation::kAsynchronous, MigrationMode::kAsync, limit));
+      ExpectConsistent(w, r);
+      EXPECT_TRUE(NearlyEqual(r.predicted_ns, BestPlanNs(w, limit, MigrationMode::kAsync)));
+    }
+  }
+}
+
+// Moving is an option, never an obligation: each formulation contains the
+// one before it, in both modes, also with the default restrictions.
+TEST(AutoTmIlp, SynchronousNeverLosesToStaticNorAsynchronousToSynchronous) {
+  for (SyntheticShape shape : {SyntheticShape::kResnetLike, SyntheticShape::kMobilenetLike}) {
+    const Workload w = Synthetic(shape, 3, 2);
+    for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
+      for (double f : {0.3}) {
+        SCOPED_TRACE(w.name + " " + MigrationModeName(mode) + " fraction " + std::to_string(f));
+        AutoTmIlpOptions o;
+        o.mode = mode;
+        o.dram_limit_bytes = Fraction(w, f);
+        o.mip_gap = 0;
+        o.time_limit_seconds = 20;
+        o.formulation = AutoTmFormulation::kStatic;
+        const AutoTmIlpResult st = SolveAutoTmIlp(w, o);
+        o.formulation = AutoTmFormulation::kSynchronous;
+        const AutoTmIlpResult sy = SolveAutoTmIlp(w, o);
+        // The asynchronous relaxation is weak (CBC proves optimality slowly),
+        // but it starts from the synchronous solution, so even a solve cut
+        // short never loses to it.
+        o.formulation = AutoTmFormulation::kAsynchronous;
+        o.time_limit_seconds = 2;
+        const AutoTmIlpResult as = SolveAutoTmIlp(w, o);
+        for (const AutoTmIlpResult* r : {&st, &sy, &as}) ExpectConsistent(w, *r);
+        ASSERT_EQ(sy.mip.status, "optimal");
+        EXPECT_LE(sy.predicted_ns, st.predicted_ns * (1 + 1e-9));
+        EXPECT_LE(as.predicted_ns, sy.predicted_ns * (1 + 1e-9));
+      }
+    }
+  }
+}
+
+TEST(AutoTmIlp, RespectsPerKernelLimits) {
+  const Workload w = Synthetic(SyntheticShape::kResnetLike, 3, 4);
+  AutoTmIlpOptions o;
+  o.formulation = AutoTmFormulation::kSynchronous;
+  o.dram_limit_bytes = Fraction(w, 0.5);
+  o.kernel_limits.assign(w.num_kernels(), o.dram_limit_bytes);
+  const size_t squeezed = w.num_kernels() / 2;
+  o.kernel_limits[squeezed] = Fraction(w, 0.1);
+  const AutoTmIlpResult r = SolveAutoTmIlp(w, o);
+  const PlanReplay replay = ReplayPlan(w, r.plan);
+  for (size_t k = 0; k < w.num_kernels(); ++k) EXPECT_LE(replay.dram_bytes[k], o.kernel_limits[k]) << k;
+}
+
+TEST(AutoTmPolicy, ReportsSolverStatistics) {
+  const Workload w = Synthetic(SyntheticShape::kVggLike, 4, 1);
+  PolicyContext ctx;
+  ctx.dram_limit_bytes = Fraction(w, 0.3);
+  const PolicyResult r = AutoTmPolicy(AutoTmFormulation::kSynchronous).Decide(w, ctx);
+  ASSERT_TRUE(r.solver.has_value());
+  EXPECT_EQ(r.plan.produced_by, "autotm-sync");
+  EXPECT_EQ(r.solver->solves, 1);
+  EXPECT_GT(r.solver->variables, 0);
+  EXPECT_GT(r.solver->constraints, 0);
+  EXPECT_GE(r.solver->mip_gap, 0);
+  EXPECT_LE(r.solver->mip_gap, ctx.mip_gap + 1e-9);
+  EXPECT_LE(r.solver->bound_ns, r.solver->objective_ns * (1 + 1e-9));
+  EXPECT_TRUE(NearlyEqual(r.solver->objective_ns, EvaluatePlan(w, r.plan).total_ns));
+  EXPECT_GT(r.decision_seconds, 0);
+}
+
+// A real allocator fragments DRAM: here it needs 4% more than the live
+// bytes. The loop must shrink L_k by 2% steps until the plan fits.
+TEST(AutoTmPolicy, FragmentationLoopShrinksKernelLimitsUntilThePlanFits) {
+  const Workload w = Synthetic(SyntheticShape::kResnetLike, 3, 9);
+  PolicyContext ctx;
+  ctx.dram_limit_bytes = Fraction(w, 0.4);
+  AutoTmPolicy policy(AutoTmFormulation::kStatic);
+  policy.SetAllocatorModel([](const Workload& wl, const PlacementPlan& plan) {
+    std::vector<uint64_t> dram = ReplayPlan(wl, plan).dram_bytes;
+    for (uint64_t& b : dram) b = b + b / 25;
+    return dram;
+  });
+  const PolicyResult r = policy.Decide(w, ctx);
+  EXPECT_GT(r.solver->solves, 1);
+  EXPECT_LE(r.solver->solves, ctx.max_solves);
+  EXPECT_EQ(r.stats.at("fits_after_solves"), 1);
+  for (uint64_t b : ReplayPlan(w, r.plan).dram_bytes) EXPECT_LE(b + b / 25, ctx.dram_limit_bytes);
+
+  // Without the allocator model one solve suffices: the ILP's DRAM is the
+  // cost model's.
+  const PolicyResult plain = AutoTmPolicy(AutoTmFormulation::kStatic).Decide(w, ctx);
+  EXPECT_EQ(plain.solver->solves, 1);
+  EXPECT_LE(plain.solver->objective_ns, r.solver->objective_ns * (1 + 1e-9));
+}
+
+TEST(AutoTmPolicy, NoLimitMeansAllDram) {
+  const Workload w = Synthetic(SyntheticShape::kMobilenetLike, 3, 1);
+  for (const char* name : {"autotm-static", "autotm-sync", "autotm-async"}) {
+    PolicyContext ctx;
+    const PolicyResult r = MakePolicy(name)->Decide(w, ctx);
+    EXPECT_TRUE(NearlyEqual(EvaluatePlan(w, r.plan).total_ns, MinCostNs(w))) << name;
+  }
+}
+
+}  // namespace
+}  // namespace tensortier
