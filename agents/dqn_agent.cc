@@ -757,6 +757,33 @@ void DqnAgent::SaveCheckpoint(const std::string& path) const {
   WriteFileAtomically(path, data);
 }
 
+DqnConfig DqnAgent::ReadCheckpointConfig(const std::string& path) {
+  std::string data = ReadFile(path);
+  const std::string what = "checkpoint '" + path + "'";
+  std::string json = WithTorchErrors("DqnAgent::ReadCheckpointConfig", [&] {
+    torch::serialize::InputArchive ar;
+    ar.load_from(data.data(), data.size(), torch::Device(torch::kCPU));
+    c10::IValue format, config;
+    if (!ar.try_read("format", format) || !format.isString() || format.toStringRef() != kCheckpointFormat)
+      throw std::runtime_error(what + " is not a DQN checkpoint");
+    if (!ar.try_read("config", config) || !config.isString()) throw std::runtime_error(what + " has no config record");
+    return config.toStringRef();
+  });
+  try {
+    return DqnConfig::FromJson(json);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(what + " has an invalid config: " + e.what());
+  }
+}
+
+std::unique_ptr<DqnAgent> DqnAgent::FromCheckpoint(const std::string& path, const std::string& device) {
+  DqnConfig config = ReadCheckpointConfig(path);
+  config.device = device;
+  auto agent = std::make_unique<DqnAgent>(config);
+  agent->LoadCheckpoint(path);
+  return agent;
+}
+
 void DqnAgent::LoadCheckpoint(const std::string& path) {
   Impl& m = *impl_;
   std::string data = ReadFile(path);

@@ -71,6 +71,11 @@ class DqnAgent {
   // temporary file and renamed.
   void SaveCheckpoint(const std::string& path) const;
   void LoadCheckpoint(const std::string& path);
+  // The settings a checkpoint was saved with (its network shape included).
+  static DqnConfig ReadCheckpointConfig(const std::string& path);
+  // An agent built from a checkpoint's own settings and loaded from it, on
+  // `device` ("cpu" for inference on a host).
+  static std::unique_ptr<DqnAgent> FromCheckpoint(const std::string& path, const std::string& device = "cpu");
 
  private:
   struct Impl;

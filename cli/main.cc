@@ -18,6 +18,8 @@
 #include "envs/workload_spec.h"
 #include "learner/local_fleet.h"
 #include "learner/training_run.h"
+#include "metrics/metrics_server.h"
+#include "report/report.h"
 #include "executor/executor.h"
 #include "tiers/memory_tier.h"
 #include "worker/real_evaluator.h"
@@ -126,6 +128,7 @@ struct CommonTraining {
   double max_seconds = 0;
   uint32_t heartbeat_ms = 1000;
   uint32_t checkpoint_every = 50;
+  std::string metrics_address = kDefaultMetricsAddress;
 };
 
 void AddTrainingOptions(CLI::App* cmd, CommonTraining& o) {
@@ -168,6 +171,9 @@ void AddTrainingOptions(CLI::App* cmd, CommonTraining& o) {
       ->capture_default_str();
   cmd->add_option("--checkpoint-every", o.checkpoint_every, "Episodes between checkpoints (0 = only at the end)")
       ->capture_default_str();
+  cmd->add_option("--metrics-address", o.metrics_address,
+                  "Serve Prometheus metrics on HOST:PORT (port 0: any free one; 'off': none)")
+      ->capture_default_str();
 }
 
 std::string DefaultRunDir() {
@@ -202,6 +208,7 @@ LearnerConfig BuildLearnerConfig(const CommonTraining& o, const std::string& bin
   c.heartbeat_interval_ms = o.heartbeat_ms;
   c.checkpoint_interval_episodes = o.checkpoint_every;
   c.max_seconds = o.max_seconds;
+  c.metrics_address = MetricsDisabled(o.metrics_address) ? "" : o.metrics_address;
   return c;
 }
 
@@ -230,7 +237,7 @@ class Progress {
 };
 
 int RunTrain(CommonTraining& o, const ModelFlags& model, const WorkerFlags& worker_flags, int workers,
-             const std::string& config_toml) {
+             const std::string& config_toml, bool prometheus) {
   if (o.out.empty()) o.out = DefaultRunDir();
   std::unique_ptr<Workload> profiled;
   if (!o.workload.empty() && (!model.model.empty() || !model.torchscript.empty()))
@@ -248,6 +255,22 @@ int RunTrain(CommonTraining& o, const ModelFlags& model, const WorkerFlags& work
   opts.worker_executable = SelfExecutable();
   opts.worker_args = WorkerArgs(worker_flags);
   opts.config_toml = config_toml;
+  if (!opts.learner.metrics_address.empty()) {  // every process registers its metrics port for Prometheus
+    opts.learner.metrics_sd_dir = o.out + "/prometheus/targets";
+    opts.worker_args.insert(opts.worker_args.end(), {"--metrics-address", "127.0.0.1:0", "--metrics-sd-dir",
+                                                     opts.learner.metrics_sd_dir});
+  } else if (prometheus) {
+    throw std::invalid_argument("--prometheus needs the metrics endpoints: drop --metrics-address off");
+  } else {
+    opts.worker_args.insert(opts.worker_args.end(), {"--metrics-address", "off"});
+  }
+  opts.prometheus = prometheus;
+  opts.on_started = [](const std::string& metrics_url, const std::string& prometheus_url) {
+    if (!metrics_url.empty()) std::printf("learner metrics: %s\n", metrics_url.c_str());
+    if (!prometheus_url.empty())
+      std::printf("Prometheus: %s (dashboards: docs/observability.md)\n", prometheus_url.c_str());
+    std::fflush(stdout);
+  };
   const Workload& w = opts.learner.workload;
   std::printf("TensorTier train: %s (%zu kernels, %zu tensors, peak %s), DRAM limit %s, %d workers, %llu episodes\n",
               w.name.c_str(), w.num_kernels(), w.num_tensors(), FormatBytes(w.peak_live_bytes()).c_str(),
@@ -264,17 +287,25 @@ int RunTrain(CommonTraining& o, const ModelFlags& model, const WorkerFlags& work
   std::printf("final plan: %s (backend: %s)\n\n%s\nwritten to %s/\n", out.final_plan.produced_by.c_str(),
               out.result.records.empty() ? "none" : out.result.records.back().backend.c_str(),
               ComparisonMarkdown(out.comparison).c_str(), o.out.c_str());
+  if (prometheus)
+    std::printf("Prometheus stopped; serve its data again with\n  prometheus --config.file=%s/prometheus/prometheus.yml "
+                "--storage.tsdb.path=%s/prometheus/data --web.listen-address=127.0.0.1:9090\n",
+                o.out.c_str(), o.out.c_str());
   return out.result.episodes > 0 ? 0 : 1;
 }
 
-int RunLearner(CommonTraining& o, const std::string& bind, uint32_t min_workers, const std::string& config_toml) {
+int RunLearner(CommonTraining& o, const std::string& bind, uint32_t min_workers, const std::string& config_toml,
+               const std::string& metrics_sd_dir) {
   if (o.out.empty()) o.out = DefaultRunDir();
   if (o.workload.empty()) throw std::invalid_argument("the learner needs --workload (see tensortier profile)");
   LearnerConfig c = BuildLearnerConfig(o, bind, nullptr);
   c.min_workers = min_workers;
   c.run_dir = o.out;
+  c.metrics_sd_dir = metrics_sd_dir;
   Learner learner(c);
   std::printf("learner listening on %s; run directory %s\n", learner.endpoint().c_str(), o.out.c_str());
+  if (!learner.metrics_address().empty())
+    std::printf("learner metrics: http://%s/metrics\n", learner.metrics_address().c_str());
   std::fflush(stdout);
   Progress progress(o.episodes, c.workload.total_dram_time_ns());
   LearnerResult r = learner.Run([&](const EpisodeRecord& rec) { progress(rec); });
@@ -291,6 +322,7 @@ void OnSignal(int) {
 }
 
 int RunWorker(WorkerConfig config, const WorkerFlags& flags) {
+  if (MetricsDisabled(config.metrics_address)) config.metrics_address.clear();
   if (!flags.cost_model_only) {
     RealEvaluatorOptions real;
     real.slow_tier = flags.slow_tier;
@@ -339,6 +371,10 @@ int Main(int argc, char** argv) {
   AddModelOptions(train, train_model);
   AddWorkerExecutionOptions(train, train_worker);
   train->add_option("--workers", workers, "Worker processes")->check(CLI::Range(1, 256))->capture_default_str();
+  bool train_prometheus = false;
+  train->add_flag("--prometheus", train_prometheus,
+                  "Start a Prometheus (/usr/bin/prometheus) on loopback scraping the learner and the workers; "
+                  "its configuration and data go to RUN_DIR/prometheus");
 
   CommonTraining learner_opts;
   std::string bind = "tcp://127.0.0.1:5555";
@@ -349,6 +385,9 @@ int Main(int argc, char** argv) {
   learner->add_option("--min-workers", min_workers, "Hand out tasks once this many workers registered")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
+  std::string learner_sd_dir;
+  learner->add_option("--metrics-sd-dir", learner_sd_dir,
+                      "Write a Prometheus file_sd target file for the metrics endpoint into this directory");
 
   WorkerConfig worker_config;
   auto* worker = app.add_subcommand("worker", "Run a worker against a learner");
@@ -359,6 +398,20 @@ int Main(int argc, char** argv) {
                      "Exit when no learner answered for this long (0 = retry forever)");
   WorkerFlags worker_flags;
   AddWorkerExecutionOptions(worker, worker_flags);
+  worker_config.metrics_address = kDefaultMetricsAddress;
+  worker->add_option("--metrics-address", worker_config.metrics_address,
+                     "Serve Prometheus metrics on HOST:PORT (port 0: any free one; 'off': none)")
+      ->capture_default_str();
+  worker->add_option("--metrics-sd-dir", worker_config.metrics_sd_dir,
+                     "Write a Prometheus file_sd target file for the metrics endpoint into this directory "
+                     "(removed on a clean exit)");
+
+  std::string report_dir, report_out;
+  auto* report = app.add_subcommand("report", "Write RUN_DIR/report.html: convergence plots and the comparison, "
+                                              "one self-contained page");
+  report->add_option("run_dir", report_dir, "Run directory (from train or learner)")->required()
+      ->check(CLI::ExistingDirectory);
+  report->add_option("--out", report_out, "HTML file to write (default RUN_DIR/report.html)");
 
   ModelFlags profile_model;
   std::string profile_out, profile_slow_tier = "auto";
@@ -385,17 +438,22 @@ int Main(int argc, char** argv) {
   try {
     if (*train) {
       SetLogComponent("train");
-      return RunTrain(train_opts, train_model, train_worker, workers, app.config_to_str(true, false));
+      return RunTrain(train_opts, train_model, train_worker, workers, app.config_to_str(true, false),
+                      train_prometheus);
     }
     if (*learner) {
       SetLogComponent("learner");
-      return RunLearner(learner_opts, bind, min_workers, app.config_to_str(true, false));
+      return RunLearner(learner_opts, bind, min_workers, app.config_to_str(true, false), learner_sd_dir);
     }
     if (*worker) {
       SetLogComponent("worker");
       return RunWorker(worker_config, worker_flags);
     }
     if (*inspect) return RunInspect(inspect_path);
+    if (*report) {
+      std::printf("written to %s\n", WriteRunReport(report_dir, report_out).c_str());
+      return 0;
+    }
     if (*profile) {
       if (profile_model.model.empty() == profile_model.torchscript.empty())
         throw std::invalid_argument("profile needs exactly one of --model and --torchscript");

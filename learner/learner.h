@@ -33,6 +33,8 @@ struct LearnerConfig {
   double max_seconds = 0;                // 0 = no wall-clock limit
   uint32_t eval_interval_episodes = 10;  // greedy evaluation on the cost model; 0 = only at the end
   uint32_t min_workers = 1;              // hand out tasks once this many workers registered
+  std::string metrics_address;           // Prometheus endpoint, e.g. 127.0.0.1:0; "" = none (metrics/)
+  std::string metrics_sd_dir;            // write a file_sd target file there; "" = none
 };
 
 // One row of metrics.csv.
@@ -65,6 +67,9 @@ struct LearnerCounters {
   uint64_t transitions_ingested = 0;
   uint64_t workers_registered = 0;
   uint64_t workers_expired = 0;
+  uint64_t heartbeats_received = 0;
+  uint64_t unexpected_messages = 0;
+  uint64_t worker_errors = 0;           // ErrorMsg frames from workers
 };
 
 struct LearnerResult {
@@ -90,6 +95,8 @@ class Learner {
 
   // The endpoint bound (resolves a wildcard port).
   std::string endpoint() const;
+  // Where Prometheus scrapes the learner (host:port as bound); "" without metrics.
+  std::string metrics_address() const;
   // Serves until config.episodes reports arrived, Stop() is called, or
   // max_seconds pass; then tells workers to shut down and evaluates the
   // greedy policy. `on_episode` is called for every episode report.

@@ -3,6 +3,7 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "learner/local_fleet.h"
+#include "metrics/prometheus_server.h"
 
 namespace tensortier {
 
@@ -11,6 +12,13 @@ TrainingRunOutcome RunTraining(const TrainingRunOptions& options,
   const std::string& dir = options.learner.run_dir;
   if (!dir.empty()) MakeDirectories(dir + "/logs");
   Learner learner(options.learner);
+  std::unique_ptr<PrometheusServer> prometheus;
+  if (options.prometheus)
+    prometheus = StartRunPrometheus((dir.empty() ? std::string("/tmp") : dir) + "/prometheus",
+                                    options.learner.metrics_sd_dir, options.prometheus_binary);
+  if (options.on_started)
+    options.on_started(learner.metrics_address().empty() ? "" : "http://" + learner.metrics_address() + "/metrics",
+                       prometheus ? prometheus->url() : "");
   std::vector<WorkerProcess> workers =
       SpawnWorkers(options.worker_executable, learner.endpoint(), options.workers, options.worker_args,
                    dir.empty() ? "/tmp" : dir + "/logs");
@@ -27,6 +35,7 @@ TrainingRunOutcome RunTraining(const TrainingRunOptions& options,
   out.comparison = ComparePlans(w, options.learner.env, out.final_plan, out.final_plan.produced_by);
   if (!dir.empty())
     WriteRunDirectory(dir, options.config_toml, w, options.learner.env, out.result, out.final_plan, out.comparison);
+  if (prometheus) prometheus->StopAfter(2.5);  // a last scrape of the learner's final values
   return out;
 }
 

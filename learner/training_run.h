@@ -18,6 +18,13 @@ struct TrainingRunOptions {
   std::string worker_executable;         // the tensortier binary
   std::vector<std::string> worker_args;  // extra flags for each worker
   std::string config_toml;               // stored in the run directory
+  // Start a Prometheus beside the run (RUN_DIR/prometheus/), scraping the
+  // file_sd targets in learner.metrics_sd_dir (metrics/prometheus_server.h).
+  bool prometheus = false;
+  std::string prometheus_binary = "/usr/bin/prometheus";
+  // Called once the learner listens (and Prometheus is ready), with the URL
+  // of the learner's metrics and Prometheus's ("" when there is none).
+  std::function<void(const std::string& metrics_url, const std::string& prometheus_url)> on_started;
 };
 
 struct TrainingRunOutcome {

@@ -27,6 +27,8 @@ struct WorkerConfig {
   // iterations); null = the cost model for every task.
   std::function<std::unique_ptr<PlanEvaluator>()> make_real_evaluator;
   std::string registered_backend;          // what the worker tells the learner it has
+  std::string metrics_address;             // Prometheus endpoint, e.g. 127.0.0.1:0; "" = none (metrics/)
+  std::string metrics_sd_dir;              // write a file_sd target file there; "" = none
 };
 
 struct WorkerStats {
@@ -36,6 +38,10 @@ struct WorkerStats {
   uint64_t weights_loaded = 0;
   uint64_t errors_from_learner = 0;
   uint64_t bad_frames = 0;
+  uint64_t heartbeats_sent = 0;
+  uint64_t heartbeats_received = 0;
+  uint64_t episodes_failed = 0;
+  uint64_t tasks_refused = 0;
   bool shutdown_by_learner = false;
 };
 

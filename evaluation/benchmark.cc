@@ -1,0 +1,249 @@
+#include "evaluation/benchmark.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "agents/dqn_agent.h"
+#include "common/files.h"
+#include "common/log.h"
+#include "envs/cost_model.h"
+#include "envs/placement_env.h"
+#include "executor/executor.h"
+#include "policies/policy.h"
+#include "report/report.h"
+
+namespace tensortier {
+namespace {
+
+constexpr double kDramPricePerGb = 23.81;
+constexpr double kSlowPricePerGb = 7.85;
+
+// The DQN agent of a checkpoint, rolled out greedily on the workload at the
+// given budget: the learned policy as a baseline-like decision.
+PlacementPlan LearnedPlan(const DqnAgent& agent, const Workload& w, uint64_t dram_limit, MigrationMode mode) {
+  EnvConfig env;
+  env.dram_limit_bytes = dram_limit;
+  env.mode = mode;
+  PlacementEnv placement(w, env);
+  std::mt19937_64 rng(0);
+  EpisodeSummary s = RunEpisode(placement, [&](const Observation& o) { return agent.Act(o.data(), 0.0, rng); });
+  s.plan.produced_by = "dqn";
+  return s.plan;
+}
+
+std::unique_ptr<RealWorkloadRunner> MakeRunner(const Workload& w, const BenchmarkOptions& o) {
+  RunnerOptions r;
+  r.model.name = w.model.name;
+  r.model.torchscript_path = w.model.torchscript_path;
+  r.model.batch_size = w.model.batch_size;
+  r.model.image_size = w.model.image_size;
+  r.model.num_classes = w.model.num_classes;
+  r.model.optimizer = w.model.optimizer;
+  r.model.seed = w.model.seed;
+  r.slow_tier = o.slow_tier;
+  r.warmup_iterations = o.warmup_iterations;
+  r.repeats = o.repeats;
+  r.threads = 1;
+  auto runner = std::make_unique<RealWorkloadRunner>(r);
+  if (runner->Profile().workload.Signature() != w.Signature())
+    throw std::runtime_error("this host's profile of " + w.model.name +
+                             " differs from the workload file; profile it here (tensortier profile)");
+  return runner;
+}
+
+}  // namespace
+
+std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions& o,
+                                       const BenchmarkProgress& progress) {
+  const bool wants_dqn = std::find(o.policies.begin(), o.policies.end(), "dqn") != o.policies.end();
+  std::unique_ptr<DqnAgent> agent;
+  if (wants_dqn) {
+    if (o.checkpoint.empty()) throw std::invalid_argument("policy dqn needs --checkpoint (a learner's checkpoints/dqn.ckpt)");
+    agent = DqnAgent::FromCheckpoint(o.checkpoint);
+  }
+  std::unique_ptr<RealWorkloadRunner> runner;
+  double measured_all_dram_ns = 0;
+  if (o.measure && !w.model.empty()) {
+    runner = MakeRunner(w, o);
+    ExecutionReport ideal = runner->Execute(PlacementPlan::Uniform(w, Tier::kDram, 0));
+    if (!ideal.ok) throw std::runtime_error("the all-DRAM reference run failed: " + ideal.failure);
+    measured_all_dram_ns = ideal.median_ns;
+  }
+  const double model_all_dram_ns = MinCostNs(w);
+
+  std::vector<BenchmarkRow> rows;
+  for (double fraction : o.dram_fractions) {
+    const uint64_t limit = static_cast<uint64_t>(std::llround(fraction * static_cast<double>(w.peak_live_bytes())));
+    for (const std::string& name : o.policies) {
+      BenchmarkRow row;
+      row.workload = w.name;
+      row.policy = name;
+      row.dram_fraction = fraction;
+      row.dram_limit_bytes = limit;
+      row.backend = "cost-model";
+      PlacementPlan plan;
+      try {
+        if (name == "dqn") {
+          auto t0 = std::chrono::steady_clock::now();
+          plan = LearnedPlan(*agent, w, limit, o.mode);
+          row.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        } else {
+          PolicyContext ctx;
+          ctx.dram_limit_bytes = name == "all-dram" ? 0 : limit;
+          ctx.mode = o.mode;
+          ctx.seed = o.seed;
+          ctx.solver_time_limit_seconds = o.solver_time_limit_seconds;
+          PolicyResult result = MakePolicy(name)->Decide(w, ctx);
+          plan = result.plan;
+          row.decision_seconds = result.decision_seconds;
+        }
+        CostReport cost = EvaluatePlan(w, plan);
+        row.predicted_ns = cost.total_ns;
+        row.predicted_relative = model_all_dram_ns / cost.total_ns;
+        row.bytes_migrated = cost.bytes_to_slow + cost.bytes_to_dram;
+        row.dram_peak_bytes = cost.dram_peak_bytes;
+        row.oom_events = cost.oom ? 1 : 0;
+        row.memory_cost_dollars = (static_cast<double>(cost.dram_peak_bytes) * kDramPricePerGb +
+                                   static_cast<double>(cost.slow_peak_bytes) * kSlowPricePerGb) / 1e9;
+        if (runner) {
+          ExecutionReport r = runner->Execute(plan);
+          row.backend = r.backend;
+          if (r.ok) {
+            row.measured = true;
+            row.measured_ns = r.median_ns;
+            row.measured_spread = r.spread;
+            row.measured_relative = measured_all_dram_ns / r.median_ns;
+            row.prediction_error = (row.predicted_ns - r.median_ns) / r.median_ns;
+            uint64_t peak = 0, ooms = 0;
+            for (const IterationCounters& c : r.counters) {
+              peak = std::max(peak, c.dram_peak_bytes);
+              ooms += c.oom_events + c.migration_oom_events;
+            }
+            row.dram_peak_bytes = peak;
+            row.oom_events = static_cast<uint32_t>(ooms);
+          } else {
+            row.note = r.failure;
+          }
+        }
+      } catch (const std::exception& e) {
+        row.note = e.what();
+        LogWarn("bench_policy_failed").kv("policy", name).kv("fraction", fraction).kv("detail", e.what());
+      }
+      rows.push_back(row);
+      if (progress) progress(row);
+    }
+  }
+  return rows;
+}
+
+std::string BenchmarkMarkdown(const std::vector<BenchmarkRow>& rows) {
+  std::ostringstream os;
+  std::vector<std::string> workloads;
+  for (const BenchmarkRow& r : rows)
+    if (std::find(workloads.begin(), workloads.end(), r.workload) == workloads.end()) workloads.push_back(r.workload);
+  os << std::fixed;
+  for (const std::string& wl : workloads) {
+    std::vector<double> fractions;
+    std::vector<std::string> policies;
+    std::map<std::pair<std::string, double>, const BenchmarkRow*> cell;
+    bool measured = false;
+    for (const BenchmarkRow& r : rows) {
+      if (r.workload != wl) continue;
+      if (std::find(fractions.begin(), fractions.end(), r.dram_fraction) == fractions.end())
+        fractions.push_back(r.dram_fraction);
+      if (std::find(policies.begin(), policies.end(), r.policy) == policies.end()) policies.push_back(r.policy);
+      cell[{r.policy, r.dram_fraction}] = &r;
+      measured |= r.measured;
+    }
+    os << "### " << wl << (measured ? " (measured, relative to all-DRAM; cost model in brackets)" : " (cost model, relative to all-DRAM)")
+       << "\n\n| policy |";
+    for (double f : fractions) os << " DRAM " << std::setprecision(2) << f << " |";
+    os << " least DRAM for 90% | decision (s) |\n|---|";
+    for (size_t i = 0; i < fractions.size() + 2; ++i) os << "---:|";
+    os << "\n";
+    for (const std::string& p : policies) {
+      os << "| " << p << " |";
+      double least = -1, decision = 0;
+      for (double f : fractions) {
+        auto it = cell.find({p, f});
+        if (it == cell.end() || (!it->second->note.empty() && !it->second->measured && it->second->predicted_ns == 0)) {
+          os << " n/a |";
+          continue;
+        }
+        const BenchmarkRow& r = *it->second;
+        double rel = r.measured ? r.measured_relative : r.predicted_relative;
+        os << " " << std::setprecision(1) << 100 * rel << "%";
+        if (r.measured) os << " [" << 100 * r.predicted_relative << "%]";
+        os << " |";
+        if (rel >= 0.9 && (least < 0 || f < least)) least = f;
+        decision = std::max(decision, r.decision_seconds);
+      }
+      os << " " << (least < 0 ? std::string("-") : (std::ostringstream() << std::setprecision(2) << least).str())
+         << " | " << std::setprecision(3) << decision << " |\n";
+    }
+    os << "\n";
+  }
+  return os.str();
+}
+
+void WriteBenchmarkResults(const std::string& dir, const std::vector<BenchmarkRow>& rows) {
+  MakeDirectories(dir);
+  std::ostringstream csv;
+  csv << "workload,policy,dram_fraction,dram_limit_bytes,decision_seconds,predicted_ns,predicted_relative,measured,"
+         "backend,measured_ns,measured_spread,measured_relative,prediction_error,bytes_migrated,dram_peak_bytes,"
+         "oom_events,memory_cost_dollars,note\n";
+  csv << std::setprecision(10);
+  nlohmann::json json = nlohmann::json::array();
+  for (const BenchmarkRow& r : rows) {
+    std::string note = r.note;
+    std::replace(note.begin(), note.end(), ',', ';');
+    std::replace(note.begin(), note.end(), '\n', ' ');
+    csv << r.workload << ',' << r.policy << ',' << r.dram_fraction << ',' << r.dram_limit_bytes << ','
+        << r.decision_seconds << ',' << r.predicted_ns << ',' << r.predicted_relative << ',' << (r.measured ? 1 : 0)
+        << ',' << r.backend << ',' << r.measured_ns << ',' << r.measured_spread << ',' << r.measured_relative << ','
+        << r.prediction_error << ',' << r.bytes_migrated << ',' << r.dram_peak_bytes << ',' << r.oom_events << ','
+        << r.memory_cost_dollars << ',' << note << '\n';
+    json.push_back({{"workload", r.workload}, {"policy", r.policy}, {"dram_fraction", r.dram_fraction},
+                    {"dram_limit_bytes", r.dram_limit_bytes}, {"decision_seconds", r.decision_seconds},
+                    {"predicted_ns", r.predicted_ns}, {"predicted_relative", r.predicted_relative},
+                    {"measured", r.measured}, {"backend", r.backend}, {"measured_ns", r.measured_ns},
+                    {"measured_spread", r.measured_spread}, {"measured_relative", r.measured_relative},
+                    {"prediction_error", r.prediction_error}, {"bytes_migrated", r.bytes_migrated},
+                    {"dram_peak_bytes", r.dram_peak_bytes}, {"oom_events", r.oom_events},
+                    {"memory_cost_dollars", r.memory_cost_dollars}, {"note", r.note}});
+  }
+  WriteFileAtomically(dir + "/bench.csv", csv.str());
+  WriteFileAtomically(dir + "/bench.json", json.dump(2) + "\n");
+  WriteFileAtomically(dir + "/bench.md", BenchmarkMarkdown(rows));
+
+  // One plot per workload: performance against DRAM fraction, a line per policy.
+  static const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                  "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+  std::map<std::string, std::map<std::string, ChartSeries>> by_workload;
+  for (const BenchmarkRow& r : rows) {
+    if (r.predicted_ns <= 0) continue;
+    ChartSeries& s = by_workload[r.workload][r.policy];
+    s.name = r.policy;
+    s.points.push_back({r.dram_fraction, 100 * (r.measured ? r.measured_relative : r.predicted_relative)});
+  }
+  for (auto& [workload, series_by_policy] : by_workload) {
+    std::vector<ChartSeries> series;
+    size_t i = 0;
+    for (auto& [policy, s] : series_by_policy) {
+      std::sort(s.points.begin(), s.points.end());
+      s.color = kColors[i++ % 10];
+      series.push_back(s);
+    }
+    std::string svg = SvgLineChart(workload + ": performance against DRAM", "DRAM / peak", "% of all-DRAM", series,
+                                   {{"90%", "#999999", 90.0}});
+    WriteFileAtomically(dir + "/bench-" + workload + ".svg", svg);
+  }
+}
+
+}  // namespace tensortier

@@ -1,0 +1,103 @@
+// `tensortier train --prometheus` and `tensortier report`: a short embedded
+// run with its own Prometheus, whose stored series are read back after the
+// run, and the run directory rendered as one self-contained HTML page.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <regex>
+
+#include "metrics/prometheus_server.h"
+#include "report/report.h"
+#include "tests/integration/process.h"
+#include "tests/observability/promql.h"
+
+namespace tensortier {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string TempDir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("tensortier-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+TEST(Report, ChartsAreSvgAndEmptySeriesSayNoData) {
+  std::string svg = SvgLineChart("t <&>", "x", "y", {{"a", "#000", {{0, 1}, {1, 2}, {2, 4}}, false}},
+                                 {{"ref", "#f00", 3}});
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("t &lt;&amp;&gt;"), std::string::npos);
+  EXPECT_NE(svg.find("<polyline"), std::string::npos);
+  EXPECT_NE(svg.find("stroke-dasharray"), std::string::npos);
+  EXPECT_NE(SvgLineChart("t", "x", "y", {{"a", "#000", {}, false}}).find("no data"), std::string::npos);
+  EXPECT_THROW(RenderRunReport("/nonexistent"), std::runtime_error);
+}
+
+TEST(TrainWithPrometheus, RunIsScrapedAndReportIsSelfContained) {
+  const bool have_prometheus = ::access("/usr/bin/prometheus", X_OK) == 0;
+  const std::string dir = TempDir("train-prom");
+  const std::string run = dir + "/run";
+  // Prometheus's discovery passes new targets on every 5 s: the run lasts
+  // long enough for the workers to be scraped a few times.
+  std::vector<std::string> args = {"train", "--workload", "synthetic:resnet:4:1048576", "--episodes", "1000000",
+                                   "--max-seconds", "14", "--workers", "2", "--learning-starts", "64", "--updates-per-episode", "8",
+                                   "--epsilon-decay-episodes", "50", "--heartbeat-ms", "200", "--out", run};
+  if (have_prometheus) args.push_back("--prometheus");
+  testing::ChildProcess train(args, dir + "/train.log");
+  ASSERT_EQ(train.Wait(std::chrono::seconds(240)), 0) << ReadFile(dir + "/train.log");
+  const std::string log = ReadFile(dir + "/train.log");
+  EXPECT_TRUE(std::regex_search(log, std::regex("learner metrics: http://127\\.0\\.0\\.1:[0-9]+/metrics"))) << log;
+
+  if (have_prometheus) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(log, m, std::regex("Prometheus: (http://127\\.0\\.0\\.1:[0-9]+)"))) << log;
+    ASSERT_TRUE(fs::exists(run + "/prometheus/prometheus.yml"));
+    ASSERT_TRUE(fs::exists(run + "/prometheus/alerts.yml"));
+    // Workers removed their target files when they left.
+    for (const auto& e : fs::directory_iterator(run + "/prometheus/targets"))
+      EXPECT_EQ(e.path().filename().string().rfind("worker-", 0), std::string::npos) << e.path();
+    // Serve the run's data again and read what was scraped during the run.
+    PrometheusOptions o;
+    o.dir = run + "/prometheus";
+    o.config_yaml = ReadFile(run + "/prometheus/prometheus.yml");
+    for (int p = 33000 + ::getpid() % 5000, i = 0; i < 8; ++i, p += 13) o.ports.push_back(p);
+    PrometheusServer again(o);
+    auto value = [&](const std::string& q) {
+      nlohmann::json r = again.Query(q);
+      return testing::HasData(r) ? std::stod(r["data"]["result"][0]["value"][1].get<std::string>()) : -1.0;
+    };
+    EXPECT_GT(value("max(max_over_time(tensortier_learner_episodes_total[1h]))"), 0);
+    EXPECT_EQ(value("count(count_over_time(up{job=\"tensortier-worker\"}[1h]))"), 2);
+    EXPECT_GT(value("sum(max_over_time(tensortier_worker_episodes_total[1h]))"), 0);
+  }
+
+  // The report.
+  std::string out;
+  ASSERT_EQ(testing::RunCommand(testing::TensortierBinary() + " report " + run, out), 0) << out;
+  ASSERT_TRUE(fs::exists(run + "/report.html")) << out;
+  const std::string html = ReadFile(run + "/report.html");
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_GE(std::count(html.begin(), html.end(), '\n'), 20);
+  size_t svgs = 0;
+  for (size_t p = 0; (p = html.find("<svg", p)) != std::string::npos; ++p) ++svgs;
+  EXPECT_GE(svgs, 5u);
+  for (const char* policy : {"all-dram (no limit)", "first-touch", "all-slow"})
+    EXPECT_NE(html.find(policy), std::string::npos) << policy;
+  EXPECT_NE(html.find("Episode return"), std::string::npos);
+  EXPECT_NE(html.find("TD loss"), std::string::npos);
+  EXPECT_EQ(html.find("no data"), std::string::npos) << "a convergence chart is empty";
+  // Self-contained: no scripts, no links to fetch, no URL but the SVG namespace.
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_EQ(html.find("src="), std::string::npos);
+  std::string without_ns = html;
+  testing::ReplaceAll(without_ns, "http://www.w3.org/2000/svg", "");
+  EXPECT_EQ(without_ns.find("http://"), std::string::npos);
+  EXPECT_EQ(without_ns.find("https://"), std::string::npos);
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tensortier
