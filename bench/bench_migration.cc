@@ -41,12 +41,12 @@ void Migrate(benchmark::State& state, const std::string& slow_spec) {
     void* dst = slow->Allocate(n);
     PacedCopy(dst, src, n, 0);
     benchmark::DoNotOptimize(dst);
-    dram->Free(src);
+    dram->Free(src, n);
     src = dram->Allocate(n);
     PacedCopy(src, dst, n, 0);
-    slow->Free(dst);
+    slow->Free(dst, n);
   }
-  dram->Free(src);
+  dram->Free(src, n);
   state.SetBytesProcessed(2 * static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(n));
   state.SetLabel(slow->backend());
 }
