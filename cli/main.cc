@@ -20,6 +20,8 @@
 #include "learner/training_run.h"
 #include "metrics/metrics_server.h"
 #include "report/report.h"
+#include "evaluation/benchmark.h"
+#include "policies/policy.h"
 #include "executor/executor.h"
 #include "tiers/memory_tier.h"
 #include "worker/real_evaluator.h"
@@ -413,6 +415,29 @@ int Main(int argc, char** argv) {
       ->check(CLI::ExistingDirectory);
   report->add_option("--out", report_out, "HTML file to write (default RUN_DIR/report.html)");
 
+  BenchmarkOptions bench_opts;
+  std::vector<std::string> bench_workloads;
+  std::string bench_out = "bench/results/latest", bench_mode = "sync";
+  auto* bench = app.add_subcommand("bench", "Every chosen policy on the same workloads and DRAM budgets: cost model "
+                                            "and, for profiled models, real iterations");
+  bench->add_option("--workload", bench_workloads, "Workload files or synthetic specs (repeatable)")->required();
+  bench->add_option("--policies", bench_opts.policies, "Policies: " + [] {
+    std::string names;
+    for (const std::string& n : PolicyNames()) names += n + ", ";
+    return names + "dqn";
+  }())->capture_default_str();
+  bench->add_option("--dram-fractions", bench_opts.dram_fractions, "DRAM budgets as fractions of peak")
+      ->capture_default_str();
+  bench->add_option("--checkpoint", bench_opts.checkpoint, "Learner checkpoint for policy dqn");
+  bench->add_option("--mode", bench_mode, "sync or async")->check(CLI::IsMember({"sync", "async"}))->capture_default_str();
+  bench->add_option("--slow-tier", bench_opts.slow_tier, SlowTierSpecHelp())->capture_default_str();
+  bench->add_option("--repeats", bench_opts.repeats, "Measured iterations per plan")->capture_default_str();
+  bench->add_option("--ilp-time-limit", bench_opts.solver_time_limit_seconds, "Seconds per ILP solve")
+      ->capture_default_str();
+  bool bench_cost_model_only = false;
+  bench->add_flag("--cost-model-only", bench_cost_model_only, "Do not run real iterations");
+  bench->add_option("--out", bench_out, "Directory for bench.{csv,json,md} and plots")->capture_default_str();
+
   ModelFlags profile_model;
   std::string profile_out, profile_slow_tier = "auto";
   auto* profile = app.add_subcommand("profile", "Profile a real training iteration into a workload file");
@@ -450,6 +475,29 @@ int Main(int argc, char** argv) {
       return RunWorker(worker_config, worker_flags);
     }
     if (*inspect) return RunInspect(inspect_path);
+    if (*bench) {
+      bench_opts.mode = bench_mode == "async" ? MigrationMode::kAsync : MigrationMode::kSync;
+      bench_opts.measure = !bench_cost_model_only;
+      std::vector<BenchmarkRow> rows;
+      for (const std::string& spec : bench_workloads) {
+        Workload w = LoadWorkloadSpec(spec);
+        std::printf("bench %s: %zu kernels, %zu tensors, peak %s\n", w.name.c_str(), w.num_kernels(), w.num_tensors(),
+                    FormatBytes(w.peak_live_bytes()).c_str());
+        std::fflush(stdout);
+        auto more = RunBenchmark(w, bench_opts, [](const BenchmarkRow& r) {
+          std::printf("  %-18s DRAM %.2f  predicted %6.1f%%  %s%s\n", r.policy.c_str(), r.dram_fraction,
+                      100 * r.predicted_relative,
+                      r.measured ? ("measured " + std::to_string(100 * r.measured_relative).substr(0, 5) + "%").c_str()
+                                 : "",
+                      r.note.empty() ? "" : ("  (" + r.note + ")").c_str());
+          std::fflush(stdout);
+        });
+        rows.insert(rows.end(), more.begin(), more.end());
+      }
+      WriteBenchmarkResults(bench_out, rows);
+      std::printf("\n%s\nwritten to %s/\n", BenchmarkMarkdown(rows).c_str(), bench_out.c_str());
+      return 0;
+    }
     if (*report) {
       std::printf("written to %s\n", WriteRunReport(report_dir, report_out).c_str());
       return 0;
