@@ -326,12 +326,6 @@ SentinelRun SimulateSentinel(const Workload& w, const std::vector<SentinelUnit>&
 
 PolicyResult SentinelPolicy::DecideImpl(const Workload& w, const PolicyContext& ctx) const {
   PolicyResult result;
-  // Everything fits in fast memory: nothing to manage.
-  if (ctx.dram_limit_bytes == 0 || ctx.dram_limit_bytes >= w.peak_live_bytes()) {
-    result.plan = PlacementPlan::Uniform(w, Tier::kDram, ctx.dram_limit_bytes);
-    result.plan.mode = ctx.mode;
-    return result;
-  }
   const std::vector<SentinelUnit> units = SentinelUnits(w);
   const SentinelMilChoice choice = ChooseSentinelMil(w, ctx.dram_limit_bytes, ctx.sentinel_max_mil);
   int mil = choice.mil;
