@@ -376,6 +376,57 @@ double AlphaOf(const torch::Tensor& log_alpha) {
   return std::exp(static_cast<double>(log_alpha.detach().to(torch::kCPU).item<float>()));
 }
 
+// Parameters of one or more modules kept in one contiguous tensor, with
+// their gradients in another: each module parameter becomes a leaf whose
+// data is a view of `value` and whose .grad is a view of `grad` (autograd
+// accumulates into an existing .grad in place). The optimiser, gradient
+// clipping and Polyak averaging then work on one tensor each instead of one
+// per layer, which is most of an update's cost for networks this small.
+struct FlatParams {
+  torch::Tensor value;  // leaf handed to torch::optim::Adam; .grad() is `grad`
+  torch::Tensor grad;
+  std::vector<torch::Tensor> members;
+
+  FlatParams(std::vector<torch::Tensor> params, torch::Device device, bool trainable) : members(std::move(params)) {
+    torch::NoGradGuard no_grad;
+    int64_t numel = 0;
+    for (const auto& p : members) numel += p.numel();
+    auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(device);
+    value = torch::empty({numel}, f32);
+    if (trainable) grad = torch::zeros({numel}, f32);
+    int64_t off = 0;
+    for (auto& p : members) {
+      const int64_t n = p.numel();
+      torch::Tensor view = value.narrow(0, off, n).view(p.sizes());
+      view.copy_(p);
+      p.set_data(view);
+      p.set_requires_grad(trainable);
+      if (trainable) p.mutable_grad() = grad.narrow(0, off, n).view(p.sizes());
+      off += n;
+    }
+    if (trainable) {
+      value.set_requires_grad(true);
+      value.mutable_grad() = grad;
+    }
+  }
+
+  // Autograd accumulates into an existing .grad in place; were a member's
+  // .grad ever replaced, its gradient would bypass the flat buffer and the
+  // optimiser would silently see zeros. Cheap enough to check every step.
+  void CheckGradients() const {
+    for (const auto& p : members)
+      if (!p.grad().defined() || !p.grad().is_alias_of(grad))
+        throw std::logic_error("SacAgent: a parameter's gradient left the flat gradient buffer");
+  }
+
+  // clip_grad_norm_ over all members at once (max_norm > 0).
+  void ClipGradNorm(double max_norm) {
+    torch::NoGradGuard no_grad;
+    torch::Tensor norm = grad.norm();
+    grad.mul_((max_norm / (norm + 1e-6)).clamp_max_(1.0));
+  }
+};
+
 // What the discrete and continuous agents share: an actor, twin critics
 // and their Polyak targets, log alpha, three Adam optimisers, and the
 // actor's host mirror.
@@ -384,7 +435,7 @@ struct SacCore {
   std::vector<int64_t> actor_shape, critic_shape;
   Mlp actor{nullptr}, q1{nullptr}, q2{nullptr}, q1t{nullptr}, q2t{nullptr};
   torch::Tensor log_alpha;
-  std::vector<torch::Tensor> critic_params, target_params;
+  std::unique_ptr<FlatParams> actor_flat, critic_flat, target_flat;  // critics: q1 then q2
   std::unique_ptr<torch::optim::Adam> actor_opt, critic_opt, alpha_opt;
   HostMlp host;
   double alpha_value = 1.0;  // exp(log_alpha), cached on the host
@@ -401,36 +452,42 @@ struct SacCore {
     q2 = MakeMlp(critic_shape, seed + 2 * 0x9E3779B97F4A7C15ull, device);
     q1t = CloneMlp(q1, critic_shape, device);
     q2t = CloneMlp(q2, critic_shape, device);
-    for (auto& p : q1->parameters()) critic_params.push_back(p);
-    for (auto& p : q2->parameters()) critic_params.push_back(p);
-    for (auto& p : q1t->parameters()) target_params.push_back(p);
-    for (auto& p : q2t->parameters()) target_params.push_back(p);
+    auto both = [](const Mlp& a, const Mlp& b) {
+      std::vector<torch::Tensor> v = a->parameters();
+      for (auto& p : b->parameters()) v.push_back(p);
+      return v;
+    };
+    actor_flat = std::make_unique<FlatParams>(actor->parameters(), device, true);
+    critic_flat = std::make_unique<FlatParams>(both(q1, q2), device, true);
+    target_flat = std::make_unique<FlatParams>(both(q1t, q2t), device, false);
     log_alpha = torch::full({1}, std::log(initial_alpha),
                             torch::TensorOptions().dtype(torch::kFloat32).device(device))
                     .requires_grad_(true);
     alpha_value = AlphaOf(log_alpha);
-    actor_opt = MakeAdam(actor->parameters(), actor_lr);
-    critic_opt = MakeAdam(critic_params, critic_lr);
+    actor_opt = MakeAdam({actor_flat->value}, actor_lr);
+    critic_opt = MakeAdam({critic_flat->value}, critic_lr);
     alpha_opt = MakeAdam({log_alpha}, alpha_lr);
     host.Refresh(actor);
   }
 
   void Polyak(double tau) {
     torch::NoGradGuard no_grad;
-    for (size_t i = 0; i < target_params.size(); ++i) target_params[i].lerp_(critic_params[i], tau);
+    target_flat->value.lerp_(critic_flat->value, tau);
   }
 
   void StepCritic(const torch::Tensor& loss, double clip) {
-    critic_opt->zero_grad();
+    critic_flat->grad.zero_();
     loss.backward();
-    if (clip > 0) torch::nn::utils::clip_grad_norm_(critic_params, clip);
+    critic_flat->CheckGradients();
+    if (clip > 0) critic_flat->ClipGradNorm(clip);
     critic_opt->step();
   }
 
   void StepActor(const torch::Tensor& loss, double clip) {
-    actor_opt->zero_grad();
+    actor_flat->grad.zero_();
     loss.backward();
-    if (clip > 0) torch::nn::utils::clip_grad_norm_(actor->parameters(), clip);
+    actor_flat->CheckGradients();
+    if (clip > 0) actor_flat->ClipGradNorm(clip);
     actor_opt->step();
   }
 
@@ -854,6 +911,30 @@ void SacAgent::LoadCheckpoint(const std::string& path) {
   });
   impl_ = std::move(fresh);
   updates_ = static_cast<uint64_t>(updates);
+}
+
+SacConfig SacAgent::ReadCheckpointConfig(const std::string& path) {
+  std::string data = ReadFile(path);
+  const std::string what = "checkpoint '" + path + "'";
+  return WithTorchErrors("SacAgent::ReadCheckpointConfig", [&] {
+    torch::serialize::InputArchive ar;
+    ar.load_from(data.data(), data.size(), torch::Device(torch::kCPU));
+    int64_t updates = 0;
+    std::string config_json = ReadCheckpointHeader(ar, what, kSacCheckpointFormat, &updates);
+    try {
+      return SacConfig::FromJson(config_json);
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error(what + " has an invalid config: " + e.what());
+    }
+  });
+}
+
+std::unique_ptr<SacAgent> SacAgent::FromCheckpoint(const std::string& path, const std::string& device) {
+  SacConfig config = ReadCheckpointConfig(path);
+  config.device = device;
+  auto agent = std::make_unique<SacAgent>(config);
+  agent->LoadCheckpoint(path);
+  return agent;
 }
 
 // ===========================================================================

@@ -116,6 +116,11 @@ class SacAgent {
   // holds networks of another shape.
   void SaveCheckpoint(const std::string& path) const;
   void LoadCheckpoint(const std::string& path);
+  // The settings a checkpoint was saved with (throws std::runtime_error).
+  static SacConfig ReadCheckpointConfig(const std::string& path);
+  // An agent built from a checkpoint's own settings and loaded from it, on
+  // `device` ("cpu" for inference on a host).
+  static std::unique_ptr<SacAgent> FromCheckpoint(const std::string& path, const std::string& device = "cpu");
 
  private:
   struct Impl;
