@@ -142,7 +142,9 @@ void AddTrainingOptions(CLI::App* cmd, CommonTraining& o) {
       ->capture_default_str();
   cmd->add_option("--dram-limit-bytes", o.dram_limit_bytes, "DRAM limit in bytes (overrides --dram-fraction)");
   cmd->add_option("--episodes", o.episodes, "Episodes to train for")->check(CLI::Range(1, 10000000))->capture_default_str();
-  cmd->add_option("--agent", o.agent, "Agent to train")->check(CLI::IsMember({"dqn"}))->capture_default_str();
+  cmd->add_option("--agent", o.agent, "Agent to train: dqn (double DQN) or sac (discrete SAC)")
+      ->check(CLI::IsMember({"dqn", "sac"}))
+      ->capture_default_str();
   cmd->add_option("--mode", o.mode, "Migration mode: sync (blocking copies) or async (copies overlap the next kernel)")
       ->check(CLI::IsMember({"sync", "async"}))
       ->capture_default_str();
@@ -206,6 +208,19 @@ LearnerConfig BuildLearnerConfig(const CommonTraining& o, const std::string& bin
   c.dqn.target_update_interval = o.target_update_interval;
   c.dqn.seed = o.seed;
   c.dqn.device = o.device;
+  c.agent = o.agent;
+  c.sac.hidden = o.hidden;
+  c.sac.batch_size = o.batch_size;
+  c.sac.updates_per_episode = o.updates_per_episode;
+  c.sac.learning_starts = o.learning_starts;
+  c.sac.seed = o.seed;
+  c.sac.device = o.device;
+  // Step rewards here span about +-200 (R_fix 50, time saved); SAC's critics
+  // fit them far better scaled down (tests/agents/test_sac.cc).
+  c.sac.reward_scale = 0.05;
+  c.sac.target_entropy_scale = 0.1;
+  c.sac.alpha_learning_rate = 3e-3;
+  c.sac.tau = 0.02;
   c.episodes = o.episodes;
   c.heartbeat_interval_ms = o.heartbeat_ms;
   c.checkpoint_interval_episodes = o.checkpoint_every;

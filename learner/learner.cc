@@ -35,17 +35,23 @@ struct WorkerState {
 
 }  // namespace
 
+// The agent the config names, shaped by the environment: it defines what
+// the network sees and does.
+std::unique_ptr<PlacementAgent> BuildAgent(LearnerConfig& config) {
+  config.dqn.observation_size = config.sac.observation_size = kObservationSize;
+  config.dqn.num_actions = config.sac.num_actions = 2;
+  if (config.agent == "sac") return MakeAgent("sac", config.sac.ToJson());
+  return MakeAgent(config.agent, config.dqn.ToJson());
+}
+
 struct Learner::Impl {
   explicit Impl(LearnerConfig c)
       : config(std::move(c)),
         server(config.bind_endpoint),
-        agent(config.dqn),
-        replay(static_cast<size_t>(config.dqn.replay_capacity)),
+        agent(BuildAgent(config)),
+        replay(static_cast<size_t>(agent->schedule().replay_capacity)),
         rng(config.dqn.seed ^ 0x9e3779b97f4a7c15ull) {
     if (!config.workload.finalized()) config.workload.Finalize();
-    // The environment defines what the network sees and does.
-    config.dqn.observation_size = kObservationSize;
-    config.dqn.num_actions = 2;
     PlacementEnv probe(config.workload, config.env);  // validates the env settings up front
     TaskMsg task;
     task.task_id = 1;
@@ -56,17 +62,17 @@ struct Learner::Impl {
     task.exploration.schedule_episodes = static_cast<uint32_t>(config.dqn.epsilon_decay_episodes);
     task.exploration.epsilon = config.dqn.epsilon_end;
     task.exploration.seed = config.dqn.seed;
-    task.agent = "dqn";
-    task.agent_config_json = config.dqn.ToJson();
+    task.agent = agent->name();
+    task.agent_config_json = agent->config_json();
     task_frame = EncodeMessage(task);
     PublishWeights();
     metrics = LearnerMetrics::Start(config.metrics_address, config.metrics_sd_dir, config.workload, config.env,
-                                    task.agent, agent.device_name(), replay.capacity());
+                                    task.agent, agent->device_name(), replay.capacity());
   }
 
   LearnerConfig config;
   FleetServer server;
-  DqnAgent agent;
+  std::unique_ptr<PlacementAgent> agent;
   ReplayBuffer replay;
   std::mt19937_64 rng;
   std::string task_frame;
@@ -86,8 +92,8 @@ struct Learner::Impl {
   void PublishWeights() {
     WeightsMsg w;
     w.version = ++weights_version;
-    w.agent = "dqn";
-    w.blob = agent.SerializeWeights();
+    w.agent = agent->name();
+    w.blob = agent->SerializeWeights();
     weights_frame = EncodeMessage(w);
   }
 
@@ -191,10 +197,10 @@ struct Learner::Impl {
       ++result.counters.duplicate_batches;
       return;
     }
-    const size_t obs_size = static_cast<size_t>(config.dqn.observation_size);
+    const size_t obs_size = static_cast<size_t>(kObservationSize);
     for (Transition& t : batch.transitions) {
       if (t.observation.size() != obs_size || t.next_observation.size() != obs_size ||
-          t.action >= config.dqn.num_actions) {
+          t.action >= 2) {
         ++result.counters.malformed_frames;
         Reply(worker.peer, ErrorCode::kMalformed, "transition of the wrong shape");
         return;
@@ -263,8 +269,8 @@ struct Learner::Impl {
   // best plan the policy itself produces (exploring workers rarely do).
   EpisodeSummary Evaluate() {
     if (!eval_env) eval_env = std::make_unique<PlacementEnv>(config.workload, config.env);
-    EpisodeSummary s = RunEpisode(*eval_env, [&](const Observation& o) { return agent.Act(o.data(), 0.0, eval_rng); });
-    s.plan.produced_by = "dqn-greedy v" + std::to_string(weights_version);
+    EpisodeSummary s = RunEpisode(*eval_env, [&](const Observation& o) { return agent->Greedy(o.data()); });
+    s.plan.produced_by = agent->name() + "-greedy v" + std::to_string(weights_version);
     ++result.evaluations;
     if (!s.oom) ConsiderPlan(s.plan);
     if (metrics) metrics->OnEvaluation(s);
@@ -272,11 +278,12 @@ struct Learner::Impl {
   }
 
   void Train(EpisodeRecord& rec) {
-    if (replay.size() < static_cast<size_t>(config.dqn.learning_starts)) return;
+    const AgentSchedule schedule = agent->schedule();
+    if (replay.size() < static_cast<size_t>(schedule.learning_starts)) return;
     double loss = 0, q = 0;
-    const int n = config.dqn.updates_per_episode;
+    const int n = schedule.updates_per_episode;
     for (int i = 0; i < n; ++i) {
-      UpdateStats s = agent.Update(replay, rng);
+      TrainStats s = agent->Update(replay, rng);
       loss += s.loss;
       q += s.mean_q;
     }
@@ -289,7 +296,7 @@ struct Learner::Impl {
   void Checkpoint() {
     try {
       MakeDirectories(config.run_dir + "/checkpoints");
-      agent.SaveCheckpoint(config.run_dir + "/checkpoints/dqn.ckpt");
+      agent->SaveCheckpoint(config.run_dir + "/checkpoints/" + agent->name() + ".ckpt");
     } catch (const std::exception& e) {
       LogError("checkpoint_failed").kv("detail", e.what());
     }
@@ -321,7 +328,7 @@ Learner::~Learner() = default;
 
 std::string Learner::endpoint() const { return impl_->server.endpoint(); }
 std::string Learner::metrics_address() const { return impl_->metrics ? impl_->metrics->address() : ""; }
-const DqnAgent& Learner::agent() const { return impl_->agent; }
+const PlacementAgent& Learner::agent() const { return *impl_->agent; }
 
 LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_episode) {
   Impl& m = *impl_;
@@ -329,7 +336,7 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
   auto last_heartbeat = Clock::now();
   LogInfo("learner_started").kv("endpoint", endpoint()).kv("workload", m.config.workload.name)
       .kv("dram_limit_bytes", m.config.env.dram_limit_bytes).kv("episodes", m.config.episodes)
-      .kv("device", m.agent.device_name());
+      .kv("agent", m.agent->name()).kv("device", m.agent->device_name());
   while (!stop_.load() && m.result.episodes < m.config.episodes) {
     if (m.config.max_seconds > 0 && SecondsSince(m.start) > m.config.max_seconds) {
       LogWarn("learner_time_limit").kv("seconds", m.config.max_seconds);
@@ -352,14 +359,15 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
     }
     m.KeepAlive(last_heartbeat);
     if (m.metrics)
-      m.metrics->Sync(m.result.counters, m.workers.size(), m.replay.size(), m.weights_version, m.agent.updates());
+      m.metrics->Sync(m.result.counters, m.workers.size(), m.replay.size(), m.weights_version, m.agent->updates());
   }
   m.Broadcast(EncodeMessage(ShutdownMsg{"training finished"}));
   if (!m.config.run_dir.empty()) m.Checkpoint();
 
   m.result.greedy_summary = m.Evaluate();
   m.result.greedy_plan = m.result.greedy_summary.plan;
-  m.result.updates = m.agent.updates();
+  m.result.updates = m.agent->updates();
+  m.result.agent = m.agent->name();
   m.result.weights_version = m.weights_version;
   m.result.wall_seconds = SecondsSince(m.start);
   LogInfo("learner_finished").kv("episodes", m.result.episodes).kv("updates", m.result.updates)

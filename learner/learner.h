@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "agents/agent.h"
 #include "agents/dqn_agent.h"
+#include "agents/sac_agent.h"
 #include "envs/placement_env.h"
 #include "envs/placement_plan.h"
 #include "envs/workload.h"
@@ -24,7 +26,10 @@ struct LearnerConfig {
   std::string bind_endpoint = "tcp://127.0.0.1:5555";
   Workload workload;
   EnvConfig env;
-  DqnConfig dqn;
+  std::string agent = "dqn";             // "dqn" or "sac"
+  DqnConfig dqn;                         // DQN's network and training settings; its seed and
+                                         // epsilon schedule also drive the workers' exploration
+  SacConfig sac;
   uint64_t episodes = 300;               // stop after this many episode reports
   uint32_t heartbeat_interval_ms = 1000;
   uint32_t heartbeat_liveness = 3;       // missed heartbeats before a worker is dead
@@ -73,6 +78,7 @@ struct LearnerCounters {
 };
 
 struct LearnerResult {
+  std::string agent;                // "dqn", "sac"
   uint64_t episodes = 0;
   uint64_t updates = 0;
   uint64_t weights_version = 0;
@@ -103,7 +109,7 @@ class Learner {
   LearnerResult Run(const std::function<void(const EpisodeRecord&)>& on_episode = {});
   void Stop() { stop_.store(true); }
 
-  const DqnAgent& agent() const;
+  const PlacementAgent& agent() const;
 
  private:
   struct Impl;

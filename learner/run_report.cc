@@ -90,7 +90,7 @@ PlacementPlan ChooseFinalPlan(const Workload& w, const LearnerResult& result) {
   double best = EvaluatePlan(w, result.best_plan).total_ns;
   if (greedy_ok && result.greedy_summary.cost.total_ns <= best) return result.greedy_plan;
   PlacementPlan plan = result.best_plan;
-  if (plan.produced_by.empty() || plan.produced_by == "placement-env") plan.produced_by = "dqn-best-episode";
+  if (plan.produced_by.empty() || plan.produced_by == "placement-env") plan.produced_by = result.agent + "-best-episode";
   return plan;
 }
 

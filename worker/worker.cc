@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "agents/dqn_agent.h"
+#include "agents/agent.h"
 #include "common/log.h"
 #include "metrics/worker_metrics.h"
 #include "protocol/codec.h"
@@ -101,7 +101,7 @@ struct Worker::Impl {
   uint32_t heartbeat_liveness = 3;
   std::unique_ptr<TaskMsg> task;
   std::unique_ptr<PlacementEnv> env;
-  std::unique_ptr<DqnAgent> agent;
+  std::unique_ptr<PlacementAgent> agent;
   uint64_t weights_version = 0;
   std::unique_ptr<WeightsMsg> pending_weights;  // newest received, loaded before the next episode
   std::unique_ptr<TaskMsg> pending_task;        // accepted between episodes, not while busy
@@ -194,12 +194,11 @@ struct Worker::Impl {
     // The same task again (after a re-registration): keep what was prepared.
     if (task && task->task_id == t.task_id && task->workload.Signature() == t.workload.Signature()) return;
     try {
-      if (t.agent != "dqn") throw std::invalid_argument("unsupported agent '" + t.agent + "'");
-      DqnConfig dqn = DqnConfig::FromJson(t.agent_config_json);
-      dqn.device = "cpu";  // workers act on CPU; the learner trains where it can
+      // Workers act on the CPU; the learner trains where it can.
+      std::unique_ptr<PlacementAgent> task_agent = MakeAgent(t.agent, t.agent_config_json, "cpu");
       task = std::make_unique<TaskMsg>(std::move(t));
       env = std::make_unique<PlacementEnv>(task->workload, task->env);
-      agent = std::make_unique<DqnAgent>(dqn);
+      agent = std::move(task_agent);
       // A workload profiled from a real model runs real iterations where
       // this worker can; a synthetic one is scored by the cost model.
       evaluator = config.make_real_evaluator && !task->workload.model.empty() ? config.make_real_evaluator()
