@@ -7,6 +7,7 @@
 #include <ctime>
 #include <fstream>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -41,83 +42,28 @@ std::string ShapeText(const std::vector<int>& hidden) {
   return s + "-2";
 }
 
-// "hidden=[128, 128]" (CLI11's config_to_str) or "hidden = [64,64]" in the
-// run's config.toml; empty when absent.
-std::vector<int> HiddenFromConfig(const std::string& text) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    size_t start = line.find_first_not_of(" \t");
-    if (start == std::string::npos || line.compare(start, 6, "hidden") != 0) continue;
-    size_t eq = line.find('=', start + 6);
-    if (eq == std::string::npos || line.find_first_not_of(" \t", start + 6) != eq) continue;
-    std::vector<int> out;
-    int value = -1;
-    for (size_t i = eq + 1; i <= line.size(); ++i) {
-      const char c = i < line.size() ? line[i] : ',';
-      if (c >= '0' && c <= '9') {
-        value = (value < 0 ? 0 : value * 10) + (c - '0');
-      } else {
-        if (value > 0) out.push_back(value);
-        value = -1;
-      }
-    }
-    if (!out.empty()) return out;
-  }
-  return {};
-}
-
-// agents/dqn_agent.cc refuses a checkpoint of another shape with "... was
-// saved by an agent with network 15-64-64-2; ...": the shape is read from
-// there when nothing else names it.
-std::vector<int> HiddenFromShapeError(const std::string& message) {
-  const std::string marker = "saved by an agent with network ";
-  size_t at = message.find(marker);
-  if (at == std::string::npos) return {};
-  std::vector<int> dims;
-  int value = -1;
-  for (size_t i = at + marker.size(); i <= message.size(); ++i) {
-    const char c = i < message.size() ? message[i] : ';';
-    if (c >= '0' && c <= '9') {
-      value = (value < 0 ? 0 : value * 10) + (c - '0');
-    } else {
-      if (value >= 0) dims.push_back(value);
-      value = -1;
-      if (c != '-') break;
-    }
-  }
-  if (dims.size() < 3 || dims.front() != kObservationSize || dims.back() != 2) return {};
-  return std::vector<int>(dims.begin() + 1, dims.end() - 1);
-}
-
-std::unique_ptr<DqnAgent> LoadAgent(const std::string& checkpoint, std::vector<int> hidden) {
+// `hidden` empty: the checkpoint's own settings decide the network (the
+// checkpoint records them); else the shape given, which must match.
+std::unique_ptr<DqnAgent> LoadAgent(const std::string& checkpoint, const std::vector<int>& hidden) {
+  if (hidden.empty()) return DqnAgent::FromCheckpoint(checkpoint, "cpu");  // inference runs on the host
   DqnConfig config;
   config.observation_size = kObservationSize;
   config.num_actions = 2;
-  config.device = "cpu";  // inference runs on the host either way
-  const bool guessed = hidden.empty();
-  if (!guessed) config.hidden = hidden;
+  config.device = "cpu";
+  config.hidden = hidden;
   auto agent = std::make_unique<DqnAgent>(config);
-  try {
-    agent->LoadCheckpoint(checkpoint);
-  } catch (const std::runtime_error& e) {
-    std::vector<int> actual = guessed ? HiddenFromShapeError(e.what()) : std::vector<int>{};
-    if (actual.empty()) throw;
-    config.hidden = actual;
-    agent = std::make_unique<DqnAgent>(config);
-    agent->LoadCheckpoint(checkpoint);
-  }
+  agent->LoadCheckpoint(checkpoint);
   return agent;
 }
 
-// The network's greedy actions, several threads at once (DqnAgent::Act may
-// run concurrently; it does not allocate once a thread has warmed up).
-BatchGreedyPolicy MakeBatchPolicy(const DqnAgent& agent, int threads) {
+// The policy's greedy actions, several threads at once (the policy must be
+// safe to call concurrently: DqnAgent::Act is, and does not allocate once a
+// thread has warmed up).
+BatchGreedyPolicy MakeBatchPolicy(const GreedyPolicy& greedy, int threads) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return [&agent, threads](const Observation* obs, size_t n, uint8_t* out) {
+  return [&greedy, threads](const Observation* obs, size_t n, uint8_t* out) {
     auto work = [&](size_t from, size_t to) {
-      std::mt19937_64 unused(0);  // epsilon 0: Act draws nothing
-      for (size_t i = from; i < to; ++i) out[i] = static_cast<uint8_t>(agent.Act(obs[i].data(), 0.0, unused));
+      for (size_t i = from; i < to; ++i) out[i] = static_cast<uint8_t>(greedy(obs[i].data()));
     };
     const size_t parts = std::min<size_t>(static_cast<size_t>(threads), n / 512 + 1);
     if (parts <= 1) return work(0, n);
@@ -157,9 +103,9 @@ std::string ExportReport::Summary() const {
     os << "plan table      " << plan_tensors << " tensors, " << plan_migrations << " migrations ("
        << FormatBytes(static_cast<double>(plan_section_bytes)) << ")\n";
   if (generalised_section_bytes) {
-    os << "generalised     network " << network_shape << " -> " << quantiser.cells << " cells ("
-       << FormatBytes(static_cast<double>(generalised_section_bytes)) << "); bits:";
-    for (const auto& fb : quantiser.bits_by_feature) os << " " << ObservationFeatureName(fb.first) << "=" << fb.second;
+    os << "generalised     " << policy << " -> " << quantiser.cells << " cells ("
+       << FormatBytes(static_cast<double>(generalised_section_bytes)) << "); bins:";
+    for (const auto& fb : quantiser.bins_by_feature) os << " " << ObservationFeatureName(fb.first) << "=" << fb.second;
     os << "\n";
     os << "cells filled    " << quantiser.cells_from_exact << " from evaluation states, "
        << quantiser.cells_from_coverage << " from exploratory states, " << quantiser.cells_from_centres
@@ -186,7 +132,7 @@ std::string ExportReport::Summary() const {
 
 ExportReport ExportLookup(const ExportOptions& o) {
   const std::string dir = o.run_dir.empty() ? "" : o.run_dir + "/";
-  if (o.output_path.empty()) throw std::invalid_argument("export: no output path");
+  if (o.output_path.empty() && o.run_dir.empty()) throw std::invalid_argument("export: no output path");
   const std::string workload_spec = !o.workload.empty() ? o.workload : dir + "workload.ttwl";
   const std::string plan_path = !o.plan_path.empty() ? o.plan_path : dir + "final_plan.ttplan";
   const std::string checkpoint = !o.checkpoint_path.empty() ? o.checkpoint_path : dir + "checkpoints/dqn.ckpt";
@@ -196,13 +142,10 @@ ExportReport ExportLookup(const ExportOptions& o) {
                                 "lookup) a checkpoint");
   Workload w = LoadWorkloadSpec(workload_spec);
   PlacementPlan plan = ReadPlanFile(plan_path);
-  std::vector<int> hidden = o.hidden;
-  if (hidden.empty() && !o.run_dir.empty() && Exists(dir + "config.toml"))
-    hidden = HiddenFromConfig(ReadFile(dir + "config.toml"));
   std::unique_ptr<DqnAgent> agent;
   if (o.generalised) {
     if (!Exists(checkpoint)) throw std::runtime_error("export: no checkpoint at '" + checkpoint + "'");
-    agent = LoadAgent(checkpoint, hidden);
+    agent = LoadAgent(checkpoint, o.hidden);
   } else {
     agent = std::make_unique<DqnAgent>([] {
       DqnConfig c;
@@ -211,6 +154,7 @@ ExportReport ExportLookup(const ExportOptions& o) {
     }());
   }
   ExportOptions with_source = o;
+  if (with_source.output_path.empty()) with_source.output_path = dir + "policy.ttlookup";
   with_source.checkpoint_path = checkpoint;
   with_source.plan_path = plan_path;
   with_source.workload = workload_spec;
@@ -219,21 +163,30 @@ ExportReport ExportLookup(const ExportOptions& o) {
 
 ExportReport ExportLookupFrom(const DqnAgent& agent, const Workload& w, const PlacementPlan& plan,
                               const ExportOptions& o) {
+  if (agent.config().observation_size != kObservationSize || agent.config().num_actions != 2)
+    throw std::invalid_argument("export: the agent does not match the placement MDP (observation " +
+                                std::to_string(agent.config().observation_size) + " floats, " +
+                                std::to_string(agent.config().num_actions) + " actions)");
+  const GreedyPolicy greedy = [&agent](const float* observation) {
+    thread_local std::mt19937_64 unused(0);  // epsilon 0: Act draws nothing
+    return agent.Act(observation, 0.0, unused);
+  };
+  return ExportLookupFromPolicy(greedy, "dqn " + ShapeText(agent.config().hidden), w, plan, o);
+}
+
+ExportReport ExportLookupFromPolicy(const GreedyPolicy& greedy, const std::string& policy_name, const Workload& w,
+                                    const PlacementPlan& plan, const ExportOptions& o) {
   const auto started = std::chrono::steady_clock::now();
   if (o.output_path.empty()) throw std::invalid_argument("export: no output path");
   if (!o.plan_table && !o.generalised) throw std::invalid_argument("export: nothing to export");
   if (plan.dram_limit_bytes == 0)
     throw std::invalid_argument("export: the plan has no DRAM limit, so it cannot key a plan table");
-  if (agent.config().observation_size != kObservationSize || agent.config().num_actions != 2)
-    throw std::invalid_argument("export: the agent does not match the placement MDP (observation " +
-                                std::to_string(agent.config().observation_size) + " floats, " +
-                                std::to_string(agent.config().num_actions) + " actions)");
   ExportReport report;
   report.output_path = o.output_path;
   report.model_signature = w.Signature();
   report.batch_size = w.batch_size;
   report.dram_budget_bytes = plan.dram_limit_bytes;
-  report.network_shape = ShapeText(agent.config().hidden);
+  report.policy = policy_name;
 
   LookupContents contents;
   contents.primary_signature = w.Signature();
@@ -254,28 +207,61 @@ ExportReport ExportLookupFrom(const DqnAgent& agent, const Workload& w, const Pl
     for (double factor : o.eval_budget_factors) {
       PlacementEnv env(w, EnvAt(o, plan, factor));
       RunEpisode(env, [&](const Observation& obs) {
-        int a = agent.Act(obs.data(), 0.0, rng);
+        int a = greedy(obs.data());
         samples.push_back({obs, static_cast<uint8_t>(a), true});
         return a;
       });
     }
-    // Exploratory episodes: nearby states the policy would reach after a
-    // deviation, or on a similar model with another budget.
+    // Exploratory episodes: states the policy reaches at other budgets, or
+    // after a deviation, on the trained model and on the coverage models
+    // (at the same share of their peak as the plan's limit of the trained one).
     std::uniform_real_distribution<double> factor_of(0.5, 1.5), eps_of(0.0, o.coverage_epsilon_max), coin(0, 1);
-    for (int e = 0; e < o.coverage_episodes; ++e) {
-      PlacementEnv env(w, EnvAt(o, plan, factor_of(rng)));
-      // Every other episode is greedy: the policy's own path at that budget.
-      const double epsilon = e % 2 == 0 ? 0.0 : eps_of(rng);
-      RunEpisode(env, [&](const Observation& obs) {
-        int greedy = agent.Act(obs.data(), 0.0, rng);
-        samples.push_back({obs, static_cast<uint8_t>(greedy), false});
-        return coin(rng) < epsilon ? static_cast<int>(rng() & 1) : greedy;
-      });
+    // Episodes run in an order whose every prefix spreads over the budget
+    // range (van der Corput), so a workload whose episodes are long stops at
+    // `max_states` having seen budgets across the range.
+    auto explore = [&](const Workload& wl, uint64_t base_limit, int episodes, uint64_t max_states) {
+      std::vector<int> order(static_cast<size_t>(std::max(0, episodes)));
+      std::iota(order.begin(), order.end(), 0);
+      auto radical_inverse = [](uint32_t i) {
+        double x = 0, f = 0.5;
+        for (; i; i >>= 1, f *= 0.5) x += f * (i & 1);
+        return x;
+      };
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int a, int b) { return radical_inverse(a / 2) < radical_inverse(b / 2); });
+      const size_t start = samples.size();
+      for (int e : order) {
+        if (samples.size() - start >= max_states) break;
+        // Even episodes are greedy, at budgets spread evenly over the range:
+        // the policy's own path at budgets it was not evaluated at. Odd ones
+        // deviate from it, at random budgets.
+        const bool on_policy = e % 2 == 0;
+        const double factor = on_policy ? 0.5 + (e + 0.5) / std::max(1, episodes) : factor_of(rng);
+        EnvConfig c = o.env;
+        c.dram_limit_bytes = std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(factor * base_limit)));
+        c.mode = plan.mode;
+        PlacementEnv env(wl, c);
+        const double epsilon = on_policy ? 0.0 : eps_of(rng);
+        RunEpisode(env, [&](const Observation& obs) {
+          const int a = greedy(obs.data());
+          samples.push_back({obs, static_cast<uint8_t>(a), false});
+          return coin(rng) < epsilon ? static_cast<int>(rng() & 1) : a;
+        });
+      }
+    };
+    const uint64_t share_states =
+        o.max_exploration_states / (2 + static_cast<uint64_t>(o.coverage_workloads.size()));
+    explore(w, plan.dram_limit_bytes, o.coverage_episodes, 2 * share_states);
+    const double share = static_cast<double>(plan.dram_limit_bytes) / static_cast<double>(w.peak_live_bytes());
+    for (const std::string& spec : o.coverage_workloads) {
+      Workload other = LoadWorkloadSpec(spec);
+      explore(other, static_cast<uint64_t>(std::llround(share * other.peak_live_bytes())),
+              o.coverage_episodes_per_workload, share_states);
     }
     QuantiserOptions q = o.quantiser;
     q.seed = o.seed;
     contents.has_generalised = true;
-    contents.generalised = BuildGeneralisedTable(samples, MakeBatchPolicy(agent, o.threads), q, &report.quantiser);
+    contents.generalised = BuildGeneralisedTable(samples, MakeBatchPolicy(greedy, o.threads), q, &report.quantiser);
     contents.generalised.constants = DefaultLookupConstants(plan.dram_limit_bytes);
   }
 
@@ -290,11 +276,13 @@ ExportReport ExportLookupFrom(const DqnAgent& agent, const Workload& w, const Pl
   info << "plan_hash: " << Hex(plan.Hash()) << "\n";
   if (o.generalised) {
     const QuantiserStats& s = report.quantiser;
-    info << "network: " << report.network_shape << "\n";
+    info << "policy: " << report.policy << "\n";
     info << "evaluation_states: " << s.exact_states << " (budgets x";
     for (double f : o.eval_budget_factors) info << " " << f;
     info << ")\n";
-    info << "exploratory_states: " << s.coverage_states << "\n";
+    info << "exploratory_states: " << s.coverage_states << " (models: " << w.name;
+    for (const std::string& spec : o.coverage_workloads) info << ", " << spec;
+    info << ")\n";
     info << "cells: " << s.cells << " (" << s.cells_from_exact << " from evaluation states, "
          << s.cells_from_coverage << " from exploratory states, " << s.cells_from_centres << " from cell centres; "
          << s.slow_cells << " slow)\n";
@@ -350,16 +338,16 @@ ExportReport ExportLookupFrom(const DqnAgent& agent, const Workload& w, const Pl
     // The network's plan and the lookup's plan at the plan's own budget.
     PlacementEnv env(w, EnvAt(o, plan, 1.0));
     report.network_runtime_ns =
-        RunEpisode(env, [&](const Observation& obs) { return agent.Act(obs.data(), 0.0, rng); }).cost.total_ns;
+        RunEpisode(env, [&](const Observation& obs) { return greedy(obs.data()); }).cost.total_ns;
     report.lookup_runtime_ns =
         RunEpisode(env, [&](const Observation& obs) { return tt_lookup_decide(h.h, obs.data(), obs.size()); })
             .cost.total_ns;
   }
-  // Section sizes from the directory.
-  for (uint32_t i = 0; i < lf::LoadU32(reinterpret_cast<const unsigned char*>(bytes.data()) + lf::kOffSectionCount);
-       ++i) {
-    const unsigned char* e = reinterpret_cast<const unsigned char*>(bytes.data()) + lf::kHeaderBytes + i * lf::kDirEntryBytes;
-    if (lf::LoadU32(e) == lf::kSectionPlans) report.plan_section_bytes = lf::LoadU64(e + 16);
+  // The plan section's size, from the directory.
+  const auto* file = reinterpret_cast<const unsigned char*>(bytes.data());
+  for (uint32_t i = 0; i < lf::LoadU32(file + lf::kOffSectionCount); ++i) {
+    const unsigned char* entry = file + lf::kHeaderBytes + i * lf::kDirEntryBytes;
+    if (lf::LoadU32(entry) == lf::kSectionPlans) report.plan_section_bytes = lf::LoadU64(entry + 16);
   }
   WriteFileAtomically(o.output_path, bytes);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -397,23 +385,24 @@ std::string DescribeLookupFile(const std::string& path) {
   }
   tt_lookup_generalised_info g;
   if (tt_lookup_generalised_info_get(h.h, &g) == TT_LOOKUP_OK) {
-    const uint64_t cells = uint64_t{1} << g.key_bits;
-    os << "generalised     " << g.observation_size << " observation floats -> " << g.key_bits << "-bit key ("
-       << cells << " cells, " << FormatBytes(static_cast<double>(std::max<uint64_t>(8, cells / 8)))
-       << " bitmap), section " << FormatBytes(static_cast<double>(g.section_bytes)) << ", " << g.fine_bins
-       << " fine bins per feature\n";
+    const uint64_t cells = g.cell_count;
+    char head[256];
+    std::snprintf(head, sizeof head, "%u observation floats -> %llu cells (%.1f bits), ", g.observation_size,
+                  static_cast<unsigned long long>(cells), std::log2(static_cast<double>(cells)));
+    os << "generalised     " << head << FormatBytes(static_cast<double>((cells + 63) / 64 * 8)) << " bitmap, section "
+       << FormatBytes(static_cast<double>(g.section_bytes)) << ", " << g.fine_bins << " fine bins per feature\n";
     std::vector<bool> in_key(g.observation_size, false);
     for (uint32_t i = 0; i < g.feature_count; ++i) {
       tt_lookup_feature_info f;
       tt_lookup_feature_info_at(h.h, i, &f);
       in_key[f.observation_index] = true;
       char line[160];
-      std::snprintf(line, sizeof line, "  %-18s %u bits (%3u bins) over [%.4g, %.4g]\n",
-                    ObservationFeatureName(static_cast<int>(f.observation_index)), f.bits, 1u << f.bits, f.lo,
+      std::snprintf(line, sizeof line, "  %-18s %3u bins over [%.4g, %.4g]\n",
+                    ObservationFeatureName(static_cast<int>(f.observation_index)), f.bins, f.lo,
                     f.lo + g.fine_bins / f.scale);
       os << line;
     }
-    os << "  not in the key:";
+    os << "  not in the cell number:";
     for (uint32_t i = 0; i < g.observation_size; ++i)
       if (!in_key[i]) os << " " << ObservationFeatureName(static_cast<int>(i));
     os << "\n";

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,16 +20,15 @@ namespace tensortier {
 
 struct ExportOptions {
   // Inputs: a learner run directory (checkpoints/dqn.ckpt, workload.ttwl,
-  // final_plan.ttplan, config.toml; learner/run_report.h), and/or explicit
+  // final_plan.ttplan; learner/run_report.h), and/or explicit
   // paths, which take precedence over the run directory's.
   std::string run_dir;
   std::string checkpoint_path;
   std::string workload;   // a .ttwl file or a workload spec (envs/workload_spec.h)
   std::string plan_path;  // .ttplan; its DRAM limit and migration mode define the plan table's key
-  // Q-network hidden sizes; empty = the run's config.toml ("hidden"), else
-  // read from the checkpoint's own shape.
+  // Q-network hidden sizes; empty = the checkpoint's own (it records them).
   std::vector<int> hidden;
-  std::string output_path;  // required; written atomically
+  std::string output_path;  // written atomically; default RUN_DIR/policy.ttlookup
 
   bool plan_table = true;
   bool generalised = true;
@@ -36,10 +36,22 @@ struct ExportOptions {
   // Greedy evaluation episodes, at these multiples of the plan's DRAM limit:
   // the states they visit get exact cells, and fidelity is measured on them.
   std::vector<double> eval_budget_factors = {1.0, 0.9, 1.1, 0.8, 1.25};
-  // Exploratory episodes (epsilon-greedy, epsilon in [0, coverage_epsilon_max],
-  // budgets in [0.5, 1.5] x the limit): their states, labelled with the greedy
-  // action, place the bins and fill the cells no evaluation state reaches.
-  int coverage_episodes = 48;
+  // Exploratory episodes at budgets in [0.5, 1.5] x the limit, half greedy
+  // (budgets evenly spread), half epsilon-greedy (epsilon uniform in [0,
+  // coverage_epsilon_max], random budgets): their states, labelled with the
+  // greedy action, place the bins and fill the cells no evaluation state
+  // reaches.
+  int coverage_episodes = 96;
+  // Other models to explore the same way, so that the cells models without a
+  // plan reach hold the network's answers rather than guesses from the
+  // centres. Workload specs (envs/workload_spec.h).
+  std::vector<std::string> coverage_workloads = {"synthetic:vgg:6:2097152", "synthetic:resnet:8:2097152",
+                                                 "synthetic:mobilenet:6:2097152"};
+  int coverage_episodes_per_workload = 24;
+  // Exploration stops at about this many states (the trained model gets two
+  // shares, each coverage model one): on large models every episode is long,
+  // and each state costs a forward pass. Budgets stay spread over the range.
+  uint64_t max_exploration_states = 1000000;
   double coverage_epsilon_max = 0.3;
   QuantiserOptions quantiser;
   // Scope and OOM handling of those episodes (as in training); the DRAM
@@ -59,7 +71,7 @@ struct ExportReport {
   uint64_t dram_budget_bytes = 0;
   uint32_t plan_tensors = 0;
   uint32_t plan_migrations = 0;
-  std::string network_shape;  // "15-128-128-2"
+  std::string policy;  // "dqn 15-128-128-2"
   QuantiserStats quantiser;
   // Fidelity, measured through the host runtime on the written file.
   uint64_t eval_states = 0;      // states of the greedy evaluation episodes
@@ -80,6 +92,13 @@ ExportReport ExportLookup(const ExportOptions& options);
 // The same from objects in memory (options' input paths are ignored).
 ExportReport ExportLookupFrom(const DqnAgent& agent, const Workload& w, const PlacementPlan& plan,
                               const ExportOptions& options);
+
+// Any greedy policy over observations (kObservationSize floats -> 0 DRAM /
+// 1 slow), e.g. another agent family's evaluation action. It is called from
+// several threads at once. `policy_name` is recorded in the file's info.
+using GreedyPolicy = std::function<int(const float* observation)>;
+ExportReport ExportLookupFromPolicy(const GreedyPolicy& greedy, const std::string& policy_name, const Workload& w,
+                                    const PlacementPlan& plan, const ExportOptions& options);
 
 // What a lookup file holds, for `tensortier inspect`. Throws
 // std::runtime_error with the runtime's message when the file is refused.

@@ -107,33 +107,33 @@ std::string PlansSection(const std::vector<PlanTableEntry>& plans) {
 }
 
 std::string GeneralisedSection(const GeneralisedTable& g) {
-  if (g.observation_size == 0 || g.fine_bins == 0 || g.fine_bins > lf::kMaxFineBins ||
-      g.key_bits > lf::kMaxKeyBits)
+  if (g.observation_size == 0 || g.fine_bins == 0 || g.fine_bins > lf::kMaxFineBins || g.cell_count == 0 ||
+      g.cell_count > lf::kMaxCells)
     throw std::invalid_argument("lookup file: generalised table sizes out of range");
-  uint32_t bits = 0;
+  uint64_t product = 1;
   for (const QuantisedFeature& f : g.features) {
-    if (f.remap.size() != g.fine_bins || f.bits == 0 || f.bits > lf::kMaxFeatureBits ||
+    if (f.remap.size() != g.fine_bins || f.bins < 2 || f.bins > lf::kMaxBinsPerFeature || f.stride != product ||
         f.observation_index >= g.observation_size)
       throw std::invalid_argument("lookup file: a quantised feature is inconsistent");
-    bits += f.bits;
+    for (uint8_t b : f.remap)
+      if (b >= f.bins) throw std::invalid_argument("lookup file: a remap entry is beyond its feature's bins");
+    product *= f.bins;
   }
-  const uint64_t words = g.key_bits >= 6 ? (uint64_t{1} << g.key_bits) / 64 : 1;
-  if (bits != g.key_bits || g.bitmap.size() != words)
-    throw std::invalid_argument("lookup file: the features' bits or the bitmap do not match the key size");
+  if (product != g.cell_count || g.bitmap.size() != (g.cell_count + 63) / 64)
+    throw std::invalid_argument("lookup file: the features' bins or the bitmap do not match the cell count");
   Bytes b;
   b.U32(g.observation_size);
   b.U32(static_cast<uint32_t>(g.features.size()));
-  b.U32(g.key_bits);
+  b.U32(g.cell_count);
   b.U32(g.fine_bins);
   b.U32(static_cast<uint32_t>(g.constants.size()));
   b.U32(0);
   for (const QuantisedFeature& f : g.features) {
     b.U16(f.observation_index);
-    b.U8(f.bits);
-    b.U8(f.shift);
+    b.U16(f.bins);
     b.F32(f.lo);
     b.F32(f.scale);
-    b.U32(0);
+    b.U32(f.stride);
   }
   for (double c : g.constants) b.F64(c);
   for (const QuantisedFeature& f : g.features) b.Raw(f.remap.data(), f.remap.size());
@@ -159,11 +159,11 @@ PlanTableEntry MakePlanTableEntry(const Workload& w, const PlacementPlan& plan) 
 
 uint32_t GeneralisedTable::CellOf(const float* observation) const {
   const float top = static_cast<float>(fine_bins - 1);
-  uint32_t key = 0;
+  uint32_t cell = 0;
   for (const QuantisedFeature& f : features)
-    key |= static_cast<uint32_t>(f.remap[lf::FineIndex(observation[f.observation_index], f.lo, f.scale, top)])
-           << f.shift;
-  return key;
+    cell += static_cast<uint32_t>(f.remap[lf::FineIndex(observation[f.observation_index], f.lo, f.scale, top)]) *
+            f.stride;
+  return cell;
 }
 
 void GeneralisedTable::SetAction(uint32_t cell, int action) {
@@ -173,9 +173,8 @@ void GeneralisedTable::SetAction(uint32_t cell, int action) {
 }
 
 uint64_t GeneralisedTable::SectionBytes() const {
-  const uint64_t words = key_bits >= 6 ? (uint64_t{1} << key_bits) / 64 : 1;
   return lf::kGenHeadBytes + features.size() * lf::kFeatureEntryBytes + constants.size() * 8 +
-         (features.size() * static_cast<uint64_t>(fine_bins) + 7) / 8 * 8 + words * 8;
+         (features.size() * static_cast<uint64_t>(fine_bins) + 7) / 8 * 8 + (cell_count + 63) / 64 * 8;
 }
 
 std::string SerializeLookup(const LookupContents& c) {
@@ -247,7 +246,7 @@ const char* ObservationFeatureName(int index) {
       "tier",           "heat",          "dram_left",   "slow_left",     "size_share",
       "accessed_now",   "input_share",   "penalty_share", "next_use",    "position",
       "copy_cost",      "pending_bytes", "size_of_limit", "next_use_penalty", "resident_pending"};
-  return index >= 0 && index < kObservationSize ? kNames[index] : "?";
+  return index >= 0 && index < kObservationSize && kNames[index] ? kNames[index] : "?";
 }
 
 }  // namespace tensortier

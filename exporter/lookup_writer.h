@@ -27,25 +27,25 @@ struct PlanTableEntry {
 // it by w's signature, batch size and the plan's DRAM limit.
 PlanTableEntry MakePlanTableEntry(const Workload& w, const PlacementPlan& plan);
 
-// One observation feature that takes part in the key: its fine bin is
-// clamp(int((x - lo) * scale), 0, remap.size() - 1) and its bin remap[fine],
-// placed at `shift` in the key.
+// One observation feature that takes part in the cell number: its fine bin
+// is clamp(int((x - lo) * scale), 0, remap.size() - 1), its bin remap[fine]
+// (< bins), and it adds bin * stride to the cell.
 struct QuantisedFeature {
   uint16_t observation_index = 0;
-  uint8_t bits = 0;
-  uint8_t shift = 0;
+  uint16_t bins = 0;
+  uint32_t stride = 0;  // product of the earlier features' bins
   float lo = 0;
   float scale = 1;
-  std::vector<uint8_t> remap;  // fine_bins entries, each < 2^bits
+  std::vector<uint8_t> remap;  // fine_bins entries
 };
 
 struct GeneralisedTable {
   uint32_t observation_size = 0;
   uint32_t fine_bins = 0;
-  uint32_t key_bits = 0;
-  std::vector<QuantisedFeature> features;  // their bits add up to key_bits
+  uint32_t cell_count = 1;                 // product of the features' bins
+  std::vector<QuantisedFeature> features;
   std::vector<double> constants;           // lookup_format::ConstantIndex order
-  std::vector<uint64_t> bitmap;            // 2^key_bits bits (at least one word); 1 = slow
+  std::vector<uint64_t> bitmap;            // cell_count bits, rounded up to words; 1 = slow
 
   // The cell an observation falls in, computed exactly as the runtime does.
   uint32_t CellOf(const float* observation) const;

@@ -1,14 +1,15 @@
 #include "exporter/quantiser.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <numeric>
-#include <random>
 #include <map>
+#include <random>
 #include <set>
 #include <stdexcept>
-#include <tuple>
 
 #include "hostrt/lookup_format.h"
 
@@ -16,8 +17,6 @@ namespace tensortier {
 namespace lf = lookup_format;
 namespace {
 
-constexpr int kMaxBits = static_cast<int>(lf::kMaxFeatureBits);
-constexpr size_t kMaxEdges = (size_t{1} << kMaxBits) - 1;
 // Misanswered exact states tried per search for a pair of edges around one.
 constexpr size_t kMaxIsolationCandidates = 64;
 
@@ -30,12 +29,6 @@ struct FeatureData {
   std::vector<uint32_t> order;  // samples by ascending fine bin
   double importance = 0;
 };
-
-int BitsFor(size_t edges) {
-  int b = 0;
-  while ((size_t{1} << b) < edges + 1) ++b;
-  return b;
-}
 
 // Per cell: exact states answering 0 and 1, other states answering 0 and 1.
 struct Counts {
@@ -68,11 +61,11 @@ class Scorer {
 };
 
 // The grid so far: edges per feature, every sample's bin and cell, and the
-// cells' counts. Copied to try a move without making it.
+// cells' counts.
 struct GridState {
   std::vector<std::vector<uint32_t>> edges;  // per feature, ascending; fine >= edge lies above
   std::vector<std::vector<uint16_t>> bin;    // per feature, per sample
-  std::vector<uint32_t> cell_of;             // per sample, dense cell ids
+  std::vector<uint32_t> cell_of;             // per sample, dense ids of the non-empty cells
   std::vector<Counts> counts;                // per cell
 };
 
@@ -85,19 +78,24 @@ struct Move {
 
 // Places bin edges so that the grid's cells answer like the samples: exact
 // states first, then the others. Cells form a grid, so an edge on a feature
-// splits every cell in the bin of that feature it falls in. Each round first
-// uses the edges the key bits already pay for (a feature with b bits holds up
-// to 2^b - 1 edges), then buys the bit worth most: for each feature, the
-// edges one more bit there would allow are placed greedily and their gains
-// summed. Stops when nothing helps or the key is full.
+// splits every cell in the bin of that feature it falls in, and multiplies
+// the cell count by (bins + 1) / bins. Each step makes the move (one edge, or
+// two fencing one exact state off) with the most gain per bit of cell count
+// it uses, exact gains before others; it stops when nothing helps within
+// max_cells.
 class EdgeAllocator {
  public:
   EdgeAllocator(const std::vector<LabelledObservation>& samples, const std::vector<FeatureData>& features,
-                uint32_t max_key_bits)
-      : samples_(samples), features_(features), max_key_bits_(max_key_bits) {
+                uint64_t max_cells)
+      : samples_(samples), features_(features), max_cells_(max_cells) {
     uint64_t others = 0;
     for (const LabelledObservation& s : samples) others += s.exact ? 0 : 1;
     scorer_ = Scorer(others);
+    // Compact per-sample types: the sweeps touch them in feature order,
+    // which is random order for the 64-byte observations.
+    type_.resize(samples.size());
+    for (size_t i = 0; i < samples.size(); ++i)
+      type_[i] = static_cast<uint8_t>((samples[i].exact ? 0 : 2) + (samples[i].action & 1));
     state_.edges.resize(features.size());
     state_.bin.assign(features.size(), std::vector<uint16_t>(samples.size(), 0));
     state_.cell_of.assign(samples.size(), 0);
@@ -107,72 +105,62 @@ class EdgeAllocator {
 
   void Run() {
     for (;;) {
-      // Edges already paid for.
-      Move free_move;
+      const uint64_t cells = CellCount(state_);
+      // A cell whose samples all give one action scores 0 however it is
+      // split: the search skips its samples (after a few edges, most).
+      impure_.resize(state_.counts.size());
+      for (size_t c = 0; c < state_.counts.size(); ++c) impure_[c] = scorer_(state_.counts[c]) > 0;
+      // Exact states their cell answers wrongly, for the pair search.
+      misanswered_.clear();
+      for (size_t i = 0; i < samples_.size() && misanswered_.size() < kMaxIsolationCandidates; ++i) {
+        if (type_[i] >= 2) continue;
+        const uint32_t* k = state_.counts[state_.cell_of[i]].k;
+        if ((type_[i] & 1) != (k[1] > k[0] ? 1 : 0)) misanswered_.push_back(static_cast<uint32_t>(i));
+      }
+      Move best;
+      double best_exact_rate = 0, best_rate = 0;
       for (size_t f = 0; f < features_.size(); ++f) {
-        const size_t slots = Slots(state_, f, Cap(state_, f, 0));
-        if (slots > 0) BestMoveOn(state_, f, slots, &free_move);
-      }
-      if (free_move.feature >= 0) {
-        Apply(state_, free_move);
-        continue;
-      }
-      if (UsedBits(state_) >= max_key_bits_) return;
-      // One more bit, where it buys the most.
-      int64_t best_gain = 0;
-      GridState best;
-      for (size_t f = 0; f < features_.size(); ++f) {
-        if (features_[f].constant || BitsFor(state_.edges[f].size()) >= kMaxBits) continue;
-        const size_t cap = Cap(state_, f, 1);
-        GridState trial = state_;
-        int64_t gain = 0;
-        for (;;) {
-          const size_t slots = Slots(trial, f, cap);
-          if (slots == 0) break;
-          Move m;
-          BestMoveOn(trial, f, slots, &m);
-          if (m.feature < 0) break;
-          gain += m.gain;
-          Apply(trial, m);
-        }
-        if (gain > best_gain) {
-          best_gain = gain;
-          best = std::move(trial);
+        if (features_[f].constant) continue;
+        const uint64_t bins = state_.edges[f].size() + 1;
+        auto consider = [&](const Move& m, uint64_t added) {
+          if (m.feature < 0) return;
+          const double bits = std::log2(static_cast<double>(bins + added) / static_cast<double>(bins));
+          const double exact_rate = static_cast<double>(m.gain / scorer_.exact_weight()) / bits;
+          const double rate = static_cast<double>(m.gain) / bits;
+          if (exact_rate > best_exact_rate || (exact_rate == best_exact_rate && rate > best_rate)) {
+            best = m;
+            best_exact_rate = exact_rate;
+            best_rate = rate;
+          }
+        };
+        auto fits = [&](uint64_t added) {
+          return bins + added <= lf::kMaxBinsPerFeature && cells / bins * (bins + added) <= max_cells_;
+        };
+        if (!fits(1)) continue;
+        Move single;
+        BestEdgeOn(state_, f, &single);
+        consider(single, 1);
+        if (single.gain < scorer_.exact_weight() && fits(2)) {
+          Move pair;
+          BestPairOn(state_, f, &pair);
+          consider(pair, 2);
         }
       }
-      if (best_gain == 0) return;
-      state_ = std::move(best);
+      if (best.feature < 0) return;
+      Apply(state_, best);
     }
   }
 
   const GridState& state() const { return state_; }
 
-  static uint32_t UsedBits(const GridState& s) {
-    uint32_t b = 0;
-    for (const auto& e : s.edges) b += static_cast<uint32_t>(BitsFor(e.size()));
-    return b;
+  static uint64_t CellCount(const GridState& s) {
+    uint64_t cells = 1;
+    for (const auto& e : s.edges) cells *= e.size() + 1;
+    return cells;
   }
 
  private:
-  int Type(size_t i) const { return (samples_[i].exact ? 0 : 2) + (samples_[i].action & 1); }
-
-  // Edges feature f may hold with `extra_bits` more key bits than now.
-  size_t Cap(const GridState& s, size_t f, int extra_bits) const {
-    if (features_[f].constant) return 0;
-    const int bits = std::min(kMaxBits, BitsFor(s.edges[f].size()) + extra_bits);
-    return (size_t{1} << bits) - 1;
-  }
-  size_t Slots(const GridState& s, size_t f, size_t cap) const {
-    return cap > s.edges[f].size() ? cap - s.edges[f].size() : 0;
-  }
-
-  // The best single edge on f, and (with two slots) the best pair fencing a
-  // misanswered exact state off: one whose value lies between its
-  // cell-mates' on every feature gains nothing from any single edge.
-  void BestMoveOn(const GridState& s, size_t f, size_t slots, Move* best) {
-    BestEdgeOn(s, f, best);
-    if (slots >= 2 && !(best->gain >= scorer_.exact_weight())) BestPairOn(s, f, best);
-  }
+  int Type(size_t i) const { return type_[i]; }
 
   void Consider(Move* best, int feature, uint32_t edge, uint32_t second, int64_t gain) {
     if (gain > best->gain) {
@@ -199,20 +187,28 @@ class EdgeAllocator {
       touched_.clear();
       for (size_t j = start; j < end; ++j) {
         const uint32_t c = s.cell_of[f.order[j]];
-        if (mark_[c]) continue;
+        if (!impure_[c] || mark_[c]) continue;
         mark_[c] = 1;
         touched_.push_back(c);
         baseline += scorer_(s.counts[c]);
       }
+      // Sweep the bin upwards; an edge between two successive values splits
+      // each cell into the samples below it (left_) and the rest.
       int64_t current = baseline;
-      for (size_t j = start; j + 1 < end; ++j) {
+      bool have_previous = false;
+      uint32_t previous = 0;
+      for (size_t j = start; j < end && !touched_.empty(); ++j) {
         const uint32_t i = f.order[j];
         const uint32_t c = s.cell_of[i];
+        if (!impure_[c]) continue;
+        const uint32_t value = f.fine[i];
+        if (have_previous && value != previous)
+          Consider(best, static_cast<int>(fi), (previous + value + 1) / 2, 0, baseline - current);
         current -= scorer_.Split(left_[c], s.counts[c]);
         left_[c].k[Type(i)]++;
         current += scorer_.Split(left_[c], s.counts[c]);
-        const uint32_t here = f.fine[i], next = f.fine[f.order[j + 1]];
-        if (here != next) Consider(best, static_cast<int>(fi), (here + next + 1) / 2, 0, baseline - current);
+        previous = value;
+        have_previous = true;
       }
       for (uint32_t c : touched_) {
         mark_[c] = 0;
@@ -222,19 +218,15 @@ class EdgeAllocator {
     }
   }
 
+  // A pair of edges on f fences off a misanswered exact state that lies
+  // between its cell-mates' values on every feature, where no single edge
+  // gains anything.
   void BestPairOn(const GridState& s, size_t fi, Move* best) {
     const FeatureData& f = features_[fi];
     const std::vector<uint16_t>& bin = s.bin[fi];
-    std::vector<int> label(s.counts.size());
-    for (size_t c = 0; c < s.counts.size(); ++c) {
-      const uint32_t* k = s.counts[c].k;
-      label[c] = k[0] + k[1] > 0 ? (k[1] > k[0]) : (k[3] > k[2]);
-    }
     std::set<std::pair<uint32_t, uint32_t>> tried;
-    size_t candidates = 0;
     const size_t n = f.order.size();
-    for (size_t i = 0; i < samples_.size() && candidates < kMaxIsolationCandidates; ++i) {
-      if (!samples_[i].exact || (samples_[i].action & 1) == label[s.cell_of[i]]) continue;
+    for (uint32_t i : misanswered_) {
       // The distinct values next to this one in its bin, below and above.
       const uint32_t v = f.fine[i];
       const uint16_t b = bin[i];
@@ -245,22 +237,25 @@ class EdgeAllocator {
       if (lo == f.order.begin() || bin[*(lo - 1)] != b || hi == f.order.end() || bin[*hi] != b) continue;
       const uint32_t lower = (f.fine[*(lo - 1)] + v + 1) / 2, upper = (v + f.fine[*hi] + 1) / 2;
       if (!tried.insert({lower, upper}).second) continue;
-      ++candidates;
-      // Gain over the cells of bin b: split three ways.
+      // Gain over the impure cells of bin b, split three ways.
       size_t first = static_cast<size_t>(lo - f.order.begin()), last = static_cast<size_t>(hi - f.order.begin());
       while (first > 0 && bin[f.order[first - 1]] == b) --first;
       while (last < n && bin[f.order[last]] == b) ++last;
       parts_.clear();
       for (size_t j = first; j < last; ++j) {
         const uint32_t x = f.order[j];
+        const uint32_t c = s.cell_of[x];
+        if (!impure_[c]) continue;
         const int part = f.fine[x] < lower ? 0 : f.fine[x] < upper ? 1 : 2;
-        parts_[std::make_pair(s.cell_of[x], part)].k[Type(x)]++;
+        parts_[std::make_pair(c, part)].k[Type(x)]++;
       }
       int64_t gain = 0;
-      for (const auto& kv : parts_) gain -= scorer_(kv.second);
-      std::set<uint32_t> cells;
-      for (const auto& kv : parts_)
-        if (cells.insert(kv.first.first).second) gain += scorer_(s.counts[kv.first.first]);
+      uint32_t last_cell = UINT32_MAX;
+      for (const auto& kv : parts_) {  // ordered by cell, then part
+        gain -= scorer_(kv.second);
+        if (kv.first.first != last_cell) gain += scorer_(s.counts[kv.first.first]);
+        last_cell = kv.first.first;
+      }
       Consider(best, static_cast<int>(fi), lower, upper, gain);
     }
   }
@@ -298,11 +293,14 @@ class EdgeAllocator {
 
   const std::vector<LabelledObservation>& samples_;
   const std::vector<FeatureData>& features_;
-  uint32_t max_key_bits_;
+  uint64_t max_cells_;
   Scorer scorer_;
   GridState state_;
   std::vector<Counts> left_;
   std::vector<uint8_t> mark_;
+  std::vector<uint8_t> impure_;  // per cell, for the current step
+  std::vector<uint8_t> type_;    // per sample: Counts index
+  std::vector<uint32_t> misanswered_;
   std::vector<uint32_t> touched_;
   std::map<std::pair<uint32_t, int>, Counts> parts_;
 };
@@ -319,15 +317,29 @@ GeneralisedTable BuildGeneralisedTable(const std::vector<LabelledObservation>& s
                                        const BatchGreedyPolicy& policy, const QuantiserOptions& options,
                                        QuantiserStats* stats_out) {
   if (samples.empty()) throw std::invalid_argument("BuildGeneralisedTable: no samples");
-  if (samples.size() >= (size_t{1} << 24)) throw std::invalid_argument("BuildGeneralisedTable: too many samples");
-  if (options.max_key_bits > lf::kMaxKeyBits || options.fine_bins < 2 || options.fine_bins > lf::kMaxFineBins)
-    throw std::invalid_argument("BuildGeneralisedTable: key bits or fine bins out of range");
+  if (options.max_cells < 1 || options.max_cells > lf::kMaxCells || options.fine_bins < 2 ||
+      options.fine_bins > lf::kMaxFineBins)
+    throw std::invalid_argument("BuildGeneralisedTable: cell count or fine bins out of range");
   QuantiserStats stats;
   const size_t n = samples.size();
   const uint32_t fine_bins = options.fine_bins;
   const float top = static_cast<float>(fine_bins - 1);
-
   for (const LabelledObservation& s : samples) (s.exact ? stats.exact_states : stats.coverage_states)++;
+
+  // The edge search costs O(states) per edge: past max_*_samples it looks
+  // at a random subsample. Ranges and the cells' contents use every state.
+  std::vector<LabelledObservation> subsample;
+  if (stats.exact_states > options.max_exact_samples || stats.coverage_states > options.max_other_samples) {
+    std::mt19937_64 rng(options.seed ^ 0x5eed);
+    std::uniform_real_distribution<double> u(0, 1);
+    const double keep_exact = std::min(1.0, static_cast<double>(options.max_exact_samples) / stats.exact_states);
+    const double keep_other = std::min(1.0, static_cast<double>(options.max_other_samples) / stats.coverage_states);
+    for (const LabelledObservation& s : samples)
+      if (u(rng) < (s.exact ? keep_exact : keep_other)) subsample.push_back(s);
+  }
+  const std::vector<LabelledObservation>& search = subsample.empty() ? samples : subsample;
+  const size_t ns = search.size();
+  if (ns >= (size_t{1} << 32) - 1) throw std::invalid_argument("BuildGeneralisedTable: too many samples");
 
   std::vector<FeatureData> features(kObservationSize);
   for (int fi = 0; fi < kObservationSize; ++fi) {
@@ -348,21 +360,21 @@ GeneralisedTable BuildGeneralisedTable(const std::vector<LabelledObservation>& s
     f.lo = lo;
     // hi lands on the top fine bin's upper edge (and is clamped into it).
     f.scale = static_cast<float>(fine_bins) / (hi - lo);
-    f.fine.resize(n);
-    for (size_t i = 0; i < n; ++i)
-      f.fine[i] = lf::FineIndex(samples[i].observation[static_cast<size_t>(fi)], f.lo, f.scale, top);
-    f.order.resize(n);
+    f.fine.resize(ns);
+    for (size_t i = 0; i < ns; ++i)
+      f.fine[i] = lf::FineIndex(search[i].observation[static_cast<size_t>(fi)], f.lo, f.scale, top);
+    f.order.resize(ns);
     std::iota(f.order.begin(), f.order.end(), 0u);
     std::stable_sort(f.order.begin(), f.order.end(), [&](uint32_t x, uint32_t y) { return f.fine[x] < f.fine[y]; });
   }
 
   // Permutation importance: the share of greedy actions that change when a
   // feature takes the value of another random sample. Reported only (inspect
-  // shows it): it tells what the policy looks at, next to what the key kept.
+  // shows it): it tells what the policy looks at, next to what the cells keep.
   {
     std::mt19937_64 rng(options.seed);
-    const size_t m = std::min<size_t>(n, options.importance_samples);
-    std::vector<size_t> pick(n);
+    const size_t m = std::min<size_t>(ns, options.importance_samples);
+    std::vector<size_t> pick(ns);
     std::iota(pick.begin(), pick.end(), 0);
     std::shuffle(pick.begin(), pick.end(), rng);
     pick.resize(m);
@@ -370,50 +382,48 @@ GeneralisedTable BuildGeneralisedTable(const std::vector<LabelledObservation>& s
     std::vector<uint8_t> actions(m);
     for (FeatureData& f : features) {
       if (f.constant) continue;
-      std::uniform_int_distribution<size_t> other(0, n - 1);
+      std::uniform_int_distribution<size_t> other(0, ns - 1);
       for (size_t i = 0; i < m; ++i) {
-        probe[i] = samples[pick[i]].observation;
-        probe[i][static_cast<size_t>(f.index)] = samples[other(rng)].observation[static_cast<size_t>(f.index)];
+        probe[i] = search[pick[i]].observation;
+        probe[i][static_cast<size_t>(f.index)] = search[other(rng)].observation[static_cast<size_t>(f.index)];
       }
       policy(probe.data(), m, actions.data());
       size_t flips = 0;
-      for (size_t i = 0; i < m; ++i) flips += actions[i] != samples[pick[i]].action ? 1 : 0;
+      for (size_t i = 0; i < m; ++i) flips += actions[i] != search[pick[i]].action ? 1 : 0;
       f.importance = m ? static_cast<double>(flips) / static_cast<double>(m) : 0.0;
       stats.importance.emplace_back(f.index, f.importance);
     }
   }
 
-  EdgeAllocator allocator(samples, features, options.max_key_bits);
+  EdgeAllocator allocator(search, features, options.max_cells);
   allocator.Run();
   const GridState& grid = allocator.state();
-  const uint32_t used = EdgeAllocator::UsedBits(grid);
 
   // The table.
   GeneralisedTable g;
   g.observation_size = kObservationSize;
   g.fine_bins = fine_bins;
-  g.key_bits = used;
-  uint8_t shift = 0;
+  uint32_t stride = 1;
   for (size_t fi = 0; fi < features.size(); ++fi) {
     const FeatureData& f = features[fi];
     const std::vector<uint32_t>& edges = grid.edges[fi];
-    const int bits = BitsFor(edges.size());
-    if (bits == 0) continue;
+    if (edges.empty()) continue;
     QuantisedFeature q;
     q.observation_index = static_cast<uint16_t>(f.index);
-    q.bits = static_cast<uint8_t>(bits);
-    q.shift = shift;
+    q.bins = static_cast<uint16_t>(edges.size() + 1);
+    q.stride = stride;
     q.lo = f.lo;
     q.scale = f.scale;
     q.remap.resize(fine_bins);
     for (uint32_t i = 0; i < fine_bins; ++i)
       q.remap[i] = static_cast<uint8_t>(std::upper_bound(edges.begin(), edges.end(), i) - edges.begin());
-    shift = static_cast<uint8_t>(shift + bits);
+    stride *= q.bins;
+    stats.bins_by_feature.emplace_back(f.index, q.bins);
     g.features.push_back(std::move(q));
-    stats.bits_by_feature.emplace_back(f.index, bits);
   }
-  const uint64_t cells = uint64_t{1} << used;
-  g.bitmap.assign(used >= 6 ? cells / 64 : 1, 0);
+  const uint64_t cells = stride;
+  g.cell_count = stride;
+  g.bitmap.assign((cells + 63) / 64, 0);
   stats.cells = cells;
 
   // Majorities per cell.
@@ -450,7 +460,7 @@ GeneralisedTable BuildGeneralisedTable(const std::vector<LabelledObservation>& s
     }
     for (size_t q = 0; q < g.features.size(); ++q) {
       const QuantisedFeature& qf = g.features[q];
-      const size_t bins = size_t{1} << qf.bits;
+      const size_t bins = qf.bins;
       std::vector<std::vector<float>> in_bin(bins);
       for (size_t i = 0; i < n; ++i) {
         const float v = samples[i].observation[qf.observation_index];
@@ -484,7 +494,7 @@ GeneralisedTable BuildGeneralisedTable(const std::vector<LabelledObservation>& s
       const uint32_t cell = centre_cells[start + i];
       for (size_t q = 0; q < g.features.size(); ++q) {
         const QuantisedFeature& qf = g.features[q];
-        batch[i][qf.observation_index] = rep[q][(cell >> qf.shift) & ((1u << qf.bits) - 1)];
+        batch[i][qf.observation_index] = rep[q][(cell / qf.stride) % qf.bins];
       }
     }
     policy(batch.data(), m, actions.data());
@@ -492,16 +502,6 @@ GeneralisedTable BuildGeneralisedTable(const std::vector<LabelledObservation>& s
   }
   stats.cells_from_centres = centre_cells.size();
 
-  if (getenv("TT_QDEBUG"))
-    for (size_t i = 0; i < n; ++i) {
-      if (!samples[i].exact || g.ActionOfCell(cell_of[i]) == (samples[i].action & 1)) continue;
-      for (size_t j = 0; j < n; ++j) {
-        if (cell_of[j] != cell_of[i] || !samples[j].exact) continue;
-        fprintf(stderr, "cell %u sample %zu action %d:", cell_of[i], j, samples[j].action);
-        for (float v : samples[j].observation) fprintf(stderr, " %.6g", v);
-        fprintf(stderr, "\n");
-      }
-    }
   for (size_t i = 0; i < n; ++i) {
     const bool wrong = g.ActionOfCell(cell_of[i]) != (samples[i].action & 1);
     (samples[i].exact ? stats.exact_disagreements : stats.coverage_disagreements) += wrong ? 1 : 0;

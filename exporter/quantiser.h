@@ -28,9 +28,13 @@ struct LabelledObservation {
 using BatchGreedyPolicy = std::function<void(const Observation* observations, size_t count, uint8_t* actions)>;
 
 struct QuantiserOptions {
-  uint32_t max_key_bits = 18;  // 2^18 cells: a 32 KiB bitmap
+  uint32_t max_cells = 1u << 18;  // a 32 KiB bitmap
   uint32_t fine_bins = 1024;   // resolution of bin edges over a feature's range
   uint32_t importance_samples = 4096;
+  // The edge search costs O(states) per edge: beyond these it works on a
+  // random subsample. Cells are still filled from every state.
+  uint32_t max_exact_samples = 1000000;
+  uint32_t max_other_samples = 200000;
   uint64_t seed = 1;
 };
 
@@ -44,19 +48,19 @@ struct QuantiserStats {
   uint64_t cells_from_coverage = 0;     // from exploratory states
   uint64_t cells_from_centres = 0;      // the network evaluated at the cell's centre
   uint64_t slow_cells = 0;
-  std::vector<std::pair<int, int>> bits_by_feature;  // (observation index, bits), key order
+  std::vector<std::pair<int, int>> bins_by_feature;  // (observation index, bins), cell-number order
   std::vector<int> dropped_features;                 // constant over every sample
   std::vector<std::pair<int, double>> importance;    // (observation index, share of actions a shuffle flips)
 };
 
-// Chooses bin edges greedily: each step adds the one edge (on any feature,
-// at the middle of a gap between sample values) that most reduces the
-// disagreement between the cells' answers and the samples' actions, exact
-// states first, then the others; it stops when no edge helps or the key has
-// max_key_bits. Features without an edge are left out of the key. Then every
-// cell is filled: majority of its exact states, else of its other states,
-// else the policy at the cell's centre. Throws std::invalid_argument on
-// empty input.
+// Chooses bin edges greedily: each step adds the edge (on any feature, at
+// the middle of a gap between sample values; or two edges around one exact
+// state) with the most gain per bit of cell count: gain = fewer samples whose
+// cell answers another action than they have, exact states before the
+// others. It stops when no edge helps or another would pass max_cells.
+// Features without an edge are left out. Then every cell is filled: majority
+// of its exact states, else of its other states, else the policy at the
+// cell's centre. Throws std::invalid_argument on empty input.
 GeneralisedTable BuildGeneralisedTable(const std::vector<LabelledObservation>& samples,
                                        const BatchGreedyPolicy& policy, const QuantiserOptions& options,
                                        QuantiserStats* stats);

@@ -58,15 +58,18 @@ constexpr uint32_t kMigrationTierBit = 1u << 31;
 // Generalised section head: 24 bytes, then feature entries, constants, remap
 // tables, the action bitmap.
 constexpr size_t kGenHeadBytes = 24;
-// head: u32 observation_size, u32 feature_count, u32 key_bits,
+// head: u32 observation_size, u32 feature_count, u32 cell_count,
 //       u32 fine_bins, u32 constant_count, u32 reserved
 constexpr size_t kFeatureEntryBytes = 16;
-// feature: u16 observation_index, u8 bits, u8 shift, f32 lo, f32 scale, u32 reserved
+// feature: u16 observation_index, u16 bins, f32 lo, f32 scale, u32 stride
 // A feature's bin: fine = clamp(int((x - lo) * scale), 0, fine_bins - 1),
-// bin = remap[feature][fine]; key |= bin << shift; action = bit `key` of the bitmap.
-constexpr uint32_t kMaxKeyBits = 24;       // 2 MiB bitmap: far above the 64 KiB goal
+// bin = remap[feature][fine] (< bins). The cell is sum(bin * stride): a
+// mixed-radix number, strides being the products of the earlier features'
+// bin counts, so cell_count = product of bins and no key space is wasted on
+// bin counts that are not powers of two. Action = bit `cell` of the bitmap.
+constexpr uint32_t kMaxCells = 1u << 24;   // 2 MiB bitmap: far above the 64 KiB goal
 constexpr uint32_t kMaxFineBins = 65536;
-constexpr uint32_t kMaxFeatureBits = 8;    // remap entries are u8
+constexpr uint32_t kMaxBinsPerFeature = 256;  // remap entries are u8
 
 // Constants in the generalised section (f64), in this order. The host needs
 // them to compute the observation it passes to tt_lookup_decide for a model

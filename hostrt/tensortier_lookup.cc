@@ -20,10 +20,10 @@ namespace {
 
 struct Feature {
   uint32_t index;        // into the observation
-  uint32_t shift;        // of its bin in the key
+  uint32_t stride;       // of its bin in the cell number
   float lo, scale, top;  // top = fine_bins - 1
   const uint8_t* remap;  // fine bin -> bin, fine_bins entries
-  uint32_t bits;
+  uint32_t bins;
 };
 
 struct Plan {
@@ -83,7 +83,7 @@ struct tt_lookup {
 
   bool has_generalised = false;
   uint32_t gen_observation_size = 0;
-  uint32_t key_bits = 0;
+  uint32_t cell_count = 0;
   uint32_t fine_bins = 0;
   uint64_t gen_bytes = 0;
   std::vector<Feature> features;
@@ -273,61 +273,62 @@ int Loader::LoadGeneralised(const unsigned char* s, uint64_t bytes) {
   if (bytes < lf::kGenHeadBytes) return Fail(TT_LOOKUP_ERR_MALFORMED, "generalised section shorter than its head");
   const uint32_t obs = lf::LoadU32(s);
   const uint32_t nfeat = lf::LoadU32(s + 4);
-  const uint32_t key_bits = lf::LoadU32(s + 8);
+  const uint32_t cells = lf::LoadU32(s + 8);
   const uint32_t fine = lf::LoadU32(s + 12);
   const uint32_t nconst = lf::LoadU32(s + 16);
   if (obs == 0 || obs > 4096 || obs != h_.observation_size)
     return Fail(TT_LOOKUP_ERR_MALFORMED, "generalised section: observation size " + std::to_string(obs) +
                                              " does not match the header's " + std::to_string(h_.observation_size));
-  if (nfeat > obs || key_bits > lf::kMaxKeyBits || fine == 0 || fine > lf::kMaxFineBins || nconst > 4096)
+  if (nfeat > obs || cells == 0 || cells > lf::kMaxCells || fine == 0 || fine > lf::kMaxFineBins || nconst > 4096)
     return Fail(TT_LOOKUP_ERR_MALFORMED, "generalised section: implausible sizes (features " + std::to_string(nfeat) +
-                                             ", key bits " + std::to_string(key_bits) + ", fine bins " +
+                                             ", cells " + std::to_string(cells) + ", fine bins " +
                                              std::to_string(fine) + ")");
   const uint64_t feat_end = lf::kGenHeadBytes + static_cast<uint64_t>(nfeat) * lf::kFeatureEntryBytes;
   const uint64_t const_end = feat_end + static_cast<uint64_t>(nconst) * 8;
   const uint64_t remap_end = const_end + (static_cast<uint64_t>(nfeat) * fine + 7) / 8 * 8;
-  const uint64_t table_words = key_bits >= 6 ? (uint64_t{1} << key_bits) / 64 : 1;
+  const uint64_t table_words = (static_cast<uint64_t>(cells) + 63) / 64;
   if (bytes != remap_end + table_words * 8)
     return Fail(TT_LOOKUP_ERR_MALFORMED, "generalised section is " + std::to_string(bytes) + " bytes, its layout needs " +
                                              std::to_string(remap_end + table_words * 8));
   if (const_end % 8 != 0) return Fail(TT_LOOKUP_ERR_MALFORMED, "generalised section: misaligned constants");
-  uint64_t used_mask = 0;
+  uint64_t product = 1;  // the strides must be the running products of the bin counts
   std::vector<bool> used_index(obs, false);
   for (uint32_t i = 0; i < nfeat; ++i) {
     const unsigned char* e = s + lf::kGenHeadBytes + static_cast<uint64_t>(i) * lf::kFeatureEntryBytes;
     Feature f;
     f.index = lf::LoadU16(e);
-    f.bits = e[2];
-    f.shift = e[3];
+    f.bins = lf::LoadU16(e + 2);
     std::memcpy(&f.lo, e + 4, 4);
     std::memcpy(&f.scale, e + 8, 4);
+    f.stride = lf::LoadU32(e + 12);
     f.top = static_cast<float>(fine - 1);
     f.remap = s + const_end + static_cast<uint64_t>(i) * fine;
     const std::string which = "generalised section: feature " + std::to_string(i);
     if (f.index >= obs || used_index[f.index])
       return Fail(TT_LOOKUP_ERR_MALFORMED, which + " names observation index " + std::to_string(f.index));
     used_index[f.index] = true;
-    if (f.bits < 1 || f.bits > lf::kMaxFeatureBits || f.shift + f.bits > key_bits)
-      return Fail(TT_LOOKUP_ERR_MALFORMED, which + " has " + std::to_string(f.bits) + " bits at shift " +
-                                               std::to_string(f.shift) + " in a " + std::to_string(key_bits) +
-                                               "-bit key");
-    const uint64_t mask = ((uint64_t{1} << f.bits) - 1) << f.shift;
-    if (used_mask & mask) return Fail(TT_LOOKUP_ERR_MALFORMED, which + " overlaps another feature's key bits");
-    used_mask |= mask;
+    if (f.bins < 2 || f.bins > lf::kMaxBinsPerFeature || f.stride != product)
+      return Fail(TT_LOOKUP_ERR_MALFORMED, which + " has " + std::to_string(f.bins) + " bins at stride " +
+                                               std::to_string(f.stride) + " (expected stride " +
+                                               std::to_string(product) + ")");
+    product *= f.bins;
+    if (product > cells)
+      return Fail(TT_LOOKUP_ERR_MALFORMED, which + ": the features' bins exceed the " + std::to_string(cells) + " cells");
     if (!std::isfinite(f.lo) || !std::isfinite(f.scale) || !(f.scale > 0))
       return Fail(TT_LOOKUP_ERR_MALFORMED, which + " has a non-finite range");
     for (uint32_t j = 0; j < fine; ++j)
-      if (f.remap[j] >> f.bits) return Fail(TT_LOOKUP_ERR_MALFORMED, which + " maps to a bin beyond its bits");
+      if (f.remap[j] >= f.bins) return Fail(TT_LOOKUP_ERR_MALFORMED, which + " maps to a bin beyond its count");
     h_.features.push_back(f);
   }
-  if (used_mask != (key_bits == 0 ? 0 : (uint64_t{1} << key_bits) - 1))
-    return Fail(TT_LOOKUP_ERR_MALFORMED, "generalised section: the features' bits do not cover the key");
+  if (product != cells)
+    return Fail(TT_LOOKUP_ERR_MALFORMED, "generalised section: the features' bins make " + std::to_string(product) +
+                                             " cells, the head says " + std::to_string(cells));
   h_.constants.resize(nconst);
   for (uint32_t i = 0; i < nconst; ++i) std::memcpy(&h_.constants[i], s + feat_end + 8 * i, 8);
   h_.table = reinterpret_cast<const uint64_t*>(s + remap_end);
   h_.has_generalised = true;
   h_.gen_observation_size = obs;
-  h_.key_bits = key_bits;
+  h_.cell_count = cells;
   h_.fine_bins = fine;
   h_.gen_bytes = bytes;
   return TT_LOOKUP_OK;
@@ -488,7 +489,7 @@ int tt_lookup_generalised_info_get(const tt_lookup* h, tt_lookup_generalised_inf
   if (!h->has_generalised) return TT_LOOKUP_ERR_NOT_FOUND;
   out->observation_size = h->gen_observation_size;
   out->feature_count = static_cast<uint32_t>(h->features.size());
-  out->key_bits = h->key_bits;
+  out->cell_count = h->cell_count;
   out->fine_bins = h->fine_bins;
   out->section_bytes = h->gen_bytes;
   return TT_LOOKUP_OK;
@@ -498,7 +499,8 @@ int tt_lookup_feature_info_at(const tt_lookup* h, uint32_t index, tt_lookup_feat
   if (h == nullptr || out == nullptr || index >= h->features.size()) return TT_LOOKUP_ERR_ARGUMENT;
   const Feature& f = h->features[index];
   out->observation_index = f.index;
-  out->bits = f.bits;
+  out->bins = f.bins;
+  out->stride = f.stride;
   out->lo = f.lo;
   out->scale = f.scale;
   return TT_LOOKUP_OK;
@@ -559,10 +561,10 @@ int64_t tt_lookup_cell(const tt_lookup* h, const float* features, size_t n) {
   if (h == nullptr || features == nullptr) return TT_LOOKUP_ERR_ARGUMENT;
   if (!h->has_generalised) return TT_LOOKUP_ERR_NOT_FOUND;
   if (n != h->gen_observation_size) return TT_LOOKUP_ERR_ARGUMENT;
-  uint32_t key = 0;
+  uint32_t cell = 0;
   for (const Feature& f : h->features)
-    key |= static_cast<uint32_t>(f.remap[lf::FineIndex(features[f.index], f.lo, f.scale, f.top)]) << f.shift;
-  return key;
+    cell += static_cast<uint32_t>(f.remap[lf::FineIndex(features[f.index], f.lo, f.scale, f.top)]) * f.stride;
+  return cell;
 }
 
 int tt_lookup_decide(const tt_lookup* h, const float* features, size_t n) {
@@ -570,13 +572,13 @@ int tt_lookup_decide(const tt_lookup* h, const float* features, size_t n) {
   if (!h->has_generalised) return TT_LOOKUP_ERR_NOT_FOUND;
   if (n != h->gen_observation_size) return TT_LOOKUP_ERR_ARGUMENT;
   // One bin per feature, independent of each other (the CPU overlaps them),
-  // then one bit.
-  uint32_t key = 0;
+  // then one bit. Every bin was checked at open, so the cell is in range.
+  uint32_t cell = 0;
   const Feature* f = h->features.data();
   const Feature* end = f + h->features.size();
   for (; f != end; ++f)
-    key |= static_cast<uint32_t>(f->remap[lf::FineIndex(features[f->index], f->lo, f->scale, f->top)]) << f->shift;
-  return static_cast<int>((h->table[key >> 6] >> (key & 63)) & 1u);
+    cell += static_cast<uint32_t>(f->remap[lf::FineIndex(features[f->index], f->lo, f->scale, f->top)]) * f->stride;
+  return static_cast<int>((h->table[cell >> 6] >> (cell & 63)) & 1u);
 }
 
 }  // extern "C"

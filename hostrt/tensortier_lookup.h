@@ -83,8 +83,8 @@ typedef struct tt_lookup_plan_info {
 
 typedef struct tt_lookup_generalised_info {
   uint32_t observation_size;
-  uint32_t feature_count;   /* features that take part in the key */
-  uint32_t key_bits;        /* the bitmap has 2^key_bits cells */
+  uint32_t feature_count;   /* features that take part in the cell number */
+  uint32_t cell_count;      /* product of the features' bin counts; bits in the bitmap */
   uint32_t fine_bins;
   uint64_t section_bytes;
 } tt_lookup_generalised_info;
@@ -92,8 +92,9 @@ typedef struct tt_lookup_generalised_info {
 /* Per-feature quantisation (index < feature_count), for inspection. */
 typedef struct tt_lookup_feature_info {
   uint32_t observation_index;
-  uint32_t bits;
-  float lo, scale;
+  uint32_t bins;
+  uint32_t stride; /* cell = sum over features of bin * stride */
+  float lo, scale; /* fine bin = (x - lo) * scale, clamped to [0, fine_bins - 1] */
 } tt_lookup_feature_info;
 
 int tt_lookup_plan_info_at(const tt_lookup* handle, int32_t plan, tt_lookup_plan_info* out);

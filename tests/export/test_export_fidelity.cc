@@ -8,9 +8,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <random>
+
+#include <unistd.h>
 
 #include "agents/dqn_agent.h"
 #include "agents/replay_buffer.h"
@@ -19,6 +22,7 @@
 #include "envs/placement_env.h"
 #include "envs/workload_io.h"
 #include "envs/workload_spec.h"
+#include "exporter/apply.h"
 #include "exporter/export.h"
 #include "hostrt/lookup_format.h"
 #include "hostrt/tensortier_lookup.hpp"
@@ -29,7 +33,7 @@ namespace {
 namespace lf = lookup_format;
 using tensortier::lookup::Lookup;
 
-const char* kWorkloadSpec = getenv("TT_WL") ? getenv("TT_WL") : "synthetic:resnet:4:1048576";
+constexpr const char* kWorkloadSpec = "synthetic:resnet:4:1048576";
 
 struct Trained {
   Workload w;
@@ -53,7 +57,7 @@ DqnConfig AgentConfig() {
   c.batch_size = 32;
   c.target_update_interval = 200;
   c.learning_starts = 512;
-  c.seed = getenv("TT_SEED") ? atoi(getenv("TT_SEED")) : 11;
+  c.seed = 11;
   c.device = "cpu";
   return c;
 }
@@ -65,7 +69,7 @@ void Train(Trained& t) {
   PlacementEnv env(t.w, t.env);
   ReplayBuffer replay(50000);
   std::mt19937_64 rng(5);
-  const int episodes = getenv("TT_EP") ? atoi(getenv("TT_EP")) : 150;
+  const int episodes = 150;
   for (int e = 0; e < episodes; ++e) {
     const double epsilon = std::max(0.05, 1.0 - static_cast<double>(e) / (0.6 * episodes));
     Observation obs = env.Reset();
@@ -91,22 +95,29 @@ class ExportFidelity : public ::testing::Test {
     g_trained = new Trained;
     Trained& t = *g_trained;
     t.w = LoadWorkloadSpec(kWorkloadSpec);
-    t.env.dram_limit_bytes = static_cast<uint64_t>((getenv("TT_FRAC") ? atof(getenv("TT_FRAC")) : 0.35) * t.w.peak_live_bytes());
+    t.env.dram_limit_bytes = static_cast<uint64_t>(0.35 * t.w.peak_live_bytes());
     t.env.beta = 0.75;
     Train(t);
     // A run directory as the learner leaves it (learner/run_report.h).
-    t.run_dir = ::testing::TempDir() + "/export_fidelity_run";
+    // Per process: ctest runs each test of this suite in its own process.
+    t.run_dir = ::testing::TempDir() + "/export_fidelity_run_" + std::to_string(getpid());
     MakeDirectories(t.run_dir + "/checkpoints");
     WriteWorkloadFile(t.w, t.run_dir + "/workload.ttwl");
     WritePlanFile(t.greedy_plan, t.run_dir + "/final_plan.ttplan");
     t.agent->SaveCheckpoint(t.run_dir + "/checkpoints/dqn.ckpt");
-    WriteFileAtomically(t.run_dir + "/config.toml", "[train]\nworkload=\"synthetic:resnet:4:1048576\"\nhidden=[64, 64]\n");
     ExportOptions o;
     o.run_dir = t.run_dir;
     o.output_path = t.run_dir + "/policy.ttlookup";
     t.report = ExportLookup(o);
     t.lookup_path = o.output_path;
     std::printf("trained in %.1f s\n%s", t.train_seconds, t.report.Summary().c_str());
+  }
+
+  static void TearDownTestSuite() {
+    if (!g_trained) return;
+    std::filesystem::remove_all(g_trained->run_dir);
+    delete g_trained;
+    g_trained = nullptr;
   }
 
   static Trained& T() { return *g_trained; }
@@ -140,19 +151,31 @@ TEST_F(ExportFidelity, LookupAgreesWithTheNetworkOnEvaluationStates) {
   size_t held_states = 0, held_agree = 0;
   for (double factor : {0.7, 0.95, 1.4}) {
     PlacementEnv env(T().w, EnvAt(factor));
-    size_t hs = 0, ha = 0;
     RunEpisode(env, [&](const Observation& o) {
       const int a = T().agent->Act(o.data(), 0.0, rng);
-      ++held_states; ++hs;
+      ++held_states;
       held_agree += l.Decide(o.data(), o.size()) == a;
-      ha += l.Decide(o.data(), o.size()) == a;
-      if (getenv("TT_DUMP") && l.Decide(o.data(), o.size()) != a) { fprintf(stderr, "miss f=%.2f a=%d cell=%lld:", factor, a, (long long)tt_lookup_cell(l.handle(), o.data(), o.size())); for (float v : o) fprintf(stderr, " %.4g", v); fprintf(stderr, "\n"); }
       return a;
     });
-    fprintf(stderr, "factor %.2f: %zu/%zu\n", factor, ha, hs);
   }
-  std::printf("agreement: %.2f%% of %zu evaluation states; %.2f%% of %zu states at unseen budgets\n",
-              100.0 * agreement, states, 100.0 * held_agree / held_states, held_states);
+  // Models the export never saw: the network's greedy path on other graphs.
+  size_t other_states = 0, other_agree = 0;
+  for (const char* spec : {"synthetic:resnet:6:1048576", "synthetic:vgg:4:1048576"}) {
+    Workload other = LoadWorkloadSpec(spec);
+    EnvConfig c = T().env;
+    c.dram_limit_bytes = static_cast<uint64_t>(0.35 * other.peak_live_bytes());
+    PlacementEnv env(other, c);
+    RunEpisode(env, [&](const Observation& o) {
+      const int a = T().agent->Act(o.data(), 0.0, rng);
+      ++other_states;
+      other_agree += l.Decide(o.data(), o.size()) == a;
+      return a;
+    });
+  }
+  std::printf("agreement: %.2f%% of %zu evaluation states; %.2f%% of %zu states at unseen budgets; "
+              "%.2f%% of %zu states on unseen models\n",
+              100.0 * agreement, states, 100.0 * held_agree / held_states, held_states,
+              100.0 * other_agree / other_states, other_states);
 }
 
 TEST_F(ExportFidelity, LookupPlanCostsWithinOnePercentOfTheNetworkPlan) {
@@ -196,18 +219,47 @@ TEST_F(ExportFidelity, PlanTableIsTheRunsFinalPlan) {
   EXPECT_FALSE(l.FindPlan(T().w.Signature(), T().w.batch_size, T().env.dram_limit_bytes + 1));
 }
 
+TEST_F(ExportFidelity, HostsGetThePlanTableOrTheGeneralisedRollout) {
+  Lookup l = Lookup::Open(T().lookup_path);
+  // The trained model at its budget: the plan table, exactly.
+  AppliedPlan table = PlanFromLookup(l.handle(), T().w, T().env.dram_limit_bytes);
+  EXPECT_TRUE(table.from_plan_table);
+  EXPECT_EQ(table.decisions, 0u);
+  PlacementPlan expected = T().greedy_plan;
+  expected.produced_by = table.plan.produced_by;
+  EXPECT_EQ(table.plan, expected);
+  // Another budget, and another model: the generalised lookup, rolled out.
+  const uint64_t other_budget = T().env.dram_limit_bytes * 9 / 10;
+  AppliedPlan rolled = PlanFromLookup(l.handle(), T().w, other_budget);
+  EXPECT_FALSE(rolled.from_plan_table);
+  EXPECT_GT(rolled.decisions, 0u);
+  EXPECT_EQ(rolled.plan.dram_limit_bytes, other_budget);
+  EXPECT_NO_THROW(rolled.plan.Validate(T().w));
+  std::mt19937_64 rng(1);
+  EnvConfig c = T().env;
+  c.dram_limit_bytes = other_budget;
+  PlacementEnv env(T().w, c);
+  const double net_ns =
+      RunEpisode(env, [&](const Observation& o) { return T().agent->Act(o.data(), 0.0, rng); }).cost.total_ns;
+  EXPECT_LE(std::abs(EvaluatePlan(T().w, rolled.plan).total_ns - net_ns), 0.01 * net_ns);
+  Workload other = LoadWorkloadSpec("synthetic:vgg:4:1048576");
+  AppliedPlan unknown = PlanFromLookup(l.handle(), other, other.peak_live_bytes() / 3);
+  EXPECT_FALSE(unknown.from_plan_table);
+  EXPECT_NO_THROW(unknown.plan.Validate(other));
+}
+
 TEST_F(ExportFidelity, GeneralisedPartFitsIn64KiB) {
   EXPECT_LE(T().report.generalised_section_bytes, 64u * 1024u);
-  EXPECT_EQ(T().report.network_shape, "15-64-64-2");
+  EXPECT_EQ(T().report.policy, "dqn 15-64-64-2");
   Lookup l = Lookup::Open(T().lookup_path);
   tt_lookup_generalised_info g;
   ASSERT_EQ(tt_lookup_generalised_info_get(l.handle(), &g), TT_LOOKUP_OK);
   EXPECT_EQ(g.section_bytes, T().report.generalised_section_bytes);
-  EXPECT_LE(g.key_bits, 18u);
-  std::printf("file %llu bytes: plan section %llu, generalised section %llu (%u-bit key, %u features)\n",
+  EXPECT_LE(g.cell_count, 1u << 18);
+  std::printf("file %llu bytes: plan section %llu, generalised section %llu (%u cells, %u features)\n",
               static_cast<unsigned long long>(T().report.file_bytes),
               static_cast<unsigned long long>(T().report.plan_section_bytes),
-              static_cast<unsigned long long>(g.section_bytes), g.key_bits, g.feature_count);
+              static_cast<unsigned long long>(g.section_bytes), g.cell_count, g.feature_count);
 }
 
 TEST_F(ExportFidelity, BadCopiesOfTheExportedFileAreRefused) {
@@ -253,7 +305,7 @@ TEST_F(ExportFidelity, DescribeSummarisesTheExport) {
   const std::string d = DescribeLookupFile(T().lookup_path);
   EXPECT_NE(d.find("plan tables     1"), std::string::npos) << d;
   EXPECT_NE(d.find("generalised     15 observation floats"), std::string::npos) << d;
-  EXPECT_NE(d.find("network: 15-64-64-2"), std::string::npos) << d;
+  EXPECT_NE(d.find("policy: dqn 15-64-64-2"), std::string::npos) << d;
   std::printf("%s", d.c_str());
 }
 
@@ -265,9 +317,9 @@ TEST_F(ExportFidelity, NetworkShapeIsReadFromTheCheckpointWithoutConfig) {
   o.output_path = T().run_dir + "/small.ttlookup";
   o.eval_budget_factors = {1.0};
   o.coverage_episodes = 4;
-  o.quantiser.max_key_bits = 10;
+  o.quantiser.max_cells = 1024;
   ExportReport r = ExportLookup(o);
-  EXPECT_EQ(r.network_shape, "15-64-64-2");
+  EXPECT_EQ(r.policy, "dqn 15-64-64-2");
   EXPECT_LE(r.generalised_section_bytes, 16u * 1024u);
   o.hidden = {32};
   EXPECT_THROW(ExportLookup(o), std::runtime_error);  // a shape given explicitly is not second-guessed

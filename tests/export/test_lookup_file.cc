@@ -9,6 +9,8 @@
 #include <random>
 #include <string>
 
+#include <unistd.h>
+
 #include "exporter/export.h"
 #include "exporter/lookup_writer.h"
 #include "exporter/quantiser.h"
@@ -72,7 +74,7 @@ class LookupFileTest : public ::testing::Test {
     c.plans.push_back(MakePlanTableEntry(w_, plan_));
     c.has_generalised = true;
     QuantiserOptions q;
-    q.max_key_bits = 12;
+    q.max_cells = 4096;
     q.fine_bins = 256;
     samples_ = RuleSamples(4000, 5);
     c.generalised = BuildGeneralisedTable(samples_, RulePolicyBatch, q, &stats_);
@@ -80,9 +82,13 @@ class LookupFileTest : public ::testing::Test {
     c.info = "producer: test\n";
     table_ = c.generalised;
     bytes_ = SerializeLookup(c);
-    path_ = ::testing::TempDir() + "/lookup_file_test.ttlookup";
+    // Unique per test and process: ctest may run these in parallel.
+    path_ = ::testing::TempDir() + "/lookup_file_test_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".ttlookup";
     Write(bytes_);
   }
+
+  void TearDown() override { std::remove(path_.c_str()); }
 
   void Write(const std::string& bytes) {
     std::ofstream f(path_, std::ios::binary | std::ios::trunc);
@@ -188,14 +194,14 @@ TEST_F(LookupFileTest, GeneralisedLookupAnswersAsBuilt) {
   // The constant feature is left out; the rule's features are in the key.
   EXPECT_EQ(stats_.dropped_features, std::vector<int>{kObsSlowLeft});
   bool has_heat = false, has_size = false, has_dram = false;
-  for (const auto& fb : stats_.bits_by_feature) {
+  for (const auto& fb : stats_.bins_by_feature) {
     has_heat |= fb.first == kObsHeat;
     has_size |= fb.first == kObsSizeOfLimit;
     has_dram |= fb.first == kObsDramLeft;
   }
   EXPECT_TRUE(has_heat && has_size && has_dram);
   // The rule needs about one edge on each of its three features: the search
-  // stops when no edge helps instead of spending the 12 bits it may.
+  // stops when no edge helps instead of spending the 4096 cells it may.
   EXPECT_LT(stats_.cells, 4096u);
   // Same cell and action as the table the writer had.
   size_t agree = 0;
@@ -244,7 +250,7 @@ TEST_F(LookupFileTest, ExactStatesKeepTheirActionsWhenTheyCollide) {
   samples.push_back(a);
   samples.push_back(b);
   QuantiserOptions q;
-  q.max_key_bits = 14;
+  q.max_cells = 1u << 14;
   q.fine_bins = 4096;
   QuantiserStats stats;
   GeneralisedTable g = BuildGeneralisedTable(samples, RulePolicyBatch, q, &stats);
@@ -256,8 +262,8 @@ TEST_F(LookupFileTest, ExactStatesKeepTheirActionsWhenTheyCollide) {
 TEST_F(LookupFileTest, DescribeNamesWhatTheFileHolds) {
   const std::string d = DescribeLookupFile(path_);
   EXPECT_NE(d.find("plan tables     1"), std::string::npos) << d;
-  EXPECT_NE(d.find("-bit key"), std::string::npos) << d;
-  EXPECT_NE(d.find("not in the key: tier slow_left"), std::string::npos) << d;
+  EXPECT_NE(d.find(" cells ("), std::string::npos) << d;
+  EXPECT_NE(d.find("not in the cell number: tier slow_left"), std::string::npos) << d;
   EXPECT_NE(d.find("producer: test"), std::string::npos) << d;
   EXPECT_TRUE(IsLookupFile(path_));
 }
@@ -265,8 +271,10 @@ TEST_F(LookupFileTest, DescribeNamesWhatTheFileHolds) {
 // ---- bad files: each refused with its own code and a message that says why.
 
 TEST_F(LookupFileTest, RefusesMissingFile) {
-  path_ += ".missing";
-  EXPECT_EQ(Open(), TT_LOOKUP_ERR_IO);
+  const std::string missing = path_ + ".missing";
+  tt_lookup* h = nullptr;
+  EXPECT_EQ(tt_lookup_open(missing.c_str(), &h, err_, sizeof err_), TT_LOOKUP_ERR_IO);
+  EXPECT_EQ(h, nullptr);
   EXPECT_NE(std::string(err_).find("cannot open"), std::string::npos) << err_;
 }
 
@@ -343,7 +351,7 @@ TEST_F(LookupFileTest, RefusesOtherFiles) {
 }
 
 TEST_F(LookupFileTest, RefusesInconsistentStructureEvenWithValidChecksums) {
-  // Find the generalised section and break its first feature's shift.
+  // Find the generalised section and break its first feature's stride.
   const unsigned char* b = reinterpret_cast<const unsigned char*>(bytes_.data());
   const uint32_t sections = lf::LoadU32(b + lf::kOffSectionCount);
   size_t gen = 0, plans = 0;
@@ -355,7 +363,7 @@ TEST_F(LookupFileTest, RefusesInconsistentStructureEvenWithValidChecksums) {
   ASSERT_GT(gen, 0u);
   ASSERT_GT(plans, 0u);
   std::string bad = bytes_;
-  bad[gen + lf::kGenHeadBytes + 3] = 30;  // shift beyond the key
+  bad[gen + lf::kGenHeadBytes + 12] = 3;  // stride of the first feature must be 1
   Reseal(bad);
   Write(bad);
   EXPECT_EQ(Open(), TT_LOOKUP_ERR_MALFORMED);
