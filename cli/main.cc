@@ -21,6 +21,7 @@
 #include "metrics/metrics_server.h"
 #include "report/report.h"
 #include "evaluation/benchmark.h"
+#include "exporter/export.h"
 #include "policies/policy.h"
 #include "executor/executor.h"
 #include "tiers/memory_tier.h"
@@ -362,7 +363,9 @@ int RunWorker(WorkerConfig config, const WorkerFlags& flags) {
 
 int RunInspect(const std::string& path) {
   std::string head = ReadFile(path).substr(0, 8);
-  if (head == "TTWKLD01") {
+  if (IsLookupFile(path)) {
+    std::cout << DescribeLookupFile(path);
+  } else if (head == "TTWKLD01") {
     std::cout << DescribeWorkload(ReadWorkloadFile(path));
   } else if (head == "TTPLAN01") {
     std::cout << DescribePlan(ReadPlanFile(path));
@@ -430,6 +433,14 @@ int Main(int argc, char** argv) {
       ->check(CLI::ExistingDirectory);
   report->add_option("--out", report_out, "HTML file to write (default RUN_DIR/report.html)");
 
+  ExportOptions export_opts;
+  auto* exp = app.add_subcommand("export", "Export a trained policy as a compact lookup file for production hosts");
+  exp->add_option("run_dir", export_opts.run_dir, "Run directory of train or learner")->check(CLI::ExistingDirectory);
+  exp->add_option("--checkpoint", export_opts.checkpoint_path, "Checkpoint (default RUN_DIR/checkpoints/dqn.ckpt)");
+  exp->add_option("--workload", export_opts.workload, "Workload file or spec (default RUN_DIR/workload.ttwl)");
+  exp->add_option("--plan", export_opts.plan_path, "Plan for the plan table (default RUN_DIR/final_plan.ttplan)");
+  exp->add_option("--out", export_opts.output_path, "Lookup file to write (default RUN_DIR/policy.ttlookup)");
+
   BenchmarkOptions bench_opts;
   std::vector<std::string> bench_workloads;
   std::string bench_out = "bench/results/latest", bench_mode = "sync";
@@ -490,6 +501,12 @@ int Main(int argc, char** argv) {
       return RunWorker(worker_config, worker_flags);
     }
     if (*inspect) return RunInspect(inspect_path);
+    if (*exp) {
+      if (export_opts.run_dir.empty() && export_opts.checkpoint_path.empty())
+        throw std::invalid_argument("export needs a run directory or --checkpoint with --workload and --plan");
+      std::cout << ExportLookup(export_opts).Summary();
+      return 0;
+    }
     if (*bench) {
       bench_opts.mode = bench_mode == "async" ? MigrationMode::kAsync : MigrationMode::kSync;
       bench_opts.measure = !bench_cost_model_only;
