@@ -6,14 +6,6 @@
 namespace tensortier {
 namespace {
 
-// Whether kernel k writes tensor t (accesses_of_kernel is sorted by tensor).
-bool KernelWrites(const Workload& w, size_t k, uint32_t t) {
-  const auto& idx = w.accesses_of_kernel(k);
-  auto it = std::lower_bound(idx.begin(), idx.end(), t,
-                             [&](uint32_t i, uint32_t tensor) { return w.accesses[i].tensor < tensor; });
-  return it != idx.end() && w.accesses[*it].tensor == t && w.accesses[*it].writes > 0;
-}
-
 struct InFlight {
   uint32_t tensor;
   Tier to;
@@ -68,7 +60,7 @@ CostReport EvaluatePlan(const Workload& w, const PlacementPlan& plan) {
       const Migration& m = plan.migrations[next];
       if (tier[m.tensor] == m.to) continue;
       double ns = count_copy(m.tensor, m.to);
-      if (plan.mode == MigrationMode::kSync || KernelWrites(w, k, m.tensor)) {
+      if (plan.mode == MigrationMode::kSync || w.KernelWrites(k, m.tensor)) {
         blocking_ns += ns;
         tier[m.tensor] = m.to;
       } else {

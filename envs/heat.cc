@@ -38,11 +38,8 @@ HeatFeatures ComputeHeatFeatures(const Workload& w, size_t k) {
     double reuse = first_future == uses.end() ? never : static_cast<double>(*first_future - k);
     double future = 0;
     for (auto it = first_future; it != uses.end(); ++it) {
-      // accesses_of_kernel is sorted by tensor: find t's access counts.
-      const auto& idx = w.accesses_of_kernel(*it);
-      auto a = std::lower_bound(idx.begin(), idx.end(), t,
-                                [&](uint32_t i, uint32_t x) { return w.accesses[i].tensor < x; });
-      future += std::max<uint32_t>(1, w.accesses[*a].reads + w.accesses[*a].writes);
+      const Access* a = w.FindAccess(*it, t);
+      future += std::max<uint32_t>(1, a->reads + a->writes);
     }
     const Tensor& x = w.tensors[t];
     f.reuse_distance.push_back(reuse);

@@ -9,12 +9,6 @@
 namespace tensortier {
 namespace {
 
-const Access* FindAccess(const Workload& w, size_t k, uint32_t t) {
-  const auto& idx = w.accesses_of_kernel(k);
-  auto it = std::lower_bound(idx.begin(), idx.end(), t,
-                             [&](uint32_t i, uint32_t x) { return w.accesses[i].tensor < x; });
-  return it != idx.end() && w.accesses[*it].tensor == t ? &w.accesses[*it] : nullptr;
-}
 
 float Cap(double x, double cap) { return static_cast<float>(std::clamp(x, 0.0, cap)); }
 
@@ -186,7 +180,7 @@ HeatStepResult HeatWeightEnv::StepWithHeats(const std::vector<double>& heat, dou
   // bytes first means that hot tensors can never push DRAM over the limit.
   auto forced = [&](uint32_t t) -> uint64_t {
     if (!async || !placed_[t] || tier_[t] != Tier::kDram) return 0;
-    const Access* a = FindAccess(w_, k, t);
+    const Access* a = w_.FindAccess(k, t);
     return a && a->writes > 0 ? 0 : w_.tensors[t].size_bytes;
   };
   uint64_t committed = 0;
@@ -222,7 +216,7 @@ HeatStepResult HeatWeightEnv::StepWithHeats(const std::vector<double>& heat, dou
       effective[t] = to;
     } else if (tier_[t] != to) {
       plan_.migrations.push_back({static_cast<int32_t>(k) - 1, t, to});
-      const Access* a = FindAccess(w_, k, t);
+      const Access* a = w_.FindAccess(k, t);
       const bool overlapped = async && !(a && a->writes > 0);
       const double ns = CopyTimeNs(w_, w_.tensors[t].size_bytes, to);
       copy_ns += overlapped ? std::max(0.0, ns - kernel_ns) : ns;

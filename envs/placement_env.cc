@@ -9,12 +9,6 @@ namespace tensortier {
 namespace {
 
 // The access of tensor t by kernel k, or nullptr.
-const Access* FindAccess(const Workload& w, size_t k, uint32_t t) {
-  const auto& idx = w.accesses_of_kernel(k);
-  auto it = std::lower_bound(idx.begin(), idx.end(), t,
-                             [&](uint32_t i, uint32_t x) { return w.accesses[i].tensor < x; });
-  return it != idx.end() && w.accesses[*it].tensor == t ? &w.accesses[*it] : nullptr;
-}
 
 uint64_t BytesTouched(const Workload& w, size_t k) {
   uint64_t sum = 0;
@@ -101,9 +95,9 @@ void PlacementEnv::AdvanceToDecision() {
 
 bool PlacementEnv::NeedsDecision(uint32_t t) const {
   if (config_.scope == DecisionScope::kAllLive || !placed_[t] || tier_[t] == Tier::kDram) return true;
-  if (FindAccess(w_, kernel_, t)) return true;
+  if (w_.FindAccess(kernel_, t)) return true;
   return config_.mode == MigrationMode::kAsync && kernel_ + 1 < w_.num_kernels() &&
-         FindAccess(w_, kernel_ + 1, t) != nullptr;
+         w_.FindAccess(kernel_ + 1, t) != nullptr;
 }
 
 // DRAM that placing t in `tier` for the current kernel holds: its size if it
@@ -113,7 +107,7 @@ uint64_t PlacementEnv::DramNeeded(uint32_t t, Tier tier) const {
   if (tier == Tier::kDram) return w_.tensors[t].size_bytes;
   const bool moves = placed_[t] && tier_[t] != tier;
   if (!moves || config_.mode != MigrationMode::kAsync) return 0;
-  const Access* access = FindAccess(w_, kernel_, t);
+  const Access* access = w_.FindAccess(kernel_, t);
   return access && access->writes > 0 ? 0 : w_.tensors[t].size_bytes;
 }
 
@@ -128,7 +122,7 @@ Observation PlacementEnv::MakeObservation() const {
   const Tensor& x = w_.tensors[t];
   const double limit = static_cast<double>(config_.dram_limit_bytes);
   const double kernel_ns = std::max(w_.kernels[k].dram_time_ns, 1.0);
-  const Access* access = FindAccess(w_, k, t);
+  const Access* access = w_.FindAccess(k, t);
 
   o[kObsTier] = placed_[t] ? static_cast<float>(tier_[t]) : kNewTensor;
   o[kObsHeat] = static_cast<float>(std::tanh(heats_[k][decision_order_[k][cursor_]]));
@@ -157,7 +151,7 @@ Observation PlacementEnv::MakeObservation() const {
   o[kObsResidentPending] =
       static_cast<float>(std::min(1.0, static_cast<double>(resident_undecided_bytes_) / limit));
   if (next != uses.end()) {
-    const Access* a = FindAccess(w_, *next, t);
+    const Access* a = w_.FindAccess(*next, t);
     o[kObsNextUsePenalty] = static_cast<float>(
         std::min(1.0, a->slow_penalty_ns / std::max(w_.kernels[*next].dram_time_ns, 1.0)));
   }
@@ -171,7 +165,7 @@ StepResult PlacementEnv::Step(int action) {
   const size_t k = kernel_;
   const uint32_t t = CurrentTensor();
   const Tensor& x = w_.tensors[t];
-  const Access* access = FindAccess(w_, k, t);
+  const Access* access = w_.FindAccess(k, t);
   const double kernel_ns = std::max(w_.kernels[k].dram_time_ns, 1.0);
 
   StepResult result;

@@ -84,6 +84,13 @@ void Workload::Finalize() {
   finalized_ = true;
 }
 
+const Access* Workload::FindAccess(size_t k, uint32_t t) const {
+  const auto& idx = kernel_accesses_[k];  // sorted by tensor
+  auto it = std::lower_bound(idx.begin(), idx.end(), t,
+                             [&](uint32_t i, uint32_t x) { return accesses[i].tensor < x; });
+  return it != idx.end() && accesses[*it].tensor == t ? &accesses[*it] : nullptr;
+}
+
 double Workload::total_dram_time_ns() const {
   double sum = 0;
   for (const Kernel& k : kernels) sum += k.dram_time_ns;

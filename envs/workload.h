@@ -101,6 +101,13 @@ class Workload {
   // Kernels that access tensor t, ascending.
   const std::vector<uint32_t>& kernels_of_tensor(size_t t) const { return tensor_kernels_[t]; }
 
+  // Kernel k's access to tensor t, or nullptr when k does not touch t.
+  const Access* FindAccess(size_t k, uint32_t t) const;
+  bool KernelWrites(size_t k, uint32_t t) const {
+    const Access* a = FindAccess(k, t);
+    return a && a->writes > 0;
+  }
+
   uint64_t live_bytes_at(size_t k) const { return live_bytes_[k]; }
   uint64_t peak_live_bytes() const { return peak_live_bytes_; }
   double total_dram_time_ns() const;

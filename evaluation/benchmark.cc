@@ -39,13 +39,7 @@ PlacementPlan LearnedPlan(const DqnAgent& agent, const Workload& w, uint64_t dra
 
 std::unique_ptr<RealWorkloadRunner> MakeRunner(const Workload& w, const BenchmarkOptions& o) {
   RunnerOptions r;
-  r.model.name = w.model.name;
-  r.model.torchscript_path = w.model.torchscript_path;
-  r.model.batch_size = w.model.batch_size;
-  r.model.image_size = w.model.image_size;
-  r.model.num_classes = w.model.num_classes;
-  r.model.optimizer = w.model.optimizer;
-  r.model.seed = w.model.seed;
+  r.model = ModelOptionsFor(w.model);
   r.slow_tier = o.slow_tier;
   r.warmup_iterations = o.warmup_iterations;
   r.repeats = o.repeats;

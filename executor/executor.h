@@ -86,6 +86,10 @@ struct TrainingSnapshot {
   std::vector<std::string> bytes;
 };
 
+// The model options a workload was profiled with (Workload::model), so that
+// a worker or a benchmark rebuilds the same training job.
+ModelOptions ModelOptionsFor(const ModelSpec& spec);
+
 class RealWorkloadRunner {
  public:
   // Throws std::invalid_argument (bad model options or --slow-tier) or

@@ -296,4 +296,16 @@ std::string RealWorkloadRunner::backend() const { return impl_->slow->backend();
 TieredAllocator& RealWorkloadRunner::allocator() { return *impl_->alloc; }
 const RunnerOptions& RealWorkloadRunner::options() const { return impl_->o; }
 
+ModelOptions ModelOptionsFor(const ModelSpec& spec) {
+  ModelOptions m;
+  m.name = spec.name;
+  m.torchscript_path = spec.torchscript_path;
+  m.batch_size = spec.batch_size;
+  m.image_size = spec.image_size;
+  m.num_classes = spec.num_classes;
+  m.optimizer = spec.optimizer;
+  m.seed = spec.seed;
+  return m;
+}
+
 }  // namespace tensortier

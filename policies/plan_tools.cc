@@ -7,33 +7,21 @@
 namespace tensortier {
 namespace {
 
-// Index into w.accesses of kernel k's access to t, or -1.
-int64_t FindAccess(const Workload& w, size_t k, uint32_t t) {
-  const auto& idx = w.accesses_of_kernel(k);
-  auto it = std::lower_bound(idx.begin(), idx.end(), t,
-                             [&](uint32_t i, uint32_t tensor) { return w.accesses[i].tensor < tensor; });
-  if (it != idx.end() && w.accesses[*it].tensor == t) return *it;
-  return -1;
-}
-
 double PenaltyAt(const Workload& w, size_t k, uint32_t t) {
-  int64_t i = FindAccess(w, k, t);
-  return i < 0 ? 0.0 : w.accesses[i].slow_penalty_ns;
+  const Access* a = w.FindAccess(k, t);
+  return a ? a->slow_penalty_ns : 0.0;
 }
 
 }  // namespace
 
-bool KernelWrites(const Workload& w, size_t k, uint32_t t) {
-  int64_t i = FindAccess(w, k, t);
-  return i >= 0 && w.accesses[i].writes > 0;
-}
+bool KernelWrites(const Workload& w, size_t k, uint32_t t) { return w.KernelWrites(k, t); }
 
-bool KernelTouches(const Workload& w, size_t k, uint32_t t) { return FindAccess(w, k, t) >= 0; }
+bool KernelTouches(const Workload& w, size_t k, uint32_t t) { return w.FindAccess(k, t) != nullptr; }
 
 uint64_t AccessCount(const Workload& w, uint32_t t) {
   uint64_t n = 0;
   for (uint32_t k : w.kernels_of_tensor(t)) {
-    const Access& a = w.accesses[FindAccess(w, k, t)];
+    const Access& a = *w.FindAccess(k, t);
     n += std::max<uint32_t>(1, a.reads + a.writes);
   }
   return n;

@@ -34,13 +34,7 @@ void RealIterationEvaluator::Prepare(const Workload& w, const EnvConfig& env) {
   if (w.model.empty())
     throw std::invalid_argument("workload '" + w.name + "' names no model: it cannot run real iterations");
   RunnerOptions o;
-  o.model.name = w.model.name;
-  o.model.torchscript_path = w.model.torchscript_path;
-  o.model.batch_size = w.model.batch_size;
-  o.model.image_size = w.model.image_size;
-  o.model.num_classes = w.model.num_classes;
-  o.model.optimizer = w.model.optimizer;
-  o.model.seed = w.model.seed;
+  o.model = ModelOptionsFor(w.model);
   o.slow_tier = impl_->options.slow_tier;
   o.warmup_iterations = impl_->options.warmup_iterations;
   o.repeats = impl_->options.repeats;
