@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <ctime>
 #include <iostream>
+#include <map>
 
 #include "agents/dqn_agent.h"
 #include "common/files.h"
@@ -302,9 +303,13 @@ int RunTrain(CommonTraining& o, const ModelFlags& model, const WorkerFlags& work
               static_cast<unsigned long long>(out.result.episodes), static_cast<unsigned long long>(out.result.updates),
               static_cast<unsigned long long>(out.result.counters.transitions_ingested), out.result.wall_seconds,
               out.workers_exited_cleanly, workers);
-  std::printf("final plan: %s (backend: %s)\n\n%s\nwritten to %s/\n", out.final_plan.produced_by.c_str(),
-              out.result.records.empty() ? "none" : out.result.records.back().backend.c_str(),
-              ComparisonMarkdown(out.comparison).c_str(), o.out.c_str());
+  std::map<std::string, int> backends;
+  for (const EpisodeRecord& r : out.result.records) ++backends[r.backend];
+  std::string scored_by;
+  for (const auto& [name, n] : backends) scored_by += (scored_by.empty() ? "" : ", ") + name + " " + std::to_string(n);
+  std::printf("episodes scored by: %s\nfinal plan: %s; the table is the cost model's\n\n%s\nwritten to %s/\n",
+              scored_by.c_str(), out.final_plan.produced_by.c_str(), ComparisonMarkdown(out.comparison).c_str(),
+              o.out.c_str());
   if (prometheus)
     std::printf("Prometheus stopped; serve its data again with\n  prometheus --config.file=%s/prometheus/prometheus.yml "
                 "--storage.tsdb.path=%s/prometheus/data --web.listen-address=127.0.0.1:9090\n",

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Regenerates the paper-style comparisons into docs/results/ with one command:
+#   - DeepTM Fig. 14: five models, every policy, DRAM = 1/5 of peak;
+#   - DeepTM Fig. 17: the least DRAM fraction that reaches 90% of all-DRAM;
+#   - ILP solve time against graph size.
+# Usage: bench/paper_tables.sh [BUILD_DIR] [--measure] [--checkpoint FILE]
+#   --measure      also run real iterations of every plan on this host (slow)
+#   --checkpoint   include the learned agent ("dqn") from a learner checkpoint
+set -euo pipefail
+build=build
+measure=--cost-model-only
+checkpoint=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --measure) measure=""; shift ;;
+    --checkpoint) checkpoint=(--checkpoint "$2"); shift 2 ;;
+    -h|--help) sed -n 2,10p "$0"; exit 0 ;;
+    *) build=$1; shift ;;
+  esac
+done
+tt="$build/cli/tensortier"
+out=docs/results
+mkdir -p "$out/workloads"
+
+# Small sizes so that a 2-core machine profiles and measures them in minutes.
+models=(vgg19 resnet152 inception_v3 mobilenet_v2 alexnet)
+specs=()
+for m in "${models[@]}"; do
+  f="$out/workloads/$m.ttwl"
+  [ -f "$f" ] || "$tt" profile --model "$m" --batch 2 --image-size 32 --out "$f"
+  specs+=(--workload "$f")
+done
+policies=(all-slow first-touch sentinel autotm-static autotm-sync deeptm-heuristic ca-l ca-lm ca-lmp)
+[ ${#checkpoint[@]} -gt 0 ] && policies+=(dqn)
+
+echo "== Fig. 14: every policy at DRAM = 0.2 x peak"
+"$tt" bench "${specs[@]}" --policies "${policies[@]}" "${checkpoint[@]}" --dram-fractions 0.2 \
+  --ilp-time-limit 60 $measure --out "$out/fig14"
+
+echo "== Fig. 17: relative performance against DRAM fraction"
+"$tt" bench "${specs[@]}" --policies first-touch sentinel autotm-sync ca-lm --dram-fractions 1.0 0.8 0.6 0.5 0.4 0.3 0.2 0.11 \
+  --ilp-time-limit 30 --cost-model-only --out "$out/fig17"
+
+echo "== ILP solve time against graph size"
+ilp_specs=()
+for n in 10 20 40 80 160; do ilp_specs+=(--workload "synthetic:resnet:$n"); done
+"$tt" bench "${ilp_specs[@]}" --policies autotm-static autotm-sync --dram-fractions 0.2 --ilp-time-limit 120 \
+  --cost-model-only --out "$out/ilp"
+echo "tables: $out/fig14/bench.md $out/fig17/bench.md $out/ilp/bench.csv"
