@@ -35,11 +35,11 @@ policies=(all-slow first-touch sentinel autotm-static autotm-sync deeptm-heurist
 
 echo "== Fig. 14: every policy at DRAM = 0.2 x peak"
 "$tt" bench "${specs[@]}" --policies "${policies[@]}" "${checkpoint[@]}" --dram-fractions 0.2 \
-  --ilp-time-limit 60 $measure --out "$out/fig14"
+  --ilp-time-limit 30 $measure --out "$out/fig14"
 
 echo "== Fig. 17: relative performance against DRAM fraction"
-"$tt" bench "${specs[@]}" --policies first-touch sentinel autotm-sync ca-lm --dram-fractions 1.0 0.8 0.6 0.5 0.4 0.3 0.2 0.11 \
-  --ilp-time-limit 30 --cost-model-only --out "$out/fig17"
+"$tt" bench "${specs[@]}" --policies first-touch sentinel autotm-static ca-lm --dram-fractions 1.0 0.8 0.6 0.5 0.4 0.3 0.2 0.11 \
+  --ilp-time-limit 20 --cost-model-only --out "$out/fig17"
 
 echo "== ILP solve time against graph size"
 ilp_specs=()

@@ -7,38 +7,12 @@
 
 #include "agents/dqn_agent.h"
 #include "envs/placement_env.h"
+#include "tests/core/brute_force.h"
 #include "tests/core/hand_graph.h"
 
 namespace tensortier {
 namespace {
 
-// Plays `actions` from the start; returns the undiscounted return, or
-// nothing if the episode needs more actions than given.
-double Play(PlacementEnv& env, const std::vector<int>& actions, size_t* used) {
-  env.Reset();
-  double total = 0;
-  size_t i = 0;
-  while (!env.done() && i < actions.size()) total += env.Step(actions[i++]).reward;
-  *used = i;
-  return env.done() ? total : std::numeric_limits<double>::quiet_NaN();
-}
-
-// Depth-first over every action sequence (episodes are short).
-double BestReturn(PlacementEnv& env, std::vector<int>& prefix, int* leaves) {
-  size_t used = 0;
-  double r = Play(env, prefix, &used);
-  if (!std::isnan(r)) {
-    ++*leaves;
-    return r;
-  }
-  double best = -std::numeric_limits<double>::infinity();
-  for (int a : {0, 1}) {
-    prefix.push_back(a);
-    best = std::max(best, BestReturn(env, prefix, leaves));
-    prefix.pop_back();
-  }
-  return best;
-}
 
 TEST(DqnPlacement, GreedyPolicyReachesTheBruteForceOptimum) {
   Workload w = testing::HandGraph();
@@ -50,7 +24,7 @@ TEST(DqnPlacement, GreedyPolicyReachesTheBruteForceOptimum) {
 
   std::vector<int> prefix;
   int leaves = 0;
-  const double optimum = BestReturn(env, prefix, &leaves);
+  const double optimum = testing::BestReturn(env, prefix, &leaves);
   ASSERT_GE(leaves, 64);  // the search really branched
 
   DqnConfig config;

@@ -25,6 +25,7 @@
 #include "envs/heat_weight_env.h"
 #include "envs/placement_env.h"
 #include "envs/synthetic.h"
+#include "tests/core/brute_force.h"
 #include "tests/core/hand_graph.h"
 
 namespace tensortier {
@@ -395,30 +396,6 @@ TEST(SacAgent, CheckpointErrorsLeaveTheAgentUnchanged) {
 // sequence, the greedy policy reaches the best return (as DQN does in
 // test_dqn_placement.cc).
 
-double Play(PlacementEnv& env, const std::vector<int>& actions, size_t* used) {
-  env.Reset();
-  double total = 0;
-  size_t i = 0;
-  while (!env.done() && i < actions.size()) total += env.Step(actions[i++]).reward;
-  *used = i;
-  return env.done() ? total : std::numeric_limits<double>::quiet_NaN();
-}
-
-double BestReturn(PlacementEnv& env, std::vector<int>& prefix, int* leaves) {
-  size_t used = 0;
-  double r = Play(env, prefix, &used);
-  if (!std::isnan(r)) {
-    ++*leaves;
-    return r;
-  }
-  double best = -std::numeric_limits<double>::infinity();
-  for (int a : {0, 1}) {
-    prefix.push_back(a);
-    best = std::max(best, BestReturn(env, prefix, leaves));
-    prefix.pop_back();
-  }
-  return best;
-}
 
 EnvConfig HandEnvConfig() {
   EnvConfig c;
@@ -493,7 +470,7 @@ TEST(SacPlacement, GreedyPolicyReachesTheBruteForceOptimum) {
   PlacementEnv env(w, HandEnvConfig());
   std::vector<int> prefix;
   int leaves = 0;
-  const double optimum = BestReturn(env, prefix, &leaves);
+  const double optimum = testing::BestReturn(env, prefix, &leaves);
   ASSERT_GE(leaves, 64);  // the search really branched
   // 300 episodes x 32 updates keeps this test near 10 s. With this budget
   // seed 1 of seeds 1-5 reaches the optimum (the others stop at 15.96, B
@@ -511,7 +488,7 @@ TEST(SacPlacement, DISABLED_SeedSweep) {
   PlacementEnv env(w, HandEnvConfig());
   std::vector<int> prefix;
   int leaves = 0;
-  const double optimum = BestReturn(env, prefix, &leaves);
+  const double optimum = testing::BestReturn(env, prefix, &leaves);
   for (int episodes : {300, 800}) {
     int reached = 0;
     for (uint64_t seed = 1; seed <= 5; ++seed) {
