@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <ctime>
 #include <iostream>
+#include <sstream>
 #include <map>
 
 #include "agents/dqn_agent.h"
@@ -380,6 +381,35 @@ int RunInspect(const std::string& path) {
   return 0;
 }
 
+// The settings of this run as a config file that --config reads back:
+// CLI11 writes unset values as "" and lists as one quoted string, which it
+// cannot read; drop the former and write the latter as arrays.
+std::string ReusableConfig(const CLI::App& app) {
+  std::istringstream in(app.config_to_str(true, false));
+  std::ostringstream out;
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) {
+      out << line << '\n';
+      continue;
+    }
+    std::string value = line.substr(eq + 1);
+    if (value == "\"\"") continue;
+    const bool quoted_list = value.size() > 2 && value.front() == '"' && value.back() == '"' &&
+                             value.find(' ') != std::string::npos &&
+                             value.find_first_not_of("\"0123456789. -") == std::string::npos;
+    if (quoted_list) {
+      std::istringstream items(value.substr(1, value.size() - 2));
+      std::string item, joined;
+      while (items >> item) joined += (joined.empty() ? "" : ", ") + item;
+      value = "[" + joined + "]";
+    }
+    out << line.substr(0, eq + 1) << value << '\n';
+  }
+  return out.str();
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{"TensorTier: learns where the tensors of a training job live (DRAM or a slow tier)"};
   app.require_subcommand(1);
@@ -494,12 +524,12 @@ int Main(int argc, char** argv) {
   try {
     if (*train) {
       SetLogComponent("train");
-      return RunTrain(train_opts, train_model, train_worker, workers, app.config_to_str(true, false),
+      return RunTrain(train_opts, train_model, train_worker, workers, ReusableConfig(app),
                       train_prometheus);
     }
     if (*learner) {
       SetLogComponent("learner");
-      return RunLearner(learner_opts, bind, min_workers, app.config_to_str(true, false), learner_sd_dir);
+      return RunLearner(learner_opts, bind, min_workers, ReusableConfig(app), learner_sd_dir);
     }
     if (*worker) {
       SetLogComponent("worker");

@@ -108,6 +108,24 @@ TEST(Fleet, WorkerReconnectsToALearnerThatStartsLate) {
   fs::remove_all(dir);
 }
 
+TEST(Fleet, ARunsConfigFileReproducesItsSettings) {
+  const std::string dir = TempDir("config");
+  ChildProcess first({"train", "--workload", "synthetic:tiny:3:65536", "--episodes", "6", "--hidden", "48", "24",
+                      "--workers", "1", "--out", dir + "/a"},
+                     dir + "/a.log");
+  ASSERT_EQ(first.Wait(std::chrono::seconds(120)), 0) << ReadFile(dir + "/a.log");
+  const std::string config = ReadFile(dir + "/a/config.toml");
+  EXPECT_NE(config.find("train.hidden=[48, 24]"), std::string::npos) << config;
+  // The file alone (plus a new output directory) runs the same training.
+  ChildProcess again({"--config", dir + "/a/config.toml", "train", "--out", dir + "/b"}, dir + "/b.log");
+  ASSERT_EQ(again.Wait(std::chrono::seconds(120)), 0) << ReadFile(dir + "/b.log");
+  const std::string replayed = ReadFile(dir + "/b/config.toml");
+  EXPECT_NE(replayed.find("train.hidden=[48, 24]"), std::string::npos);
+  EXPECT_NE(replayed.find("train.workload=\"synthetic:tiny:3:65536\""), std::string::npos);
+  EXPECT_EQ(ReadCsv(dir + "/b/metrics.csv").size(), 7u);
+  fs::remove_all(dir);
+}
+
 TEST(Fleet, BadCommandLinesFailWithAClearMessage) {
   const std::string dir = TempDir("cli");
   ChildProcess a({"train", "--workload", "synthetic:lenet", "--out", dir + "/a"}, dir + "/a.log");
