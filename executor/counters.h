@@ -34,9 +34,17 @@ class HardwareCounterSet {
 };
 
 struct IterationCounters {
-  // Bytes per tier: peak during the iteration and in use at its end.
+  // Bytes charged per tier (requested bytes of live blocks, what the DRAM
+  // limit checks): peak during the iteration and in use at its end.
   uint64_t dram_peak_bytes = 0, dram_end_bytes = 0;
   uint64_t slow_peak_bytes = 0, slow_end_bytes = 0;
+  // Page-level footprint (4 KiB pages; a page shared by batched tensors
+  // counts once, an own block ceil(bytes / 4 KiB)): peak during the iteration.
+  uint64_t dram_pages_peak = 0, slow_pages_peak = 0;
+  // Reserved regions at the end of the iteration (docs/aggregation.md): not
+  // charged against the DRAM limit.
+  uint64_t dram_region_reserved_bytes = 0, slow_region_reserved_bytes = 0;
+  uint64_t region_allocations = 0;    // allocations of the iteration placed in a reserved region
   uint64_t dram_limit_bytes = 0;      // 0 = none
   int64_t dram_headroom_bytes = -1;   // limit - peak; -1 without a limit
   // Migrations executed at kernel boundaries, per direction.
@@ -45,6 +53,10 @@ struct IterationCounters {
   uint64_t migrations_skipped = 0;    // tensor not live, storage unknown or already there
   uint64_t migrations_refused = 0;    // destination full (DRAM limit or slow capacity)
   uint64_t migration_oom_events = 0;  // of those, moves into DRAM beyond the limit (the tensor stays slow)
+  // Copies made for them: a contiguous migration moves several tensors with one copy.
+  uint64_t migration_copies = 0, migration_copy_bytes = 0;
+  uint64_t grouped_migrations = 0;    // tensors moved by copies of more than one tensor
+  double migration_device_ns = 0;     // emulated tiers: what the device model charges for those copies (their pace)
   // Placing persistent tensors at their initial tier before the iteration (not timed).
   uint64_t setup_moves = 0, setup_bytes = 0;
   // Allocator.
@@ -54,6 +66,7 @@ struct IterationCounters {
   // Time.
   double iteration_ns = 0;
   double emulated_delay_ns = 0;       // added to kernels for slow-tier accesses (emulated tiers)
+  uint64_t slow_access_streams = 0;   // slow-tier access streams charged a device latency (emulated tiers)
   double migration_copy_ns = 0;       // time spent copying (sync: exposed; async: on the copy thread)
   double exposed_migration_ns = 0;    // sync copies + waits for async copies
   uint64_t async_write_stalls = 0;    // kernels that waited for a copy of a tensor they write

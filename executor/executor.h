@@ -28,6 +28,7 @@
 
 #include "envs/placement_plan.h"
 #include "envs/workload.h"
+#include "executor/aggregation.h"
 #include "executor/counters.h"
 #include "executor/tiered_allocator.h"
 #include "models/training_task.h"
@@ -44,6 +45,7 @@ struct RunnerOptions {
   int repeats = 5;                  // measured iterations per Execute
   int profile_timing_iterations = 3;  // per tier, for kernel times (medians)
   int threads = 0;                  // LibTorch intra-op threads; 0 = leave as is
+  AggregationOptions aggregation;   // DeepTM's batching / adjoining / contiguous migration (docs/aggregation.md)
 };
 
 struct ProfileReport {
@@ -70,6 +72,7 @@ struct ExecutionReport {
   std::string model;
   std::string backend;       // slow tier backend (+ profile)
   std::string mode;          // "sync" / "async"
+  std::string aggregation;   // AggregationOptions::Describe() of the run
   uint64_t plan_hash = 0;
   std::vector<double> iteration_ns;  // measured iterations
   double median_ns = 0, min_ns = 0, max_ns = 0;
@@ -84,6 +87,17 @@ struct TrainingSnapshot {
   std::vector<double> losses;
   std::vector<std::string> names;
   std::vector<std::string> bytes;
+};
+
+// What profiling costs, per iteration (medians of interleaved rounds).
+struct ProfilerOverhead {
+  double plain_step_ns = 0;     // task.Step() alone: no tracer, no routing (allocator installed)
+  double executor_step_ns = 0;  // one executor iteration, all-DRAM plan (kernel boundaries, storages observed)
+  double capture_step_ns = 0;   // CaptureIteration: access counting, plus building the graph
+  // The same in CPU time of the calling thread (with RunnerOptions::threads
+  // = 1 all of the work; robust to other processes on a shared machine).
+  double plain_step_cpu_ns = 0, executor_step_cpu_ns = 0, capture_step_cpu_ns = 0;
+  int rounds = 0;
 };
 
 // The model options a workload was profiled with (Workload::model), so that
@@ -125,7 +139,12 @@ class RealWorkloadRunner {
   // runner was built (they would count as untracked persistent tensors).
   TrainingSnapshot RunFresh(const PlacementPlan& plan, int iterations, ExecutionReport* report = nullptr);
 
+  // Interleaves plain, executor and capture iterations `rounds` times (Profile() first).
+  ProfilerOverhead MeasureProfilerOverhead(int rounds);
+
   std::string backend() const;
+  // For the next Profile / Execute / RunFresh (ablations switch it between runs).
+  void set_aggregation(const AggregationOptions& aggregation);
   TieredAllocator& allocator();
   const RunnerOptions& options() const;
 

@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -56,14 +57,25 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
   std::vector<uint8_t> needs_storage;
   bool observe_storages = false;
   bool async = false;
+  AggregationOptions agg;
+  std::vector<BlockClass> block_class;  // per tensor
+  // Persistent tensors of each region, in layout order, per initial tier.
+  std::vector<uint32_t> layout[2][3];
 
   // Per-iteration state.
   std::vector<AllocationRecord*> rec;
   std::vector<Tier> tier;
+  std::vector<uintptr_t> page_of;  // page of the tensor's block start, for the page-level latency
   struct Pending {
     TieredAllocator::MoveTicket ticket;
-    uint32_t tensor;
+    std::vector<uint32_t> tensors;
+    std::vector<uint64_t> bytes;
   };
+  struct PageAccess {
+    uintptr_t page;
+    uint32_t reads, writes;
+  };
+  std::vector<PageAccess> sub_page_accesses;
   std::vector<Pending> pending;
   IterationCounters cur;
   std::vector<double> ktimes;
@@ -103,10 +115,45 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     writes_of.assign(K, {});
     for (const Access& a : w.accesses)
       if (a.writes > 0) writes_of[a.kernel].push_back(a.tensor);
+    agg = cfg.aggregation;
+    ChooseBlockClasses();
     if (async && !plan.migrations.empty()) copier = std::thread([this] { CopyLoop(); });
   }
 
+  // DeepTM's Aggregator on the profiled graph: which tensors are batched,
+  // which adjoined, and the order persistent ones are laid out in.
+  void ChooseBlockClasses() {
+    std::vector<uint32_t> kernels_accessing(T, 0), first_access(T, K), accesses(T, 0);
+    for (const Access& a : w.accesses) {
+      ++kernels_accessing[a.tensor];
+      first_access[a.tensor] = std::min(first_access[a.tensor], a.kernel);
+      accesses[a.tensor] += a.reads + a.writes;
+    }
+    block_class.assign(T, BlockClass::kOwn);
+    for (uint32_t t = 0; t < T; ++t) {
+      const Tensor& x = w.tensors[t];
+      if (agg.batch_small_tensors && x.size_bytes < agg.small_tensor_bytes && kernels_accessing[t] >= 2)
+        block_class[t] = BlockClass::kSmall;
+      else if (agg.adjoin_long_lived &&
+               (x.persistent || x.free_kernel - x.alloc_kernel >= static_cast<int64_t>(agg.long_lived_min_kernels)))
+        block_class[t] = BlockClass::kLongLived;
+    }
+    // Reuse distance from the start of the iteration ascending (DeepTM: r
+    // ascending, then future accesses ascending): tensors used by the same
+    // kernels end up on the same pages / next to each other.
+    for (uint32_t i = 0; i < P; ++i)
+      if (block_class[i] != BlockClass::kOwn)
+        layout[plan.initial_tiers[i] == Tier::kDram ? 0 : 1][static_cast<int>(block_class[i])].push_back(i);
+    for (auto& per_tier : layout)
+      for (auto& list : per_tier)
+        std::stable_sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) {
+          if (first_access[a] != first_access[b]) return first_access[a] < first_access[b];
+          return accesses[a] < accesses[b];
+        });
+  }
+
   ~Impl() override {
+    alloc.TrimRegions();
     if (copier.joinable()) {
       {
         std::lock_guard<std::mutex> lock(qmu);
@@ -160,48 +207,113 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
       TieredAllocator::MarkCopied(p.ticket);
       ++cur.async_copies_inline;
     }
-    const bool done = alloc.CompleteMove(p.ticket);
+    std::vector<uint8_t> moved;
+    alloc.CompleteMove(p.ticket, &moved);
     cur.exposed_migration_ns += SteadyNowNs() - t0;
-    if (done) Count(p.tensor, p.ticket.to, p.ticket.bytes);
-    else ++cur.migrations_skipped;
+    for (size_t i = 0; i < p.tensors.size(); ++i) {
+      if (moved[i]) {
+        Count(p.tensors[i], p.ticket.to, p.bytes[i]);
+        if (AllocationRecord* r = rec[p.tensors[i]]) page_of[p.tensors[i]] = PageOf(r->ptr);
+      } else {
+        ++cur.migrations_skipped;
+      }
+    }
   }
+
+  static uintptr_t PageOf(const void* p) { return reinterpret_cast<uintptr_t>(p) / PageRegion::kPageBytes; }
 
   void FinishAll() {
     for (const Pending& p : pending) Finish(p);
     pending.clear();
   }
 
-  void StartMigration(const Migration& m) {
-    AllocationRecord* r = rec[m.tensor];
-    if (r == nullptr) {
+  // The migrations after kernel k: out of DRAM first (their room is free
+  // before anything moves in); with contiguous migration, runs of tensors
+  // adjacent in a region that go the same way move as one copy.
+  void StartMigrations(uint32_t k) {
+    std::vector<Migration> ms = after[k];
+    std::stable_sort(ms.begin(), ms.end(), [](const Migration& a, const Migration& b) {
+      return a.to == Tier::kSlow && b.to == Tier::kDram;
+    });
+    if (!agg.contiguous_migration) {
+      for (const Migration& m : ms) StartMove({m.tensor}, m.to);
+      return;
+    }
+    for (Tier to : {Tier::kSlow, Tier::kDram}) {
+      std::vector<std::pair<AllocationRecord*, uint32_t>> in_regions;
+      for (const Migration& m : ms) {
+        if (m.to != to) continue;
+        AllocationRecord* r = rec[m.tensor];
+        if (r != nullptr && r->region != nullptr && r->tier != to) in_regions.emplace_back(r, m.tensor);
+        else StartMove({m.tensor}, to);
+      }
+      std::sort(in_regions.begin(), in_regions.end(), [](const auto& a, const auto& b) {
+        if (a.first->region != b.first->region) return std::less<PageRegion*>()(a.first->region, b.first->region);
+        return std::less<void*>()(a.first->ptr, b.first->ptr);
+      });
+      for (size_t i = 0; i < in_regions.size();) {
+        std::vector<uint32_t> run = {in_regions[i].second};
+        size_t j = i + 1;
+        for (; j < in_regions.size(); ++j) {
+          const AllocationRecord* prev = in_regions[j - 1].first;
+          const AllocationRecord* next = in_regions[j].first;
+          if (next->region != prev->region ||
+              static_cast<const char*>(prev->ptr) + PageRegion::Footprint(prev->bytes) != next->ptr)
+            break;
+          run.push_back(in_regions[j].second);
+        }
+        StartMove(run, to);
+        i = j;
+      }
+    }
+  }
+
+  // One copy for `tensors` (adjacent in a region when more than one; if the
+  // group cannot start, each tensor is tried on its own).
+  void StartMove(const std::vector<uint32_t>& tensors, Tier to) {
+    std::vector<AllocationRecord*> rs;
+    for (uint32_t t : tensors) rs.push_back(rec[t]);
+    if (rs.size() == 1 && rs[0] == nullptr) {
       ++cur.migrations_skipped;
       return;
     }
     TieredAllocator::MoveTicket t;
-    switch (alloc.BeginMove(r, m.to, &t)) {
+    const TieredAllocator::MoveStart start =
+        rs.size() == 1 ? alloc.BeginMove(rs[0], to, &t) : alloc.BeginGroupMove(rs, to, &t);
+    if (start != TieredAllocator::MoveStart::kStarted && rs.size() > 1) {
+      for (uint32_t x : tensors) StartMove({x}, to);
+      return;
+    }
+    switch (start) {
       case TieredAllocator::MoveStart::kStarted:
         break;
       case TieredAllocator::MoveStart::kOutOfMemory:
         ++cur.migrations_refused;
-        if (m.to == Tier::kDram) ++cur.migration_oom_events;
+        if (to == Tier::kDram) ++cur.migration_oom_events;
         return;
       default:
         ++cur.migrations_skipped;
         return;
     }
+    Pending p{t, tensors, {}};
+    for (AllocationRecord* r : rs) p.bytes.push_back(r->bytes);
+    ++cur.migration_copies;
+    cur.migration_copy_bytes += t.bytes;
+    cur.migration_device_ns += PaceNs(t.bytes, t.to);
+    if (tensors.size() > 1) cur.grouped_migrations += tensors.size();
     if (async) {
       {
         std::lock_guard<std::mutex> lock(qmu);
         queue.push_back(t);
       }
       qcv.notify_one();
-      pending.push_back({t, m.tensor});
+      pending.push_back(std::move(p));
     } else {
       TieredAllocator::ClaimCopy(t);
       const double ns = PacedCopy(t.dst, t.src, t.bytes, PaceNs(t.bytes, t.to));
       cur.migration_copy_ns += ns;
       TieredAllocator::MarkCopied(t);
-      Finish({t, m.tensor});
+      Finish(p);
       cur.exposed_migration_ns += ns;
     }
   }
@@ -212,7 +324,8 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     if (k < K && !pending.empty()) {
       for (size_t i = 0; i < pending.size();) {
         bool writes = false;
-        for (uint32_t t : writes_of[k]) writes = writes || t == pending[i].tensor;
+        for (uint32_t t : writes_of[k])
+          writes = writes || std::find(pending[i].tensors.begin(), pending[i].tensors.end(), t) != pending[i].tensors.end();
         if (writes) {
           ++cur.async_write_stalls;
           Finish(pending[i]);
@@ -228,10 +341,34 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
   void OnKernelEnd(uint32_t k) override {
     if (k >= K) return;
     if (dev) {
+      // One device latency per access stream; tensors smaller than a page
+      // that share a page are one stream (the page is fetched once).
       double extra = 0;
+      sub_page_accesses.clear();
       for (uint32_t ai : w.accesses_of_kernel(k)) {
         const Access& a = w.accesses[ai];
-        if (tier[a.tensor] == Tier::kSlow) extra += dev->ExtraAccessNs(w.tensors[a.tensor].size_bytes, a.reads, a.writes);
+        if (tier[a.tensor] != Tier::kSlow) continue;
+        const uint64_t bytes = w.tensors[a.tensor].size_bytes;
+        extra += dev->ExtraTransferNs(bytes, a.reads, a.writes);
+        if (bytes < PageRegion::kPageBytes && page_of[a.tensor] != 0) {
+          sub_page_accesses.push_back({page_of[a.tensor], a.reads, a.writes});
+        } else {
+          extra += dev->ExtraLatencyNs(a.reads, a.writes);
+          cur.slow_access_streams += a.reads + a.writes;
+        }
+      }
+      std::sort(sub_page_accesses.begin(), sub_page_accesses.end(),
+                [](const PageAccess& a, const PageAccess& b) { return a.page < b.page; });
+      for (size_t i = 0; i < sub_page_accesses.size();) {
+        uint32_t reads = 0, writes = 0;
+        size_t j = i;
+        for (; j < sub_page_accesses.size() && sub_page_accesses[j].page == sub_page_accesses[i].page; ++j) {
+          reads = std::max(reads, sub_page_accesses[j].reads);
+          writes = std::max(writes, sub_page_accesses[j].writes);
+        }
+        extra += dev->ExtraLatencyNs(reads, writes);
+        cur.slow_access_streams += reads + writes;
+        i = j;
       }
       if (extra > 0) {
         WaitUntilNs(SteadyNowNs() + extra);
@@ -240,7 +377,7 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     }
     if (cfg.record_kernel_times) ktimes[k] = SteadyNowNs() - kstart;
     if (async) FinishAll();
-    for (const Migration& m : after[k]) StartMigration(m);
+    if (!after[k].empty()) StartMigrations(k);
   }
 
   void OnStorage(uint32_t, const c10::Storage& s, AllocationRecord* r) override {
@@ -253,16 +390,37 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     if (r.tensor_id < static_cast<int64_t>(P) || r.tensor_id >= static_cast<int64_t>(T)) return;
     rec[r.tensor_id] = const_cast<AllocationRecord*>(&r);
     tier[r.tensor_id] = r.tier;
+    page_of[r.tensor_id] = PageOf(r.ptr);
   }
   void OnFree(const AllocationRecord& r) override {
     if (r.tensor_id < 0 || r.tensor_id >= static_cast<int64_t>(T)) return;
     if (rec[r.tensor_id] == &r) rec[r.tensor_id] = nullptr;
   }
 
+  void PlaceInitially(AllocationRecord* r, Tier want, BlockClass cls) {
+    const uint64_t bytes = r->bytes;
+    const bool tier_changes = r->tier != want;
+    switch (alloc.Place(r, want, cls)) {
+      case TieredAllocator::MoveStart::kStarted:
+        ++cur.setup_moves;
+        cur.setup_bytes += bytes;
+        break;
+      case TieredAllocator::MoveStart::kSameTier:
+        break;
+      default:
+        // A change of block class within the tier is layout only: no room
+        // for it is not an OOM.
+        if (!tier_changes) break;
+        ++cur.migrations_refused;
+        if (want == Tier::kDram) ++cur.migration_oom_events;
+    }
+  }
+
   IterationCounters Run(TrainingTask& task, double* loss) {
     cur = IterationCounters();
     rec.assign(T, nullptr);
     tier.assign(T, Tier::kDram);
+    page_of.assign(T, 0);
     ktimes.assign(K, 0);
     kernels_seen = 0;
     copy_ns = 0;
@@ -287,26 +445,30 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
       rec[i] = precs[i];
       tier[i] = precs[i]->tier;
     }
-    // Moves out of DRAM first, so that moves into DRAM find room under the limit.
+    // Moves out of DRAM first, so that moves into DRAM find room under the
+    // limit. Region classes are laid out in their order (nothing moves when
+    // the layout is already there).
     for (Tier pass : {Tier::kSlow, Tier::kDram}) {
-      for (uint32_t i = 0; i < P; ++i) {
-        const Tier want = plan.initial_tiers[i];
-        if (want != pass || tier[i] == want) continue;
-        TieredAllocator::MoveTicket t;
-        if (alloc.BeginMove(precs[i], want, &t) != TieredAllocator::MoveStart::kStarted) {
-          ++cur.migrations_refused;
-          if (want == Tier::kDram) ++cur.migration_oom_events;
-          continue;
-        }
-        TieredAllocator::ClaimCopy(t);
-        PacedCopy(t.dst, t.src, t.bytes, 0);
-        TieredAllocator::MarkCopied(t);
-        if (alloc.CompleteMove(t)) {
-          tier[i] = want;
-          ++cur.setup_moves;
-          cur.setup_bytes += t.bytes;
+      for (BlockClass cls : {BlockClass::kSmall, BlockClass::kLongLived}) {
+        const std::vector<uint32_t>& list = layout[pass == Tier::kDram ? 0 : 1][static_cast<int>(cls)];
+        if (list.empty()) continue;
+        std::vector<AllocationRecord*> rs;
+        for (uint32_t i : list) rs.push_back(precs[i]);
+        const int64_t copied = alloc.PlaceContiguously(rs, pass, cls);
+        if (copied > 0) {
+          cur.setup_moves += list.size();
+          cur.setup_bytes += static_cast<uint64_t>(copied);
+        } else if (copied < 0) {
+          for (uint32_t i : list) PlaceInitially(precs[i], pass, cls);
         }
       }
+      for (uint32_t i = 0; i < P; ++i)
+        if (plan.initial_tiers[i] == pass && block_class[i] == BlockClass::kOwn)
+          PlaceInitially(precs[i], pass, BlockClass::kOwn);
+    }
+    for (uint32_t i = 0; i < P; ++i) {
+      tier[i] = precs[i]->tier;
+      page_of[i] = PageOf(precs[i]->ptr);
     }
     for (uint32_t i = P; i < T; ++i) tier[i] = plan.initial_tiers[i];
 
@@ -316,9 +478,11 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     routing.tiers.assign(plan.initial_tiers.begin() + P, plan.initial_tiers.end());
     routing.sizes.reserve(T - P);
     for (uint32_t i = P; i < T; ++i) routing.sizes.push_back(w.tensors[i].size_bytes);
+    routing.classes.assign(block_class.begin() + P, block_class.end());
     cur.dram_limit_bytes = alloc.dram_limit();
     alloc.tier(Tier::kDram).ResetPeak();
     alloc.tier(Tier::kSlow).ResetPeak();
+    alloc.ResetPeaks();
     const AllocatorCounters a0 = alloc.counters();
     rusage ru0, ru1;
     getrusage(RUSAGE_SELF, &ru0);
@@ -349,13 +513,17 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
 
     // 3. Counters and checks.
     if (async) cur.migration_copy_ns = static_cast<double>(copy_ns.load());
-    const TierStats d = alloc.tier(Tier::kDram).stats(), s = alloc.tier(Tier::kSlow).stats();
-    cur.dram_peak_bytes = d.peak_bytes;
-    cur.dram_end_bytes = d.bytes_in_use;
-    cur.slow_peak_bytes = s.peak_bytes;
-    cur.slow_end_bytes = s.bytes_in_use;
+    const TierUsage d = alloc.usage(Tier::kDram), s = alloc.usage(Tier::kSlow);
+    cur.dram_peak_bytes = d.charged_peak_bytes;
+    cur.dram_end_bytes = d.charged_bytes;
+    cur.slow_peak_bytes = s.charged_peak_bytes;
+    cur.slow_end_bytes = s.charged_bytes;
+    cur.dram_pages_peak = d.pages_peak;
+    cur.slow_pages_peak = s.pages_peak;
+    cur.dram_region_reserved_bytes = d.region_reserved_bytes;
+    cur.slow_region_reserved_bytes = s.region_reserved_bytes;
     if (cur.dram_limit_bytes > 0)
-      cur.dram_headroom_bytes = static_cast<int64_t>(cur.dram_limit_bytes) - static_cast<int64_t>(d.peak_bytes);
+      cur.dram_headroom_bytes = static_cast<int64_t>(cur.dram_limit_bytes) - static_cast<int64_t>(d.charged_peak_bytes);
     const AllocatorCounters a1 = alloc.counters();
     cur.allocations = a1.allocations - a0.allocations;
     cur.frees = a1.frees - a0.frees;
@@ -364,6 +532,7 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     cur.spilled_bytes = a1.spilled_bytes - a0.spilled_bytes;
     cur.failed_allocations = a1.failed_allocations - a0.failed_allocations;
     cur.allocator_time_ns = a1.allocator_time_ns - a0.allocator_time_ns;
+    cur.region_allocations = a1.region_allocations - a0.region_allocations;
     cur.minor_faults = ru1.ru_minflt - ru0.ru_minflt;
     cur.major_faults = ru1.ru_majflt - ru0.ru_majflt;
     std::string diff;

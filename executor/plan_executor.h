@@ -15,6 +15,11 @@
 //     and swap; async = hand the copy to the copy thread. Before a kernel that
 //     writes a tensor whose async copy is still open, the copy is finished
 //     first (so data never changes under a copy: results stay bit-identical).
+// Aggregation (Config::aggregation, docs/aggregation.md): the executor
+// decides each tensor's block class from the workload (small / long-lived /
+// own), lays persistent tensors out in their regions at step 1, routes
+// dynamic ones to their class, and moves tensors that are adjacent in a
+// region and migrate at the same boundary in the same direction as one copy.
 #pragma once
 
 #include <memory>
@@ -34,6 +39,7 @@ class PlanExecutor {
   struct Config {
     bool emulate_timing = true;  // only has an effect on an emulated slow tier
     bool record_kernel_times = false;
+    AggregationOptions aggregation;
   };
   // `workload` and `plan` must outlive the executor; plan validated here.
   PlanExecutor(TieredAllocator& alloc, const Workload& workload, uint32_t num_persistent, const PlacementPlan& plan,

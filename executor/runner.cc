@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <stdexcept>
+#include <ctime>
 
 #include "common/log.h"
 #include "executor/executor.h"
@@ -92,6 +93,7 @@ struct RealWorkloadRunner::Impl {
     PlanExecutor::Config cfg;
     cfg.emulate_timing = o.emulate_slow_timing;
     cfg.record_kernel_times = true;
+    cfg.aggregation = o.aggregation;
     PlanExecutor ex(*alloc, w, P, plan, cfg);
     const int n = std::max(1, o.profile_timing_iterations);
     std::vector<std::vector<double>> per_kernel(w.num_kernels());
@@ -186,7 +188,8 @@ struct RealWorkloadRunner::Impl {
         .kv("tensors", report.workload.num_tensors())
         .kv("peak_bytes", report.workload.peak_live_bytes())
         .kv("deterministic", report.deterministic)
-        .kv("backend", report.backend);
+        .kv("backend", report.backend)
+        .kv("aggregation", o.aggregation.Describe());
     return report;
   }
 
@@ -198,8 +201,10 @@ struct RealWorkloadRunner::Impl {
     r.backend = slow->backend();
     r.mode = MigrationModeName(plan.mode);
     r.plan_hash = plan.Hash();
+    r.aggregation = o.aggregation.Describe();
     PlanExecutor::Config cfg;
     cfg.emulate_timing = o.emulate_slow_timing;
+    cfg.aggregation = o.aggregation;
     PlanExecutor ex(*alloc, w, report.num_persistent, plan, cfg);  // throws invalid_argument for a bad plan
     alloc->set_dram_limit(plan.dram_limit_bytes);
     alloc->set_overflow_policy(o.overflow_policy);
@@ -292,7 +297,49 @@ TrainingSnapshot RealWorkloadRunner::RunFresh(const PlacementPlan& plan, int ite
   return s;
 }
 
+ProfilerOverhead RealWorkloadRunner::MeasureProfilerOverhead(int rounds) {
+  Impl& m = *impl_;
+  if (!m.profiled) throw std::logic_error("RealWorkloadRunner: Profile() before MeasureProfilerOverhead()");
+  const Workload& w = m.report.workload;
+  const PlacementPlan plan = PlacementPlan::Uniform(w, Tier::kDram, 0);
+  PlanExecutor::Config cfg;
+  cfg.emulate_timing = m.o.emulate_slow_timing;
+  cfg.aggregation = m.o.aggregation;
+  PlanExecutor ex(*m.alloc, w, m.report.num_persistent, plan, cfg);
+  auto cpu_ns = [] {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+  };
+  std::vector<double> plain, executor, capture, plain_cpu, executor_cpu, capture_cpu;
+  for (int i = 0; i < std::max(1, rounds); ++i) {
+    double t0 = SteadyNowNs(), c0 = cpu_ns();
+    m.task->Step();
+    plain.push_back(SteadyNowNs() - t0);
+    plain_cpu.push_back(cpu_ns() - c0);
+    double loss;
+    c0 = cpu_ns();
+    executor.push_back(ex.RunIteration(*m.task, &loss).iteration_ns);
+    executor_cpu.push_back(cpu_ns() - c0);
+    t0 = SteadyNowNs();
+    c0 = cpu_ns();
+    CaptureIteration(*m.task, *m.alloc);
+    capture.push_back(SteadyNowNs() - t0);
+    capture_cpu.push_back(cpu_ns() - c0);
+  }
+  ProfilerOverhead o;
+  o.plain_step_ns = Median(plain);
+  o.executor_step_ns = Median(executor);
+  o.capture_step_ns = Median(capture);
+  o.plain_step_cpu_ns = Median(plain_cpu);
+  o.executor_step_cpu_ns = Median(executor_cpu);
+  o.capture_step_cpu_ns = Median(capture_cpu);
+  o.rounds = std::max(1, rounds);
+  return o;
+}
+
 std::string RealWorkloadRunner::backend() const { return impl_->slow->backend(); }
+void RealWorkloadRunner::set_aggregation(const AggregationOptions& aggregation) { impl_->o.aggregation = aggregation; }
 TieredAllocator& RealWorkloadRunner::allocator() { return *impl_->alloc; }
 const RunnerOptions& RealWorkloadRunner::options() const { return impl_->o; }
 

@@ -16,6 +16,17 @@
 // (BeginMove / CompleteMove: allocate, copy, swap the StorageImpl's DataPtr).
 // Records keep the allocator's shared state alive, so storages may outlive
 // the allocator object safely.
+//
+// Aggregation (docs/aggregation.md): a block is either its own allocation
+// from the tier or lives in one of the tier's reserved regions (PageRegion):
+// the small-tensor region (batching) or the long-lived region (adjoining).
+// The routing table names the class of each allocation; moves keep the
+// class, and tensors adjacent in a region can move as one copy
+// (BeginGroupMove). The DRAM limit charges each block its requested bytes,
+// whatever its class, so that a limit means the same under every switch and
+// in the cost model; region space reserved but not in use is not charged
+// (it is reported: TierUsage::region_reserved_bytes). Page-level footprints
+// are reported beside (TierUsage::pages_in_use).
 #pragma once
 
 #include <c10/core/Allocator.h>
@@ -31,6 +42,8 @@
 #include <vector>
 
 #include "envs/workload.h"
+#include "executor/aggregation.h"
+#include "executor/page_region.h"
 #include "tiers/memory_tier.h"
 
 namespace tensortier {
@@ -55,6 +68,8 @@ struct AllocationRecord {
   int64_t tensor_id = -1;  // workload tensor index; -1 outside a plan
   uint64_t sequence = 0;   // global allocation number since the allocator was made
   int64_t alloc_kernel_hint = -1;  // free for the profiler to use
+  BlockClass block_class = BlockClass::kOwn;
+  PageRegion* region = nullptr;  // the region holding the block (nullptr for kOwn)
   c10::weak_intrusive_ptr<c10::StorageImpl> storage{c10::weak_intrusive_ptr<c10::StorageImpl>::reclaim(nullptr)};
   std::shared_ptr<MoveState> move;  // in-flight move, if any
   std::shared_ptr<AllocatorCore> core;
@@ -80,6 +95,18 @@ struct AllocatorCounters {
   uint64_t unplanned_allocations = 0;  // in an iteration, beyond the routing table
   uint64_t size_mismatches = 0;        // in an iteration, size differs from the profile
   uint64_t allocator_time_ns = 0;      // time spent in allocate and free
+  uint64_t region_allocations = 0;     // of `allocations`, blocks in a reserved region
+  uint64_t region_fallbacks = 0;       // region asked for, the tier refused a chunk: own block instead
+};
+
+// What the allocator charges to a tier (see the top of this file).
+struct TierUsage {
+  uint64_t charged_bytes = 0;   // requested bytes of live blocks (what the DRAM limit checks)
+  uint64_t charged_peak_bytes = 0;
+  uint64_t pages_in_use = 0;    // own blocks: ceil(bytes / 4 KiB) each; regions: pages with a live block
+  uint64_t pages_peak = 0;
+  uint64_t region_reserved_bytes = 0;  // chunks the tier's regions hold, used or not
+  uint64_t region_pages_in_use = 0;
 };
 
 // One iteration's routing: tier and expected size of the n-th allocation.
@@ -87,6 +114,7 @@ struct IterationRouting {
   uint32_t first_tensor_id = 0;
   std::vector<Tier> tiers;
   std::vector<uint64_t> sizes;  // empty = do not check
+  std::vector<BlockClass> classes;  // empty = all kOwn
   // Allocations beyond the table: DRAM and numbered on (profiling), instead
   // of DRAM, unnumbered and counted as unplanned.
   bool open_ended = false;
@@ -123,6 +151,11 @@ class TieredAllocator final : public c10::Allocator {
 
   MemoryTier& tier(Tier t) const { return t == Tier::kDram ? *dram_ : *slow_; }
   AllocatorCounters counters() const;
+  TierUsage usage(Tier t) const;
+  // Charged and page peaks := current values (start of a measured window).
+  void ResetPeaks();
+  // Returns region chunks without blocks to their tiers; the bytes returned.
+  uint64_t TrimRegions();
   // Records of every live allocation, by allocation sequence. Only
   // meaningful while no other thread allocates.
   std::vector<AllocationRecord*> LiveRecords() const;
@@ -138,27 +171,46 @@ class TieredAllocator final : public c10::Allocator {
   // ---- moves: allocate in the other tier, copy (caller), swap.
   struct MoveTicket {
     std::shared_ptr<MoveState> state;
-    void* src = nullptr;
+    void* src = nullptr;  // one contiguous range: the copy to make
     void* dst = nullptr;
     size_t bytes = 0;
     Tier to = Tier::kDram;
+    size_t members = 0;   // tensors moved by this copy
   };
-  enum class MoveStart { kStarted, kNoStorage, kSameTier, kBusy, kOutOfMemory };
+  enum class MoveStart { kStarted, kNoStorage, kSameTier, kBusy, kOutOfMemory, kNotAdjacent };
   // Reserves the destination (subject to the DRAM limit when moving to DRAM:
-  // both copies count while the move is open, DeepTM eq. 7). The caller
-  // claims the copy (ClaimCopy), copies ticket.src -> ticket.dst (any
-  // thread), calls MarkCopied, then
+  // both copies count while the move is open, DeepTM eq. 7), in the block
+  // class the tensor has. The caller claims the copy (ClaimCopy), copies
+  // ticket.src -> ticket.dst (any thread), calls MarkCopied, then
   // CompleteMove at a kernel boundary.
   MoveStart BeginMove(AllocationRecord* record, Tier to, MoveTicket* ticket);
+  // Contiguous migration: `records` (in address order) are adjacent blocks
+  // of one region, all in the same tier; their destination is one range of
+  // the same class's region in `to`, so the whole move is one copy.
+  // kNotAdjacent when they are not; nothing is reserved on any failure.
+  MoveStart BeginGroupMove(const std::vector<AllocationRecord*>& records, Tier to, MoveTicket* ticket);
   // Whoever copies first claims the copy (true once per ticket): a copy
   // thread, or the main thread when it needs the move finished and the copy
-  // thread has not started it. A free of the tensor waives the copy.
+  // thread has not started it. If every tensor of the move is freed first,
+  // the copy is waived.
   static bool ClaimCopy(const MoveTicket& ticket);
   static void MarkCopied(const MoveTicket& ticket);
-  // Swaps the storage to the new buffer and frees the old one. Returns false
-  // when the tensor was freed meanwhile (nothing to do then). Waits for the
-  // copy if it is not marked done.
-  bool CompleteMove(const MoveTicket& ticket);
+  // Swaps the storages to the new buffers and frees the old ones. Returns
+  // how many tensors moved (0 when all were freed meanwhile); `moved`, if
+  // given, gets one flag per member in the order of BeginGroupMove. Waits
+  // for the copy if it is not marked done. Must be called once for every
+  // started move: a tensor freed while its move is open keeps both of its
+  // blocks until then.
+  size_t CompleteMove(const MoveTicket& ticket, std::vector<uint8_t>* moved = nullptr);
+
+  // ---- placement outside iterations (untimed setup; copies synchronously).
+  // Moves the tensor to tier `to`, class `cls`, if it is not there.
+  MoveStart Place(AllocationRecord* record, Tier to, BlockClass cls);
+  // Lays `records` out in this order, adjacent, in the `cls` region of tier
+  // `to` (nothing moves when they already are). Returns the bytes copied, or
+  // -1 when DRAM cannot hold a second copy of them under the limit (nothing
+  // moved; place them one by one then). cls must not be kOwn.
+  int64_t PlaceContiguously(const std::vector<AllocationRecord*>& records, Tier to, BlockClass cls);
 
  private:
   std::shared_ptr<AllocatorCore> core_;

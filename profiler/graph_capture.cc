@@ -47,9 +47,9 @@ class Capturer : public KernelTracer::Listener, public AllocationObserver {
     ends[k] = NowNs();
     current = -1;
   }
-  void OnAccess(uint32_t k, AllocationRecord* r, uint32_t reads, uint32_t writes) override {
-    if (r->tensor_id < 0) return;
-    auto& a = access[{k, static_cast<uint32_t>(r->tensor_id)}];
+  void OnAccess(uint32_t k, int64_t tensor_id, uint32_t reads, uint32_t writes) override {
+    if (tensor_id < 0) return;
+    auto& a = access[{k, static_cast<uint32_t>(tensor_id)}];
     a.first += reads;
     a.second += writes;
   }

@@ -41,11 +41,11 @@ bool IsSelfWriteOnly(const char* name) {
   return false;
 }
 
-bool Contains(const std::vector<AllocationRecord*>& v, AllocationRecord* r) {
+bool Contains(const std::vector<KernelTracer::Seen>& v, const KernelTracer::Seen& r) {
   return std::find(v.begin(), v.end(), r) != v.end();
 }
 
-void AddUnique(std::vector<AllocationRecord*>* v, AllocationRecord* r) {
+void AddUnique(std::vector<KernelTracer::Seen>* v, const KernelTracer::Seen& r) {
   if (!Contains(*v, r)) v->push_back(r);
 }
 
@@ -68,14 +68,14 @@ KernelTracer::~KernelTracer() {
   t_tracer = nullptr;
 }
 
-void KernelTracer::Collect(const void* p, bool outputs, std::vector<AllocationRecord*>* out) {
+void KernelTracer::Collect(const void* p, bool outputs, std::vector<Seen>* out) {
   auto visit = [&](const at::Tensor& t) {
     if (!t.defined() || !t.has_storage()) return;
     const c10::Storage& s = t.storage();
     AllocationRecord* r = TieredAllocator::RecordOf(s);
     if (r == nullptr) return;
     listener_->OnStorage(kernels_ - 1, s, r);
-    if (out) AddUnique(out, r);
+    if (out) AddUnique(out, Seen{r->sequence, r->tensor_id});
   };
   auto visit_value = [&](const c10::IValue& v) {
     if (v.isTensor()) {
@@ -125,28 +125,28 @@ void KernelTracer::End(const void* p) {
   if (options_.observe_storages && !stack_.empty()) {
     Frame f = std::move(stack_.back());
     stack_.pop_back();
-    std::vector<AllocationRecord*> outs;
+    std::vector<Seen> outs;
     Collect(p, /*outputs=*/true, options_.count_accesses ? &outs : nullptr);
     if (options_.count_accesses) {
       bool view = f.metadata_only || (!f.in_place && !outs.empty());
-      for (AllocationRecord* r : outs) view = view && Contains(f.inputs, r);
+      for (const Seen& r : outs) view = view && Contains(f.inputs, r);
       if (!view) {
-        for (AllocationRecord* r : f.inputs) {
+        for (const Seen& r : f.inputs) {
           bool delegated = false;
           for (const Frame& a : stack_) delegated = delegated || Contains(a.inputs, r);
           const bool writes = Contains(outs, r) && !Contains(f.written, r);
           const bool reads = !delegated && !(f.self_write_only && r == f.inputs.front());
-          if (reads || writes) listener_->OnAccess(k, r, reads ? 1 : 0, writes ? 1 : 0);
+          if (reads || writes) listener_->OnAccess(k, r.tensor_id, reads ? 1 : 0, writes ? 1 : 0);
           if (writes) f.written.push_back(r);
         }
-        for (AllocationRecord* r : outs) {
+        for (const Seen& r : outs) {
           if (Contains(f.inputs, r) || Contains(f.written, r)) continue;
-          listener_->OnAccess(k, r, 0, 1);
+          listener_->OnAccess(k, r.tensor_id, 0, 1);
           f.written.push_back(r);
         }
       }
       if (!stack_.empty())
-        for (AllocationRecord* r : f.written) AddUnique(&stack_.back().written, r);
+        for (const Seen& r : f.written) AddUnique(&stack_.back().written, r);
     }
   }
   --depth_;

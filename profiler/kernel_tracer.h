@@ -39,8 +39,10 @@ class KernelTracer {
     virtual void OnKernelEnd(uint32_t k) {}
     // A storage made by a TieredAllocator seen as an op input or output.
     virtual void OnStorage(uint32_t k, const c10::Storage& storage, AllocationRecord* record) {}
-    // Access counting: `reads` and `writes` by one op (see above).
-    virtual void OnAccess(uint32_t k, AllocationRecord* record, uint32_t reads, uint32_t writes) {}
+    // Access counting: `reads` and `writes` by one op (see above), of the
+    // allocation's tensor_id as it was when the op saw it (the allocation may
+    // have been freed by the op since: no record pointer is passed).
+    virtual void OnAccess(uint32_t k, int64_t tensor_id, uint32_t reads, uint32_t writes) {}
   };
   struct Options {
     bool observe_storages = false;  // OnStorage calls (needs op inputs/outputs)
@@ -57,9 +59,17 @@ class KernelTracer {
   int64_t current_kernel() const { return depth_ > 0 ? static_cast<int64_t>(kernels_) - 1 : -1; }
 
   // Internal (RecordFunction callbacks).
+  // An allocation seen by an op. Ops free tensors (autograd nodes release
+  // their saved inputs) and a freed record's address may come back for a new
+  // one, so identity is the allocation sequence and no pointer is kept.
+  struct Seen {
+    uint64_t sequence = 0;
+    int64_t tensor_id = -1;
+    bool operator==(const Seen& o) const { return sequence == o.sequence; }
+  };
   struct Frame {
-    std::vector<AllocationRecord*> inputs;
-    std::vector<AllocationRecord*> written;  // by this op or nested ones
+    std::vector<Seen> inputs;
+    std::vector<Seen> written;  // by this op or nested ones
     bool in_place = false;
     bool metadata_only = false;  // detach_, resize_, set_, ...
     bool self_write_only = false;  // zero_, fill_, copy_, ...: self written, not read
@@ -68,7 +78,7 @@ class KernelTracer {
   void End(const void* fn);
 
  private:
-  void Collect(const void* values, bool outputs, std::vector<AllocationRecord*>* out);
+  void Collect(const void* values, bool outputs, std::vector<Seen>* out);
   Listener* listener_;
   Options options_;
   uint64_t handle_ = 0;

@@ -60,13 +60,19 @@ double Positive(double x) { return x > 0 ? x : 0; }
 
 }  // namespace
 
-double DeviceProfile::ExtraAccessNs(uint64_t bytes, uint32_t reads, uint32_t writes) const {
+double DeviceProfile::ExtraLatencyNs(uint32_t reads, uint32_t writes) const {
+  return reads * Positive(read_latency_ns - dram_read_latency_ns) +
+         writes * Positive(write_latency_ns - dram_write_latency_ns);
+}
+
+double DeviceProfile::ExtraTransferNs(uint64_t bytes, uint32_t reads, uint32_t writes) const {
   const double b = static_cast<double>(bytes);
-  const double read_extra = Positive(read_latency_ns - dram_read_latency_ns) +
-                            Positive(b * 1e9 / read_bytes_per_second - b * 1e9 / dram_read_bytes_per_second);
-  const double write_extra = Positive(write_latency_ns - dram_write_latency_ns) +
-                             Positive(b * 1e9 / write_bytes_per_second - b * 1e9 / dram_write_bytes_per_second);
-  return reads * read_extra + writes * write_extra;
+  return reads * Positive(b * 1e9 / read_bytes_per_second - b * 1e9 / dram_read_bytes_per_second) +
+         writes * Positive(b * 1e9 / write_bytes_per_second - b * 1e9 / dram_write_bytes_per_second);
+}
+
+double DeviceProfile::ExtraAccessNs(uint64_t bytes, uint32_t reads, uint32_t writes) const {
+  return ExtraLatencyNs(reads, writes) + ExtraTransferNs(bytes, reads, writes);
 }
 
 double DeviceProfile::CopyToDeviceNs(uint64_t bytes) const {

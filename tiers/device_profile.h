@@ -32,7 +32,12 @@ struct DeviceProfile {
 
   // Extra time, over DRAM, of `reads` reads and `writes` writes of a buffer
   // of `bytes` bytes that lives on the device.
+  // = ExtraLatencyNs(reads, writes) + ExtraTransferNs(bytes, reads, writes).
   double ExtraAccessNs(uint64_t bytes, uint32_t reads, uint32_t writes) const;
+  // The two parts apart: the emulator charges the latency once per page
+  // stream when several sub-page tensors share a page (docs/aggregation.md).
+  double ExtraLatencyNs(uint32_t reads, uint32_t writes) const;
+  double ExtraTransferNs(uint64_t bytes, uint32_t reads, uint32_t writes) const;
   // Time of copying `bytes` from DRAM to the device (the device writes) or
   // from the device to DRAM (the device reads): what a migration copy is
   // paced at.

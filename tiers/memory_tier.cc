@@ -8,8 +8,18 @@
 
 namespace tensortier {
 
-void* MemoryTier::Allocate(size_t bytes) {
+namespace {
+uint64_t RetainKey(size_t bytes, size_t alignment) {
+  uint64_t log2 = 0;
+  while ((size_t{1} << log2) < alignment) ++log2;
+  return static_cast<uint64_t>(bytes) * 64 + log2;
+}
+}  // namespace
+
+void* MemoryTier::Allocate(size_t bytes, size_t alignment) {
   if (bytes == 0) throw std::invalid_argument("MemoryTier::Allocate: zero bytes");
+  if (alignment < kAlignment || (alignment & (alignment - 1)) != 0)
+    throw std::invalid_argument("MemoryTier::Allocate: alignment must be a power of two >= 64");
   if (capacity_bytes_ != 0) {
     // Reserve first so concurrent requests cannot overshoot the capacity.
     uint64_t cur = in_use_.load(std::memory_order_relaxed);
@@ -22,7 +32,24 @@ void* MemoryTier::Allocate(size_t bytes) {
   } else {
     in_use_.fetch_add(bytes, std::memory_order_relaxed);
   }
-  void* p = DoAllocate(bytes);
+  void* p = nullptr;
+  if (bytes >= kRetainMinBytes) {
+    std::lock_guard<std::mutex> lock(retain_mu_);
+    // A block kept under a larger alignment serves a smaller one.
+    for (size_t a = alignment; a <= 4096 && p == nullptr; a *= 2) {
+      auto it = retained_.find(RetainKey(bytes, a));
+      if (it == retained_.end()) continue;
+      p = it->second;
+      retained_.erase(it);
+      retained_bytes_ -= bytes;
+      ++retained_reuses_;
+    }
+  }
+  if (p == nullptr) p = DoAllocate(bytes, alignment);
+  if (p == nullptr && bytes >= kRetainMinBytes) {
+    ReleaseRetained();  // the backend may be out of room because of them
+    p = DoAllocate(bytes, alignment);
+  }
   if (p == nullptr) {
     in_use_.fetch_sub(bytes, std::memory_order_relaxed);
     refused_.fetch_add(1, std::memory_order_relaxed);
@@ -38,9 +65,46 @@ void* MemoryTier::Allocate(size_t bytes) {
 
 void MemoryTier::Free(void* ptr, size_t bytes) {
   if (ptr == nullptr) return;
-  DoFree(ptr);
+  bool kept = false;
+  if (bytes >= kRetainMinBytes) {
+    // The alignment is not passed to Free: a block is kept under the
+    // largest alignment its address has (capped at a page), which is at
+    // least what it was allocated with.
+    size_t alignment = 4096;
+    while (alignment > kAlignment && reinterpret_cast<uintptr_t>(ptr) % alignment != 0) alignment /= 2;
+    std::lock_guard<std::mutex> lock(retain_mu_);
+    if (retained_bytes_ + bytes <= retain_limit_bytes_) {
+      retained_.emplace(RetainKey(bytes, alignment), ptr);
+      retained_bytes_ += bytes;
+      kept = true;
+    }
+  }
+  if (!kept) DoFree(ptr);
   in_use_.fetch_sub(bytes, std::memory_order_relaxed);
   frees_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void MemoryTier::set_retain_limit_bytes(uint64_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(retain_mu_);
+    retain_limit_bytes_ = bytes;
+  }
+  ReleaseRetained();
+}
+
+uint64_t MemoryTier::retain_limit_bytes() const {
+  std::lock_guard<std::mutex> lock(retain_mu_);
+  return retain_limit_bytes_;
+}
+
+void MemoryTier::ReleaseRetained() {
+  std::unordered_multimap<uint64_t, void*> blocks;
+  {
+    std::lock_guard<std::mutex> lock(retain_mu_);
+    blocks.swap(retained_);
+    retained_bytes_ = 0;
+  }
+  for (auto& [key, p] : blocks) DoFree(p);
 }
 
 TierStats MemoryTier::stats() const {
@@ -50,6 +114,9 @@ TierStats MemoryTier::stats() const {
   s.allocations = allocations_.load(std::memory_order_relaxed);
   s.frees = frees_.load(std::memory_order_relaxed);
   s.refused = refused_.load(std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(retain_mu_);
+  s.retained_bytes = retained_bytes_;
+  s.retained_reuses = retained_reuses_;
   return s;
 }
 
@@ -74,6 +141,7 @@ class MemkindTier : public MemoryTier {
         owns_kind_(owns_kind),
         emulation_(emulation) {}
   ~MemkindTier() override {
+    ReleaseRetained();  // DoFree is ours: not callable from ~MemoryTier
     // Blocks still out would dangle; a pmem kind's file is removed by memkind.
     if (owns_kind_ && bytes_in_use() == 0) memkind_destroy_kind(kind_);
   }
@@ -81,9 +149,9 @@ class MemkindTier : public MemoryTier {
   const DeviceProfile* emulation() const override { return emulation_; }
 
  protected:
-  void* DoAllocate(size_t bytes) override {
+  void* DoAllocate(size_t bytes, size_t alignment) override {
     void* p = nullptr;
-    if (memkind_posix_memalign(kind_, &p, kAlignment, bytes) != 0) return nullptr;
+    if (memkind_posix_memalign(kind_, &p, alignment, bytes) != 0) return nullptr;
     return p;
   }
   void DoFree(void* ptr) override { memkind_free(kind_, ptr); }

@@ -21,7 +21,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "tiers/device_profile.h"
 
@@ -33,6 +35,8 @@ struct TierStats {
   uint64_t allocations = 0;
   uint64_t frees = 0;
   uint64_t refused = 0;  // over capacity or the backend failed
+  uint64_t retained_bytes = 0;  // freed large blocks kept for reuse (not in bytes_in_use)
+  uint64_t retained_reuses = 0;
 };
 
 class MemoryTier {
@@ -44,10 +48,26 @@ class MemoryTier {
   MemoryTier& operator=(const MemoryTier&) = delete;
 
   // nullptr when the request would exceed capacity_bytes() or the backend
-  // has no memory left; never throws for that. `bytes` must be > 0.
-  void* Allocate(size_t bytes);
+  // has no memory left; never throws for that. `bytes` must be > 0;
+  // `alignment` a power of two >= kAlignment (reserved regions ask for whole
+  // pages so that their page accounting matches the hardware's pages).
+  void* Allocate(size_t bytes, size_t alignment = kAlignment);
   // `bytes` must be what was passed to Allocate.
   void Free(void* ptr, size_t bytes);
+
+  // Freed blocks of at least kRetainMinBytes are kept, up to
+  // retain_limit_bytes in all, and handed out again for a request of the
+  // same size and alignment. memkind gives large freed extents back to the
+  // OS, so every new one costs a page fault per 4 KiB on first touch: a
+  // 16 MiB migration copy into a fresh block ran at ~20% of memcpy
+  // (docs/results/executor.md). Training repeats the same sizes every
+  // iteration, so exact sizes hit. Retained bytes are not in bytes_in_use
+  // and not charged against capacity; they are released when the backend
+  // refuses a request, on ReleaseRetained, and with the tier.
+  static constexpr size_t kRetainMinBytes = 1 << 20;
+  void set_retain_limit_bytes(uint64_t bytes);  // 0 = retain nothing
+  uint64_t retain_limit_bytes() const;
+  void ReleaseRetained();
 
   // "dram" or "slow": the role of the tier.
   const std::string& name() const { return name_; }
@@ -69,7 +89,7 @@ class MemoryTier {
  protected:
   MemoryTier(std::string name, uint64_t capacity_bytes)
       : name_(std::move(name)), capacity_bytes_(capacity_bytes) {}
-  virtual void* DoAllocate(size_t bytes) = 0;
+  virtual void* DoAllocate(size_t bytes, size_t alignment) = 0;
   virtual void DoFree(void* ptr) = 0;
 
  private:
@@ -80,6 +100,10 @@ class MemoryTier {
   std::atomic<uint64_t> allocations_{0};
   std::atomic<uint64_t> frees_{0};
   std::atomic<uint64_t> refused_{0};
+  mutable std::mutex retain_mu_;
+  std::unordered_multimap<uint64_t, void*> retained_;  // key: bytes * 64 + log2(alignment)
+  uint64_t retained_bytes_ = 0, retained_reuses_ = 0;
+  uint64_t retain_limit_bytes_ = 512ull << 20;
 };
 
 // The parsed form of a --slow-tier string.

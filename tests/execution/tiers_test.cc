@@ -34,6 +34,33 @@ TEST(Tiers, RejectsBadSpecsWithClearMessages) {
   EXPECT_THROW(MakeSlowTier("pmem:/definitely/not/here"), std::runtime_error);
 }
 
+TEST(Tiers, LargeFreedBlocksAreReusedWithoutCountingAsInUse) {
+  auto dram = MakeDramTier(8 << 20);
+  void* a = dram->Allocate(4 << 20);
+  ASSERT_NE(a, nullptr);
+  std::memset(a, 7, 4 << 20);
+  dram->Free(a, 4 << 20);
+  EXPECT_EQ(dram->bytes_in_use(), 0u);
+  EXPECT_EQ(dram->stats().retained_bytes, 4u << 20);
+  void* b = dram->Allocate(4 << 20);  // same size: the same (warm) block
+  EXPECT_EQ(b, a);
+  EXPECT_EQ(dram->stats().retained_reuses, 1u);
+  EXPECT_EQ(dram->stats().retained_bytes, 0u);
+  void* c = dram->Allocate(3 << 20);  // another size: a new block; capacity counts live bytes only
+  ASSERT_NE(c, nullptr);
+  dram->Free(b, 4 << 20);
+  dram->Free(c, 3 << 20);
+  EXPECT_EQ(dram->stats().retained_bytes, 7u << 20);
+  void* small = dram->Allocate(1000);  // below kRetainMinBytes: never kept
+  dram->Free(small, 1000);
+  EXPECT_EQ(dram->stats().retained_bytes, 7u << 20);
+  dram->set_retain_limit_bytes(0);
+  EXPECT_EQ(dram->stats().retained_bytes, 0u);
+  void* d = dram->Allocate(4 << 20);
+  dram->Free(d, 4 << 20);
+  EXPECT_EQ(dram->stats().retained_bytes, 0u);
+}
+
 TEST(Tiers, DramAccountsBytesAndPeak) {
   auto dram = MakeDramTier();
   EXPECT_EQ(dram->backend(), "memkind:default");
