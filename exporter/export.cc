@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <numeric>
@@ -81,6 +82,31 @@ EnvConfig EnvAt(const ExportOptions& o, const PlacementPlan& plan, double factor
   return c;
 }
 
+// "dqn" or "sac" (see ExportOptions::agent).
+std::string AgentFamily(const ExportOptions& o, const std::string& dir, std::string* checkpoint) {
+  if (!o.agent.empty() && o.agent != "dqn" && o.agent != "sac")
+    throw std::invalid_argument("export: unknown agent '" + o.agent + "' (dqn or sac)");
+  if (!o.checkpoint_path.empty()) {
+    *checkpoint = o.checkpoint_path;
+    if (!o.agent.empty()) return o.agent;
+    return std::filesystem::path(o.checkpoint_path).filename().string().rfind("sac", 0) == 0 ? "sac" : "dqn";
+  }
+  const std::string dqn = dir + "checkpoints/dqn.ckpt", sac = dir + "checkpoints/sac.ckpt";
+  std::string family = o.agent;
+  if (family.empty()) {
+    if (Exists(dqn) && Exists(sac)) {
+      // Both: a later run in the same directory with the other agent.
+      std::error_code e1, e2;
+      const auto t_dqn = std::filesystem::last_write_time(dqn, e1), t_sac = std::filesystem::last_write_time(sac, e2);
+      family = !e1 && !e2 && t_sac > t_dqn ? "sac" : "dqn";
+    } else {
+      family = Exists(sac) ? "sac" : "dqn";
+    }
+  }
+  *checkpoint = family == "sac" ? sac : dqn;
+  return family;
+}
+
 struct Handle {
   tt_lookup* h = nullptr;
   ~Handle() { tt_lookup_close(h); }
@@ -135,16 +161,27 @@ ExportReport ExportLookup(const ExportOptions& o) {
   if (o.output_path.empty() && o.run_dir.empty()) throw std::invalid_argument("export: no output path");
   const std::string workload_spec = !o.workload.empty() ? o.workload : dir + "workload.ttwl";
   const std::string plan_path = !o.plan_path.empty() ? o.plan_path : dir + "final_plan.ttplan";
-  const std::string checkpoint = !o.checkpoint_path.empty() ? o.checkpoint_path : dir + "checkpoints/dqn.ckpt";
+  std::string checkpoint;
+  const std::string family = AgentFamily(o, dir, &checkpoint);
   if (o.run_dir.empty() && (o.workload.empty() || o.plan_path.empty() ||
                             (o.generalised && o.checkpoint_path.empty())))
     throw std::invalid_argument("export: give a run directory, or a workload, a plan and (for the generalised "
                                 "lookup) a checkpoint");
   Workload w = LoadWorkloadSpec(workload_spec);
   PlacementPlan plan = ReadPlanFile(plan_path);
+  ExportOptions with_source = o;
+  if (with_source.output_path.empty()) with_source.output_path = dir + "policy.ttlookup";
+  with_source.checkpoint_path = checkpoint;
+  with_source.plan_path = plan_path;
+  with_source.workload = workload_spec;
+  with_source.agent = family;
+  if (o.generalised && !Exists(checkpoint)) throw std::runtime_error("export: no checkpoint at '" + checkpoint + "'");
+  if (o.generalised && family == "sac") {
+    if (!o.hidden.empty()) throw std::invalid_argument("export: --hidden applies to DQN checkpoints only");
+    return ExportLookupFrom(*SacAgent::FromCheckpoint(checkpoint, "cpu"), w, plan, with_source);
+  }
   std::unique_ptr<DqnAgent> agent;
   if (o.generalised) {
-    if (!Exists(checkpoint)) throw std::runtime_error("export: no checkpoint at '" + checkpoint + "'");
     agent = LoadAgent(checkpoint, o.hidden);
   } else {
     agent = std::make_unique<DqnAgent>([] {
@@ -153,11 +190,6 @@ ExportReport ExportLookup(const ExportOptions& o) {
       return c;
     }());
   }
-  ExportOptions with_source = o;
-  if (with_source.output_path.empty()) with_source.output_path = dir + "policy.ttlookup";
-  with_source.checkpoint_path = checkpoint;
-  with_source.plan_path = plan_path;
-  with_source.workload = workload_spec;
   return ExportLookupFrom(*agent, w, plan, with_source);
 }
 
@@ -172,6 +204,19 @@ ExportReport ExportLookupFrom(const DqnAgent& agent, const Workload& w, const Pl
     return agent.Act(observation, 0.0, unused);
   };
   return ExportLookupFromPolicy(greedy, "dqn " + ShapeText(agent.config().hidden), w, plan, o);
+}
+
+ExportReport ExportLookupFrom(const SacAgent& agent, const Workload& w, const PlacementPlan& plan,
+                              const ExportOptions& o) {
+  if (agent.config().observation_size != kObservationSize || agent.config().num_actions != 2)
+    throw std::invalid_argument("export: the agent does not match the placement MDP (observation " +
+                                std::to_string(agent.config().observation_size) + " floats, " +
+                                std::to_string(agent.config().num_actions) + " actions)");
+  const GreedyPolicy greedy = [&agent](const float* observation) {
+    thread_local std::mt19937_64 unused(0);  // greedy: Act draws nothing
+    return agent.Act(observation, SacActMode::kGreedy, unused);
+  };
+  return ExportLookupFromPolicy(greedy, "sac " + ShapeText(agent.config().hidden), w, plan, o);
 }
 
 ExportReport ExportLookupFromPolicy(const GreedyPolicy& greedy, const std::string& policy_name, const Workload& w,

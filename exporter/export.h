@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "agents/dqn_agent.h"
+#include "agents/sac_agent.h"
 #include "envs/placement_env.h"
 #include "envs/placement_plan.h"
 #include "envs/workload.h"
@@ -19,14 +20,20 @@
 namespace tensortier {
 
 struct ExportOptions {
-  // Inputs: a learner run directory (checkpoints/dqn.ckpt, workload.ttwl,
-  // final_plan.ttplan; learner/run_report.h), and/or explicit
+  // Inputs: a learner run directory (checkpoints/dqn.ckpt or sac.ckpt,
+  // workload.ttwl, final_plan.ttplan; learner/run_report.h), and/or explicit
   // paths, which take precedence over the run directory's.
   std::string run_dir;
   std::string checkpoint_path;
+  // The agent family of the checkpoint: "dqn", "sac", or "" = decided by the
+  // checkpoint: with --checkpoint, its file name ("sac*" is SAC, anything
+  // else DQN); in a run directory, whichever of checkpoints/dqn.ckpt and
+  // checkpoints/sac.ckpt exists (the newer one when both do).
+  std::string agent;
   std::string workload;   // a .ttwl file or a workload spec (envs/workload_spec.h)
   std::string plan_path;  // .ttplan; its DRAM limit and migration mode define the plan table's key
-  // Q-network hidden sizes; empty = the checkpoint's own (it records them).
+  // DQN Q-network hidden sizes; empty = the checkpoint's own (it records
+  // them). SAC checkpoints always use their own.
   std::vector<int> hidden;
   std::string output_path;  // written atomically; default RUN_DIR/policy.ttlookup
 
@@ -71,7 +78,7 @@ struct ExportReport {
   uint64_t dram_budget_bytes = 0;
   uint32_t plan_tensors = 0;
   uint32_t plan_migrations = 0;
-  std::string policy;  // "dqn 15-128-128-2"
+  std::string policy;  // "dqn 15-128-128-2", "sac 15-128-128-2" (the actor)
   QuantiserStats quantiser;
   // Fidelity, measured through the host runtime on the written file.
   uint64_t eval_states = 0;      // states of the greedy evaluation episodes
@@ -91,6 +98,10 @@ ExportReport ExportLookup(const ExportOptions& options);
 
 // The same from objects in memory (options' input paths are ignored).
 ExportReport ExportLookupFrom(const DqnAgent& agent, const Workload& w, const PlacementPlan& plan,
+                              const ExportOptions& options);
+
+// A SAC agent's greedy action: its actor's most probable action.
+ExportReport ExportLookupFrom(const SacAgent& agent, const Workload& w, const PlacementPlan& plan,
                               const ExportOptions& options);
 
 // Any greedy policy over observations (kObservationSize floats -> 0 DRAM /

@@ -1,0 +1,439 @@
+// The LibTorch host integration (hostrt/torch) on real training iterations
+// of a zoo model, on the emulated slow tier:
+//  - fidelity: a DQN trained on the profiled graph of a real model is
+//    exported; on the network's own greedy path the generalised lookup must
+//    decide as the network does (>= 99.5% of the states), and the plan the
+//    host gets from it must cost within 1% of the network's on the cost
+//    model; both plans then run real iterations, whose times are printed,
+//    not asserted (timing is noisy on shared hosts);
+//  - TieredTraining applies the plan table of its model, falls back to the
+//    generalised lookup for a model without one, and keeps the default
+//    allocator (with the reason) for a bad file, a file with nothing for the
+//    model, or a model built before it; losses stay bit-identical to the
+//    job without TensorTier throughout.
+#include <gtest/gtest.h>
+
+#include <c10/core/CPUAllocator.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+
+#include <unistd.h>
+
+#include "agents/dqn_agent.h"
+#include "agents/replay_buffer.h"
+#include "envs/cost_model.h"
+#include "envs/first_touch.h"
+#include "envs/placement_env.h"
+#include "envs/workload_spec.h"
+#include "executor/executor.h"
+#include "exporter/apply.h"
+#include "exporter/export.h"
+#include "hostrt/tensortier_lookup.hpp"
+#include "hostrt/torch/tensortier_torch.h"
+
+namespace tensortier {
+namespace {
+
+namespace th = tensortier::host;
+
+// Small enough for a unit test, real enough to have a few hundred tensors.
+constexpr const char* kModel = "resnet18";
+constexpr int64_t kBatch = 2;
+constexpr int64_t kImage = 16;
+constexpr const char* kSlowTier = "emulated:optane-dcpmm";
+
+RunnerOptions Runner() {
+  RunnerOptions o;
+  o.model.name = kModel;
+  o.model.batch_size = kBatch;
+  o.model.image_size = kImage;
+  o.slow_tier = kSlowTier;
+  o.profile_timing_iterations = 1;
+  o.warmup_iterations = 1;
+  o.repeats = 3;
+  return o;
+}
+
+std::string TempPath(const std::string& name) {
+  return ::testing::TempDir() + "/host_torch_" + std::to_string(getpid()) + "_" + name;
+}
+
+ExportOptions QuickExport(const std::string& path) {
+  ExportOptions o;
+  o.output_path = path;
+  o.coverage_episodes = 16;
+  o.coverage_workloads = {"synthetic:resnet:8:2097152"};
+  o.coverage_episodes_per_workload = 8;
+  return o;
+}
+
+// Losses of `steps` iterations of the zoo job with the default allocator.
+std::vector<double> PlainLosses(int steps) {
+  auto job = th::MakeZooJob(kModel, kBatch, kImage);
+  std::vector<double> losses;
+  for (int i = 0; i < steps; ++i) losses.push_back(job->Step());
+  return losses;
+}
+
+// Steps the zoo job under `tiering`; the losses.
+std::vector<double> TieredLosses(th::TieredTraining& tiering, int steps) {
+  auto job = th::MakeZooJob(kModel, kBatch, kImage);
+  std::vector<double> losses;
+  for (int i = 0; i < steps; ++i) losses.push_back(tiering.Step(*job));
+  return losses;
+}
+
+th::TieredTrainingOptions Quiet(std::vector<std::string>* log) {
+  th::TieredTrainingOptions o;
+  o.slow_tier = kSlowTier;
+  o.log = [log](const std::string& line) { log->push_back(line); };
+  return o;
+}
+
+std::string Joined(const std::vector<std::string>& lines) {
+  std::string s;
+  for (const std::string& l : lines) s += l + "\n";
+  return s;
+}
+
+DqnConfig AgentConfig() {
+  DqnConfig c;
+  c.observation_size = kObservationSize;
+  c.hidden = {64, 64};
+  c.learning_rate = 1e-3;
+  c.batch_size = 32;
+  c.target_update_interval = 200;
+  c.learning_starts = 512;
+  c.seed = 11;
+  c.device = "cpu";
+  return c;
+}
+
+// The profiled graph of the test model (the runner is gone afterwards: one
+// tiered allocator per process at a time).
+Workload ProfiledWorkload() {
+  RealWorkloadRunner runner(Runner());
+  const ProfileReport& p = runner.Profile();
+  EXPECT_TRUE(p.deterministic) << p.graph_difference;
+  return p.workload;
+}
+
+// Kernel k takes 1 us plus 0.05 ns per byte it accesses in DRAM, and each
+// access costs 0.3 ns per byte more in the slow tier (Optane-like ratios).
+Workload WithTimesFromSizes(Workload w) {
+  for (size_t k = 0; k < w.num_kernels(); ++k) {
+    double bytes = 0;
+    for (uint32_t ai : w.accesses_of_kernel(k)) {
+      Access& a = w.accesses[ai];
+      const double accessed = static_cast<double>(w.tensors[a.tensor].size_bytes) * (a.reads + a.writes);
+      a.slow_penalty_ns = 0.3 * accessed;
+      bytes += accessed;
+    }
+    w.kernels[k].dram_time_ns = 1000 + 0.05 * bytes;
+  }
+  w.Finalize();
+  return w;
+}
+
+TEST(HostTorchFidelity, LookupPlanMakesTheNetworksDecisionsOnRealIterations) {
+  // Profiled by a runner that is gone before the agent exists: tensors made
+  // while a runner's allocator is installed would join the job's graph.
+  // Measured kernel times vary from run to run, and with them the MDP, the
+  // agent and the export; times derived from the graph instead keep the
+  // test's outcome the same every run (the iterations below are real).
+  Workload w = WithTimesFromSizes(ProfiledWorkload());
+  EnvConfig env;
+  env.dram_limit_bytes = static_cast<uint64_t>(0.3 * w.peak_live_bytes());
+  env.beta = 0.75;
+
+  // The training loop of test_export_fidelity.cc, on the real graph.
+  DqnAgent agent(AgentConfig());
+  PlacementEnv train_env(w, env);
+  ReplayBuffer replay(50000);
+  std::mt19937_64 rng(5);
+  const int episodes = 40;
+  for (int e = 0; e < episodes; ++e) {
+    const double epsilon = std::max(0.05, 1.0 - static_cast<double>(e) / (0.6 * episodes));
+    Observation obs = train_env.Reset();
+    while (!train_env.done()) {
+      const int a = agent.Act(obs.data(), epsilon, rng);
+      StepResult r = train_env.Step(a);
+      replay.Add({std::vector<float>(obs.begin(), obs.end()), static_cast<uint8_t>(a), static_cast<float>(r.reward),
+                  std::vector<float>(r.observation.begin(), r.observation.end()), r.done});
+      obs = r.observation;
+    }
+    if (replay.size() >= 512)
+      for (int u = 0; u < 32; ++u) agent.Update(replay, rng);
+  }
+  PlacementPlan network_plan =
+      RunEpisode(train_env, [&](const Observation& o) { return agent.Act(o.data(), 0.0, rng); }).plan;
+
+  // Exported without the plan table, so that the host's plan comes from the
+  // generalised lookup: the part that has to be faithful.
+  const std::string path = TempPath("fidelity.ttlookup");
+  ExportOptions o = QuickExport(path);
+  o.plan_table = false;
+  const ExportReport report = ExportLookupFrom(agent, w, network_plan, o);
+  std::printf("%s", report.Summary().c_str());
+  EXPECT_GE(report.agreement, 0.995);
+  tensortier::lookup::Lookup lookup = tensortier::lookup::Lookup::Open(path);
+  const AppliedPlan lookup_plan = PlanFromLookup(lookup.handle(), w, env.dram_limit_bytes, env);
+  ASSERT_FALSE(lookup_plan.from_plan_table);
+
+  // On the network's own path at the plan's budget, the lookup must decide
+  // as the network does: there the two plans differ only in decisions.
+  uint32_t own_states = 0, own_agree = 0;
+  PlacementEnv own(w, env);
+  RunEpisode(own, [&](const Observation& ob) {
+    const int a = agent.Act(ob.data(), 0.0, rng);
+    ++own_states;
+    own_agree += a == lookup.Decide(ob.data(), ob.size());
+    return a;
+  });
+  EXPECT_GE(static_cast<double>(own_agree), 0.995 * own_states) << own_agree << " of " << own_states;
+
+  // Along the host's own rollout (reported): one differing decision sends it
+  // along states the network never visited, so the plans can differ in more
+  // tensors than the decisions that differ.
+  uint32_t states = 0, agree = 0;
+  PlacementEnv rollout(w, env);
+  const PlacementPlan replayed = RunEpisode(rollout, [&](const Observation& ob) {
+                                   const int a = lookup.Decide(ob.data(), ob.size());
+                                   ++states;
+                                   agree += a == agent.Act(ob.data(), 0.0, rng);
+                                   return a;
+                                 }).plan;
+  EXPECT_EQ(replayed.Hash(), lookup_plan.plan.Hash());  // PlanFromLookup is that rollout
+  EXPECT_EQ(states, lookup_plan.decisions);
+  const double network_model_ns = EvaluatePlan(w, network_plan).total_ns;
+  const double lookup_model_ns = EvaluatePlan(w, lookup_plan.plan).total_ns;
+  EXPECT_LE(lookup_model_ns, 1.01 * network_model_ns);
+
+  // Real iterations of both plans (a new runner profiles the same graph).
+  RealWorkloadRunner runner(Runner());
+  ASSERT_EQ(runner.Profile().workload.Signature(), w.Signature());
+  std::vector<double> net_ns, look_ns;
+  for (int round = 0; round < 2; ++round) {
+    for (int which = 0; which < 2; ++which) {
+      const bool network_turn = (which == 0) == (round == 0);
+      const ExecutionReport x = runner.Execute(network_turn ? network_plan : lookup_plan.plan);
+      ASSERT_TRUE(x.ok) << x.failure;
+      auto& ns = network_turn ? net_ns : look_ns;
+      ns.insert(ns.end(), x.iteration_ns.begin(), x.iteration_ns.end());
+    }
+  }
+  std::sort(net_ns.begin(), net_ns.end());
+  std::sort(look_ns.begin(), look_ns.end());
+  const double net_median = net_ns[net_ns.size() / 2], look_median = look_ns[look_ns.size() / 2];
+  std::printf("%zu kernels, %zu tensors; the lookup agrees on %u of %u states of the network's path and %u of %u of "
+              "its own rollout (plans %s); cost model: network %.3f ms, lookup "
+              "%.3f ms; measured on %s: network plan %.3f ms, lookup plan %.3f ms (ratio %.4f); file %llu bytes\n",
+              w.num_kernels(), w.num_tensors(), own_agree, own_states, agree, states,
+              lookup_plan.plan.Hash() == network_plan.Hash() ? "identical" : "differ", network_model_ns / 1e6,
+              lookup_model_ns / 1e6, runner.backend().c_str(), net_median / 1e6, look_median / 1e6,
+              look_median / net_median, static_cast<unsigned long long>(report.file_bytes));
+  std::filesystem::remove(path);
+}
+
+TEST(TieredTraining, AppliesThePlanTableOfItsModel) {
+  const Workload w = ProfiledWorkload();
+  const PlacementPlan plan = FirstTouchPlan(w, static_cast<uint64_t>(0.3 * w.peak_live_bytes()));
+  const std::string path = TempPath("table.ttlookup");
+  ExportOptions o = QuickExport(path);
+  o.generalised = false;
+  ExportLookupFromPolicy([](const float*) { return 0; }, "none", w, plan, o);
+  const std::vector<double> plain = PlainLosses(8);
+
+  std::vector<std::string> log;
+  th::TieredTraining tiering(path, Quiet(&log));
+  ASSERT_EQ(tiering.status().state, th::TieringState::kProfiling) << Joined(log);
+  const std::vector<double> tiered = TieredLosses(tiering, 8);
+  const th::TieringStatus& st = tiering.status();
+  ASSERT_EQ(st.state, th::TieringState::kApplied) << st.reason << "\n" << Joined(log);
+  EXPECT_EQ(st.plan_source, "plan-table");
+  EXPECT_EQ(st.model_signature, w.Signature());  // the host computes the exporter's signature
+  EXPECT_EQ(st.plan_hash, plan.Hash());
+  EXPECT_EQ(st.dram_budget_bytes, plan.dram_limit_bytes);
+  EXPECT_GT(st.slow_tensors, 0u);
+  EXPECT_GT(st.last_iteration_ns, 0.0);
+  EXPECT_EQ(tiered, plain);  // bit-identical training under the plan
+  std::filesystem::remove(path);
+}
+
+TEST(TieredTraining, UsesTheGeneralisedLookupForAModelWithoutAPlan) {
+  // A policy (untrained, it does not matter here) exported for another model.
+  const Workload other = LoadWorkloadSpec("synthetic:vgg:6:2097152");
+  const std::string path = TempPath("generalised.ttlookup");
+  DqnAgent agent(AgentConfig());
+  ExportLookupFrom(agent, other, FirstTouchPlan(other, other.peak_live_bytes() / 3), QuickExport(path));
+  const std::vector<double> plain = PlainLosses(8);
+
+  std::vector<std::string> log;
+  th::TieredTrainingOptions options = Quiet(&log);
+  options.dram_fraction_of_peak = 0.3;
+  th::TieredTraining tiering(path, options);
+  const std::vector<double> tiered = TieredLosses(tiering, 8);
+  const th::TieringStatus& st = tiering.status();
+  ASSERT_EQ(st.state, th::TieringState::kApplied) << st.reason << "\n" << Joined(log);
+  EXPECT_EQ(st.plan_source, "generalised");
+  EXPECT_GT(st.lookup_decisions, 0u);
+  EXPECT_EQ(st.dram_budget_bytes, static_cast<uint64_t>(0.3 * static_cast<double>(st.peak_live_bytes)));
+  EXPECT_EQ(tiered, plain);
+
+  // The placement can be switched for comparisons, without profiling again.
+  auto job = th::MakeZooJob(kModel, kBatch, kImage);
+  tiering.SetPlacement(th::Placement::kAllSlow);
+  EXPECT_EQ(st.plan_source, "all-slow");
+  EXPECT_EQ(st.slow_tensors, st.tensors);
+  std::filesystem::remove(path);
+}
+
+TEST(TieredTraining, KeepsTheDefaultAllocatorForABadFile) {
+  c10::Allocator* before = c10::GetCPUAllocator();
+  const std::string path = TempPath("bad.ttlookup");
+  std::ofstream(path) << "definitely not a lookup file";
+  std::vector<std::string> log;
+  {
+    th::TieredTraining tiering(path, Quiet(&log));
+    EXPECT_EQ(tiering.status().state, th::TieringState::kDefault);
+    EXPECT_NE(tiering.status().reason.find("not a TensorTier lookup file"), std::string::npos)
+        << tiering.status().reason;
+    EXPECT_EQ(c10::GetCPUAllocator(), before);  // never installed
+    EXPECT_EQ(TieredLosses(tiering, 3), PlainLosses(3));
+  }
+  {
+    th::TieredTraining missing(TempPath("missing.ttlookup"), Quiet(&log));
+    EXPECT_EQ(missing.status().state, th::TieringState::kDefault);
+    EXPECT_NE(missing.status().reason.find("cannot open"), std::string::npos) << missing.status().reason;
+  }
+  {
+    th::TieredTrainingOptions options = Quiet(&log);
+    options.slow_tier = "emulated:floppy";
+    // A good file, a bad tier: still the default allocator.
+    const Workload other = LoadWorkloadSpec("synthetic:vgg:6:2097152");
+    const std::string good = TempPath("good.ttlookup");
+    ExportOptions o = QuickExport(good);
+    o.generalised = false;
+    ExportLookupFromPolicy([](const float*) { return 0; }, "none", other, FirstTouchPlan(other, 1 << 20), o);
+    th::TieredTraining tiering(good, options);
+    EXPECT_EQ(tiering.status().state, th::TieringState::kDefault);
+    EXPECT_NE(tiering.status().reason.find("cannot set up the tiers"), std::string::npos) << tiering.status().reason;
+    std::filesystem::remove(good);
+  }
+  EXPECT_EQ(c10::GetCPUAllocator(), before);
+  std::filesystem::remove(path);
+}
+
+TEST(TieredTraining, KeepsTheDefaultAllocatorWhenNothingInTheFileApplies) {
+  // Only a plan table, for another model.
+  const Workload other = LoadWorkloadSpec("synthetic:vgg:6:2097152");
+  const std::string path = TempPath("other.ttlookup");
+  ExportOptions o = QuickExport(path);
+  o.generalised = false;
+  ExportLookupFromPolicy([](const float*) { return 0; }, "none", other, FirstTouchPlan(other, 1 << 20), o);
+  c10::Allocator* before = c10::GetCPUAllocator();
+  std::vector<std::string> log;
+  th::TieredTraining tiering(path, Quiet(&log));
+  const std::vector<double> tiered = TieredLosses(tiering, 6);
+  const th::TieringStatus& st = tiering.status();
+  EXPECT_EQ(st.state, th::TieringState::kDefault);
+  EXPECT_NE(st.reason.find("no generalised lookup"), std::string::npos) << st.reason;
+  EXPECT_NE(Joined(log).find("keeping the default allocator"), std::string::npos);
+  EXPECT_EQ(c10::GetCPUAllocator(), before);  // handed back
+  EXPECT_EQ(tiered, PlainLosses(6));
+  std::filesystem::remove(path);
+}
+
+TEST(TieredTraining, KeepsTheDefaultAllocatorForAModelBuiltBeforeIt) {
+  const Workload other = LoadWorkloadSpec("synthetic:vgg:6:2097152");
+  const std::string path = TempPath("early.ttlookup");
+  DqnAgent agent(AgentConfig());
+  ExportLookupFrom(agent, other, FirstTouchPlan(other, other.peak_live_bytes() / 3), QuickExport(path));
+  auto job = th::MakeZooJob(kModel, kBatch, kImage);  // before TieredTraining: its tensors are not ours
+  std::vector<std::string> log;
+  th::TieredTraining tiering(path, Quiet(&log));
+  for (int i = 0; i < 3; ++i) tiering.Step(*job);
+  EXPECT_EQ(tiering.status().state, th::TieringState::kDefault);
+  EXPECT_NE(tiering.status().reason.find("construct TieredTraining before the model"), std::string::npos)
+      << tiering.status().reason;
+  std::filesystem::remove(path);
+}
+
+// A job whose graph changes when asked (an extra operator in the forward
+// pass), as a host's last, smaller batch or a new phase of training would.
+class ChangingJob : public th::TrainingJob {
+ public:
+  ChangingJob() {
+    torch::manual_seed(3);
+    fc1_ = torch::nn::Linear(64, 128);
+    fc2_ = torch::nn::Linear(128, 10);
+    model_->push_back(fc1_);
+    model_->push_back(fc2_);
+    optimizer_ = std::make_unique<torch::optim::SGD>(model_->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+    input_ = torch::randn({8, 64});
+    target_ = torch::randint(0, 10, {8}, torch::kLong);
+  }
+  double Step() override {
+    optimizer_->zero_grad();
+    torch::Tensor h = torch::relu(fc1_->forward(input_));
+    if (changed) h = h * 0.5;
+    torch::Tensor loss = torch::nn::functional::cross_entropy(fc2_->forward(h), target_);
+    loss.backward();
+    optimizer_->step();
+    return loss.item<double>();
+  }
+  std::vector<th::JobTensor> PersistentTensors() override {
+    return th::JobTensorsOf(*model_, *optimizer_, input_, target_);
+  }
+  uint32_t batch_size() const override { return 8; }
+  bool changed = false;
+
+ private:
+  torch::nn::Sequential model_;
+  torch::nn::Linear fc1_{nullptr}, fc2_{nullptr};
+  std::unique_ptr<torch::optim::SGD> optimizer_;
+  torch::Tensor input_, target_;
+};
+
+TEST(TieredTraining, LeavesThePlanWhenTheGraphChangesAndTrainsOn) {
+  const Workload other = LoadWorkloadSpec("synthetic:vgg:6:2097152");
+  const std::string path = TempPath("changing.ttlookup");
+  DqnAgent agent(AgentConfig());
+  ExportLookupFrom(agent, other, FirstTouchPlan(other, other.peak_live_bytes() / 3), QuickExport(path));
+  std::vector<double> plain;
+  {
+    ChangingJob job;
+    for (int i = 0; i < 10; ++i) {
+      job.changed = i >= 7;
+      plain.push_back(job.Step());
+    }
+  }
+  c10::Allocator* before = c10::GetCPUAllocator();
+  std::vector<std::string> log;
+  th::TieredTrainingOptions options = Quiet(&log);
+  options.placement = th::Placement::kAllSlow;  // every tensor in the slow tier when the graph changes
+  th::TieredTraining tiering(path, options);
+  ChangingJob job;
+  std::vector<double> tiered;
+  for (int i = 0; i < 10; ++i) {
+    job.changed = i >= 7;
+    tiered.push_back(tiering.Step(job));
+    if (i == 6) {
+      ASSERT_TRUE(tiering.applied()) << tiering.status().reason << "\n" << Joined(log);
+    }
+  }
+  EXPECT_EQ(tiering.status().state, th::TieringState::kDefault);
+  EXPECT_NE(tiering.status().reason.find("graph changed at step 8"), std::string::npos) << tiering.status().reason;
+  EXPECT_EQ(c10::GetCPUAllocator(), before);
+  EXPECT_EQ(tiered, plain);  // the tensors the plan had in the slow tier came back intact
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace tensortier
