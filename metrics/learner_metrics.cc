@@ -11,6 +11,7 @@
 #include "envs/cost_model.h"
 #include "envs/first_touch.h"
 #include "metrics/metrics_server.h"
+#include "transport/security.h"
 
 namespace tensortier {
 namespace {
@@ -154,6 +155,13 @@ struct LearnerMetrics::Impl {
     for (const char* reason : {"malformed", "oversized", "wrong_version", "unknown_worker", "duplicate_batch",
                                "unexpected_message", "worker_error"})
       error[reason] = &errors.Add({{"reason", reason}});
+    // The fleet socket's CURVE handshakes (transport/security.h; 0 in plain text).
+    auto& handshakes = BuildCounter().Name("tensortier_learner_fleet_handshakes_total")
+                           .Help("CURVE handshakes on the fleet socket by result: accepted, refused (any failure), "
+                                 "refused_unknown_key (of those, keys not in the allow-list)")
+                           .Register(r);
+    for (const char* result : {"accepted", "refused", "refused_unknown_key"})
+      handshake[result] = &handshakes.Add({{"result", result}});
   }
 
   Histogram& RuntimeChild(const std::string& backend) {
@@ -179,6 +187,8 @@ struct LearnerMetrics::Impl {
   std::map<std::string, Gauge*> last_reward, avg_reward;
   std::map<std::string, MovingAverage> averages;
   std::map<std::string, Counter*> error;
+  std::map<std::string, Counter*> handshake;
+  AuthStats auth_seen;
   prometheus::Family<Histogram>* runtime_family;
   std::map<std::string, Histogram*> runtime;
   double all_dram_s = 0;
@@ -258,6 +268,10 @@ void LearnerMetrics::Sync(const LearnerCounters& c, size_t workers_connected, si
   Impl::Advance(m.error["unexpected_message"], c.unexpected_messages, s.unexpected_messages);
   Impl::Advance(m.error["worker_error"], c.worker_errors, s.worker_errors);
   Impl::Advance(m.updates, updates, m.updates_seen);
+  const AuthStats auth = ProcessAuthStats();
+  Impl::Advance(m.handshake["accepted"], auth.accepted, m.auth_seen.accepted);
+  Impl::Advance(m.handshake["refused"], auth.refused, m.auth_seen.refused);
+  Impl::Advance(m.handshake["refused_unknown_key"], auth.refused_unknown_key, m.auth_seen.refused_unknown_key);
   m.workers_connected->Set(static_cast<double>(workers_connected));
   m.replay_size->Set(static_cast<double>(replay_size));
   m.policy_version->Set(static_cast<double>(policy_version));

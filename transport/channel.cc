@@ -1,13 +1,18 @@
 #include "transport/channel.h"
 
 #include <atomic>
+#include <cstring>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "common/log.h"
+#include "transport/internal.h"
+
 namespace tensortier {
-namespace {
+namespace transport_internal {
 
 zmq::context_t& Context() {
   // One context per process, as ZeroMQ recommends; never destroyed so that
@@ -15,6 +20,12 @@ zmq::context_t& Context() {
   static zmq::context_t* context = new zmq::context_t(1);
   return *context;
 }
+
+}  // namespace transport_internal
+
+namespace {
+
+using transport_internal::Context;
 
 void Configure(zmq::socket_t& s, const ChannelOptions& o) {
   s.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(o.max_frame_bytes));
@@ -28,17 +39,96 @@ bool Poll(zmq::socket_t& s, std::chrono::milliseconds timeout) {
   return zmq::poll(&item, 1, timeout) > 0 && (item.revents & ZMQ_POLLIN);
 }
 
+std::atomic<uint64_t> g_next_monitor{1};
+
+void WarnPlaintext(const std::string& endpoint, const TransportSecurity& s) {
+  if (s.insecure_plaintext && !IsLocalEndpoint(endpoint))
+    LogWarn("insecure_plaintext").kv("endpoint", endpoint)
+        .kv("note", "fleet traffic is neither authenticated nor encrypted (--insecure-plaintext)");
+}
+
 }  // namespace
 
 struct FleetServer::Impl {
   zmq::socket_t socket{Context(), zmq::socket_type::router};
   std::atomic<uint64_t> dropped{0};
+  // CURVE only: the ZAP domain of the allow-list, the handshake counters and
+  // the thread that reads the socket's monitor events into them.
+  std::string zap_domain;
+  std::shared_ptr<transport_internal::AuthCounters> counters;
+  std::string monitor_endpoint;
+  std::atomic<bool> stop_monitor{false};
+  std::thread monitor;
+
+  ~Impl() {
+    if (monitor.joinable()) {
+      stop_monitor = true;
+      monitor.join();
+    }
+    if (!monitor_endpoint.empty()) zmq_socket_monitor(static_cast<void*>(socket), nullptr, 0);
+    if (!zap_domain.empty()) transport_internal::UnregisterZapDomain(zap_domain);
+  }
+
+  void StartMonitor() {
+    monitor_endpoint = "inproc://tensortier-monitor-" + std::to_string(g_next_monitor++);
+    if (zmq_socket_monitor(static_cast<void*>(socket), monitor_endpoint.c_str(),
+                           ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0)
+      throw std::runtime_error(std::string("cannot monitor the fleet socket: ") + zmq_strerror(zmq_errno()));
+    // Connected here, before the bind, so that no handshake goes unseen.
+    auto pair = std::make_shared<zmq::socket_t>(Context(), zmq::socket_type::pair);
+    pair->set(zmq::sockopt::linger, 0);
+    pair->connect(monitor_endpoint);
+    monitor = std::thread([this, pair] {
+      while (!stop_monitor.load()) {
+        if (!Poll(*pair, std::chrono::milliseconds(100))) continue;
+        std::vector<zmq::message_t> event;
+        if (!zmq::recv_multipart(*pair, std::back_inserter(event), zmq::recv_flags::dontwait)) continue;
+        if (event.empty() || event[0].size() < 6) continue;
+        uint16_t id;
+        uint32_t value;
+        std::memcpy(&id, event[0].data(), 2);
+        std::memcpy(&value, static_cast<const char*>(event[0].data()) + 2, 4);
+        auto& process = transport_internal::ProcessCounters();
+        if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+          ++counters->accepted;
+          ++process.accepted;
+        } else {
+          ++counters->refused;
+          ++process.refused;
+          LogWarn("handshake_refused")
+              .kv("reason", id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH       ? "auth"
+                            : id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ? "protocol"
+                                                                        : "no_detail")
+              .kv("code", value);
+        }
+      }
+    });
+  }
 };
 
-FleetServer::FleetServer(const std::string& endpoint, ChannelOptions options) : impl_(new Impl) {
+FleetServer::FleetServer(const std::string& endpoint, ChannelOptions options)
+    : FleetServer(endpoint, TransportSecurity{}, options) {}
+
+FleetServer::FleetServer(const std::string& endpoint, const TransportSecurity& security, ChannelOptions options)
+    : impl_(new Impl) {
+  CheckEndpointSecurity(endpoint, security, /*server=*/true);
+  WarnPlaintext(endpoint, security);
   Configure(impl_->socket, options);
   // Report unroutable sends instead of dropping them silently.
   impl_->socket.set(zmq::sockopt::router_mandatory, 1);
+  if (security.curve()) {
+    const CurveKeyPair own = ReadSecretKeyFile(security.secret_key_file);
+    std::set<std::string> allowed = ReadAuthorizedKeys(security.authorized_keys);
+    impl_->counters = std::make_shared<transport_internal::AuthCounters>();
+    impl_->zap_domain = transport_internal::RegisterZapDomain(allowed, impl_->counters, endpoint);
+    impl_->socket.set(zmq::sockopt::zap_domain, impl_->zap_domain);
+    impl_->socket.set(zmq::sockopt::curve_server, 1);
+    impl_->socket.set(zmq::sockopt::curve_secretkey, own.secret_key);
+    impl_->StartMonitor();
+    LogInfo("curve_enabled").kv("endpoint", endpoint).kv("public_key", own.public_key)
+        .kv("authorized_keys", allowed.size());
+  }
   try {
     impl_->socket.bind(endpoint);
   } catch (const zmq::error_t& e) {
@@ -47,6 +137,14 @@ FleetServer::FleetServer(const std::string& endpoint, ChannelOptions options) : 
 }
 
 FleetServer::~FleetServer() = default;
+
+bool FleetServer::authenticated() const { return impl_->counters != nullptr; }
+
+AuthStats FleetServer::auth_stats() const {
+  if (!impl_->counters) return {};
+  return {impl_->counters->accepted.load(), impl_->counters->refused.load(),
+          impl_->counters->refused_unknown_key.load()};
+}
 
 std::string FleetServer::endpoint() const { return impl_->socket.get(zmq::sockopt::last_endpoint); }
 
@@ -76,18 +174,69 @@ uint64_t FleetServer::dropped_frames() const { return impl_->dropped.load(); }
 struct FleetClient::Impl {
   std::string endpoint;
   ChannelOptions options;
+  CurveKeyPair own;         // empty in plain text
+  std::string server_key;   // the learner's public key (Z85)
   std::unique_ptr<zmq::socket_t> socket;
+  // CURVE only: the socket's handshake events, read (without a thread) on
+  // each Receive, so that a refused worker says why instead of only that the
+  // learner is silent.
+  std::unique_ptr<zmq::socket_t> monitor;
+  uint64_t handshake_failures = 0;
   void Connect() {
+    monitor.reset();
     socket = std::make_unique<zmq::socket_t>(Context(), zmq::socket_type::dealer);
     Configure(*socket, options);
     socket->set(zmq::sockopt::linger, 0);
+    if (!server_key.empty()) {
+      socket->set(zmq::sockopt::curve_serverkey, server_key);
+      socket->set(zmq::sockopt::curve_publickey, own.public_key);
+      socket->set(zmq::sockopt::curve_secretkey, own.secret_key);
+      const std::string ep = "inproc://tensortier-client-monitor-" + std::to_string(g_next_monitor++);
+      if (zmq_socket_monitor(static_cast<void*>(*socket), ep.c_str(),
+                             ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                 ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) == 0) {
+        monitor = std::make_unique<zmq::socket_t>(Context(), zmq::socket_type::pair);
+        monitor->set(zmq::sockopt::linger, 0);
+        monitor->connect(ep);
+      }
+    }
     socket->connect(endpoint);
+  }
+  void DrainMonitor() {
+    if (!monitor) return;
+    for (;;) {
+      std::vector<zmq::message_t> event;
+      if (!zmq::recv_multipart(*monitor, std::back_inserter(event), zmq::recv_flags::dontwait)) return;
+      if (event.empty() || event[0].size() < 6) continue;
+      uint16_t id;
+      uint32_t value;
+      std::memcpy(&id, event[0].data(), 2);
+      std::memcpy(&value, static_cast<const char*>(event[0].data()) + 2, 4);
+      ++handshake_failures;
+      LogWarn("handshake_failed")
+          .kv("endpoint", endpoint)
+          .kv("public_key", own.public_key)
+          .kv("reason", id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
+                            ? "the learner refused this key: add its .pub file to the learner's --authorized-keys"
+                            : "CURVE handshake failed: a wrong --server-key, or the learner does not use CURVE")
+          .kv("code", value);
+    }
   }
 };
 
-FleetClient::FleetClient(const std::string& endpoint, ChannelOptions options) : impl_(new Impl) {
+FleetClient::FleetClient(const std::string& endpoint, ChannelOptions options)
+    : FleetClient(endpoint, TransportSecurity{}, options) {}
+
+FleetClient::FleetClient(const std::string& endpoint, const TransportSecurity& security, ChannelOptions options)
+    : impl_(new Impl) {
+  CheckEndpointSecurity(endpoint, security, /*server=*/false);
+  WarnPlaintext(endpoint, security);
   impl_->endpoint = endpoint;
   impl_->options = options;
+  if (security.curve()) {
+    impl_->own = ReadSecretKeyFile(security.secret_key_file);
+    impl_->server_key = ReadPublicKey(security.server_key);
+  }
   try {
     impl_->Connect();
   } catch (const zmq::error_t& e) {
@@ -106,6 +255,7 @@ bool FleetClient::Send(const std::string& frame) {
 }
 
 std::optional<IncomingFrame> FleetClient::Receive(std::chrono::milliseconds timeout) {
+  impl_->DrainMonitor();
   if (!Poll(*impl_->socket, timeout)) return std::nullopt;
   zmq::message_t msg;
   if (!impl_->socket->recv(msg, zmq::recv_flags::dontwait)) return std::nullopt;
@@ -113,6 +263,11 @@ std::optional<IncomingFrame> FleetClient::Receive(std::chrono::milliseconds time
 }
 
 void FleetClient::Reconnect() { impl_->Connect(); }
+
+uint64_t FleetClient::handshake_failures() const {
+  impl_->DrainMonitor();
+  return impl_->handshake_failures;
+}
 
 const std::string& FleetClient::endpoint() const { return impl_->endpoint; }
 

@@ -4,6 +4,12 @@
 // liveness (Paranoid Pirate heartbeats) in the learner and worker loops.
 // Frames above the size limit are dropped by libzmq (ZMQ_MAXMSGSIZE), so an
 // oversized frame cannot exhaust a process's memory.
+//
+// Security (transport/security.h, docs/security.md): with keys both sides
+// speak CURVE and the server admits only the worker keys of its allow-list
+// (a ZAP handler); frames from anyone else never reach Receive(). Without
+// keys the sockets speak plain text, which the constructors refuse off
+// loopback unless TransportSecurity::insecure_plaintext is set.
 #pragma once
 
 #include <chrono>
@@ -11,6 +17,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+
+#include "transport/security.h"
 
 namespace tensortier {
 
@@ -28,8 +36,10 @@ struct IncomingFrame {
 class FleetServer {
  public:
   // Binds to `endpoint` ("tcp://127.0.0.1:5555", "tcp://0.0.0.0:*", "ipc:///tmp/x").
-  // Throws std::runtime_error with the ZeroMQ reason on failure.
+  // Throws std::runtime_error with the ZeroMQ reason on failure, and
+  // std::invalid_argument when `security` does not allow the endpoint.
   explicit FleetServer(const std::string& endpoint, ChannelOptions options = {});
+  FleetServer(const std::string& endpoint, const TransportSecurity& security, ChannelOptions options = {});
   ~FleetServer();
   FleetServer(const FleetServer&) = delete;
   FleetServer& operator=(const FleetServer&) = delete;
@@ -42,6 +52,10 @@ class FleetServer {
   // [routing id, payload] are dropped and counted.
   std::optional<IncomingFrame> Receive(std::chrono::milliseconds timeout);
   uint64_t dropped_frames() const;
+  // Whether peers must authenticate (CURVE with an allow-list).
+  bool authenticated() const;
+  // Handshakes accepted and refused on this socket (all zero in plain text).
+  AuthStats auth_stats() const;
 
  private:
   struct Impl;
@@ -51,6 +65,7 @@ class FleetServer {
 class FleetClient {
  public:
   explicit FleetClient(const std::string& endpoint, ChannelOptions options = {});
+  FleetClient(const std::string& endpoint, const TransportSecurity& security, ChannelOptions options = {});
   ~FleetClient();
   FleetClient(const FleetClient&) = delete;
   FleetClient& operator=(const FleetClient&) = delete;
@@ -61,6 +76,9 @@ class FleetClient {
   // the Paranoid Pirate way to recover from a learner that went away.
   void Reconnect();
   const std::string& endpoint() const;
+  // CURVE handshakes of this client that failed (each is also logged with
+  // the likely cause: key not listed, or wrong learner key); 0 in plain text.
+  uint64_t handshake_failures() const;
 
  private:
   struct Impl;

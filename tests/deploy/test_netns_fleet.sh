@@ -164,7 +164,10 @@ fi
 "$bin" generate --shape resnet --layers 4 --base-bytes 1048576 --out "$dir/tiny.ttwl" >"$dir/generate.log" 2>&1 ||
   { fail "generate: $(cat "$dir/generate.log")"; exit 1; }
 
-common=(TENSORTIER_BIN="$bin")
+# The fleet's CURVE keys, laid out as the images read them (TT_KEYS_DIR).
+"$bin" keys --dir "$dir/keys" learner worker >"$dir/keys.log" 2>&1 || { fail "keys: $(cat "$dir/keys.log")"; exit 1; }
+cp "$dir/keys/worker.pub" "$dir/keys/authorized-workers"
+common=(TENSORTIER_BIN="$bin" TT_KEYS_DIR="$dir/keys")
 learner_vars=("${common[@]}" "${learner_env[@]}" "${net_learner[@]}"
               TT_WORKLOAD="$dir/tiny.ttwl" TT_EPISODES=40 TT_MIN_WORKERS=2 TT_OUT="$dir/run")
 w1_vars=("${common[@]}" "${worker_env[@]}" "${net_w1[@]}" TT_NAME=w1)
