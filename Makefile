@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 RUN_FLAGS ?=
 
-.PHONY: all bootstrap configure build test run bench clean
+.PHONY: all bootstrap configure build test run bench clean test-sanitize fuzz-long
 
 all: build
 
@@ -23,6 +23,27 @@ test: build
 
 run: build
 	$(BUILD_DIR)/cli/tensortier train $(RUN_FLAGS)
+
+# The test suites under AddressSanitizer and UndefinedBehaviorSanitizer, in
+# their own build directory (the normal build is untouched); suppressions of
+# third-party code only, in sanitizers/ (docs/security.md).
+SANITIZE_DIR ?= build-asan
+SANITIZE_SUITES ?= tests_core tests_agents tests_export tests_policies tests_security
+SANITIZE_ENV = ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1 \
+	LSAN_OPTIONS=suppressions=$(CURDIR)/sanitizers/lsan.supp:print_suppressions=0 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=$(CURDIR)/sanitizers/ubsan.supp
+test-sanitize: bootstrap
+	@cmake -S . -B $(SANITIZE_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTENSORTIER_SANITIZE=ON \
+		-DTENSORTIER_BUILD_BENCH=OFF > /dev/null
+	cmake --build $(SANITIZE_DIR) -j $(JOBS) --target $(SANITIZE_SUITES) \
+		fuzz_protocol_smoke fuzz_workload_smoke fuzz_plan_smoke fuzz_lookup_smoke fuzz_config_smoke
+	cd $(SANITIZE_DIR) && $(SANITIZE_ENV) ctest --output-on-failure -j $(JOBS) \
+		-L '^($(subst $(eval) ,|,$(strip $(SANITIZE_SUITES)))|fuzz)$$'
+
+# Each fuzz target under libFuzzer for FUZZ_SECONDS (default 300) each.
+FUZZ_SECONDS ?= 300
+fuzz-long:
+	bench/fuzz_long.sh --seconds $(FUZZ_SECONDS)
 
 bench: build
 	bench/run_all.sh $(BUILD_DIR)

@@ -6,6 +6,11 @@
 #include "agents/sac_agent.h"
 
 namespace tensortier {
+
+TrainStats PlacementAgent::Update(PrioritizedReplay&, std::mt19937_64&) {
+  throw std::logic_error(name() + " has no prioritised-replay update");
+}
+
 namespace {
 
 class DqnPlacementAgent : public PlacementAgent {
@@ -20,12 +25,13 @@ class DqnPlacementAgent : public PlacementAgent {
   }
   int Act(const float* o, double epsilon, std::mt19937_64& rng) const override { return agent_.Act(o, epsilon, rng); }
   int Greedy(const float* o) const override { return agent_.Act(o, 0.0, rng_); }
+  using PlacementAgent::Update;
   TrainStats Update(const ReplayBuffer& replay, std::mt19937_64& rng) override {
-    UpdateStats s = agent_.Update(replay, rng);
-    TrainStats t;
-    t.loss = s.loss;
-    t.mean_q = s.mean_q;
-    return t;
+    return Stats(agent_.Update(replay, rng));
+  }
+  bool supports_prioritized_replay() const override { return true; }
+  TrainStats Update(PrioritizedReplay& replay, std::mt19937_64& rng) override {
+    return Stats(agent_.Update(replay, rng));
   }
   uint64_t updates() const override { return agent_.updates(); }
   std::string SerializeWeights() const override { return agent_.SerializeWeights(); }
@@ -34,6 +40,12 @@ class DqnPlacementAgent : public PlacementAgent {
   void LoadCheckpoint(const std::string& path) override { agent_.LoadCheckpoint(path); }
 
  private:
+  static TrainStats Stats(const UpdateStats& s) {
+    TrainStats t;
+    t.loss = s.loss;
+    t.mean_q = s.mean_q;
+    return t;
+  }
   DqnAgent agent_;
   mutable std::mt19937_64 rng_{0};  // unused at epsilon 0
 };
@@ -51,13 +63,11 @@ class SacPlacementAgent : public PlacementAgent {
   int Act(const float* o, double epsilon, std::mt19937_64& rng) const override { return agent_.Act(o, epsilon, rng); }
   int Greedy(const float* o) const override { return agent_.Act(o, SacActMode::kGreedy, rng_); }
   TrainStats Update(const ReplayBuffer& replay, std::mt19937_64& rng) override {
-    SacUpdateStats s = agent_.Update(replay, rng);
-    TrainStats t;
-    t.loss = s.critic_loss;
-    t.mean_q = s.mean_q;
-    t.entropy = s.entropy;
-    t.alpha = s.alpha;
-    return t;
+    return Stats(agent_.Update(replay, rng));
+  }
+  bool supports_prioritized_replay() const override { return true; }
+  TrainStats Update(PrioritizedReplay& replay, std::mt19937_64& rng) override {
+    return Stats(agent_.Update(replay, rng));
   }
   uint64_t updates() const override { return agent_.updates(); }
   std::string SerializeWeights() const override { return agent_.SerializeWeights(); }
@@ -66,6 +76,14 @@ class SacPlacementAgent : public PlacementAgent {
   void LoadCheckpoint(const std::string& path) override { agent_.LoadCheckpoint(path); }
 
  private:
+  static TrainStats Stats(const SacUpdateStats& s) {
+    TrainStats t;
+    t.loss = s.critic_loss;
+    t.mean_q = s.mean_q;
+    t.entropy = s.entropy;
+    t.alpha = s.alpha;
+    return t;
+  }
   SacAgent agent_;
   mutable std::mt19937_64 rng_{0};  // greedy acting draws nothing
 };

@@ -8,6 +8,7 @@
 #include <random>
 #include <string>
 
+#include "agents/prioritized_replay.h"
 #include "agents/replay_buffer.h"
 
 namespace tensortier {
@@ -39,6 +40,10 @@ class PlacementAgent {
   // The evaluation action.
   virtual int Greedy(const float* observation) const = 0;
   virtual TrainStats Update(const ReplayBuffer& replay, std::mt19937_64& rng) = 0;
+  // One step on a prioritised batch: the loss is weighted by the importance
+  // weights and the sampled items get their new |TD error| as priority.
+  virtual bool supports_prioritized_replay() const { return false; }
+  virtual TrainStats Update(PrioritizedReplay& replay, std::mt19937_64& rng);
   virtual uint64_t updates() const = 0;
   virtual std::string SerializeWeights() const = 0;
   virtual void LoadWeights(const std::string& blob) = 0;

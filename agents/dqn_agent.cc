@@ -334,6 +334,7 @@ struct DqnAgent::Impl {
   std::vector<float> h_obs;
   std::vector<int64_t> h_act;
   std::vector<float> h_rd;
+  std::vector<float> h_weight;  // importance weights (prioritised replay)
 
   // Device tensors of one batch (views of the host staging on the CPU).
   torch::Tensor obs;          // [2B, obs]
@@ -342,7 +343,8 @@ struct DqnAgent::Impl {
   torch::Tensor actions;      // [B, 1] int64
   torch::Tensor rd;           // [2, B]
   torch::Tensor reward, discount;  // [B] views of rd
-  torch::Tensor h_obs_t, h_act_t, h_rd_t;  // host tensors to copy from (GPU only)
+  torch::Tensor weight;       // [B, 1] importance weights
+  torch::Tensor h_obs_t, h_act_t, h_rd_t, h_weight_t;  // host tensors to copy from (GPU only)
 
   // Update scratch.
   torch::Tensor q_states;      // [B, A] view of the online activations
@@ -404,17 +406,21 @@ struct DqnAgent::Impl {
     h_obs.assign(static_cast<size_t>(2 * batch * n), 0.0f);
     h_act.assign(static_cast<size_t>(batch), 0);
     h_rd.assign(static_cast<size_t>(2 * batch), 0.0f);
+    h_weight.assign(static_cast<size_t>(batch), 1.0f);
     h_obs_t = torch::from_blob(h_obs.data(), {2 * batch, n}, torch::kFloat32);
     h_act_t = torch::from_blob(h_act.data(), {batch, 1}, torch::kInt64);
     h_rd_t = torch::from_blob(h_rd.data(), {2, batch}, torch::kFloat32);
+    h_weight_t = torch::from_blob(h_weight.data(), {batch, 1}, torch::kFloat32);
     if (on_cpu) {
       obs = h_obs_t;
       actions = h_act_t;
       rd = h_rd_t;
+      weight = h_weight_t;
     } else {
       obs = torch::empty({2 * batch, n}, f32);
       actions = torch::empty({batch, 1}, i64);
       rd = torch::empty({2, batch}, f32);
+      weight = torch::empty({batch, 1}, f32);
     }
     states = obs.narrow(0, 0, batch);
     next_states = obs.narrow(0, batch, batch);
@@ -589,13 +595,38 @@ std::vector<float> DqnAgent::QValues(const float* observation) const {
 
 UpdateStats DqnAgent::Update(const ReplayBuffer& replay, std::mt19937_64& rng) {
   if (replay.size() == 0) throw std::logic_error("DqnAgent::Update: the replay buffer is empty");
+  return Update(replay.Sample(static_cast<size_t>(impl_->batch), rng), {}, nullptr);
+}
+
+UpdateStats DqnAgent::Update(PrioritizedReplay& replay, std::mt19937_64& rng) {
+  if (replay.size() == 0) throw std::logic_error("DqnAgent::Update: the replay buffer is empty");
+  PrioritizedSample s = replay.Sample(static_cast<size_t>(impl_->batch), rng);
+  std::vector<double> abs_td_errors;
+  UpdateStats stats = Update(s.transitions, s.weights, &abs_td_errors);
+  replay.UpdatePriorities(s.keys, abs_td_errors);
+  return stats;
+}
+
+UpdateStats DqnAgent::Update(const std::vector<const Transition*>& sample,
+                             const std::vector<float>& importance_weights, std::vector<double>* abs_td_errors) {
   Impl& m = *impl_;
   const int64_t batch = m.batch;
   const int64_t obs = config_.observation_size;
   const float gamma = static_cast<float>(config_.gamma);
+  // The network's buffers are sized for batch_size rows.
+  if (sample.size() != static_cast<size_t>(batch))
+    throw std::invalid_argument("DqnAgent::Update: a batch of " + std::to_string(sample.size()) +
+                                " transitions, the agent's batch size is " + std::to_string(batch));
+  const bool weighted = !importance_weights.empty();
+  if (weighted && importance_weights.size() != sample.size())
+    throw std::invalid_argument("DqnAgent::Update: " + std::to_string(importance_weights.size()) +
+                                " importance weights for " + std::to_string(sample.size()) + " transitions");
+  for (float w : importance_weights)
+    if (!(w >= 0) || !std::isfinite(w))
+      throw std::invalid_argument("DqnAgent::Update: importance weights must be finite and non-negative");
 
   // Stage the batch on the host.
-  std::vector<const Transition*> sample = replay.Sample(static_cast<size_t>(batch), rng);
+  if (weighted) std::copy(importance_weights.begin(), importance_weights.end(), m.h_weight.begin());
   float* h_obs = m.h_obs.data();
   float* h_next = h_obs + batch * obs;
   for (int64_t i = 0; i < batch; ++i) {
@@ -630,6 +661,7 @@ UpdateStats DqnAgent::Update(const ReplayBuffer& replay, std::mt19937_64& rng) {
     m.obs.copy_(m.h_obs_t);
     m.actions.copy_(m.h_act_t);
     m.rd.copy_(m.h_rd_t);
+    if (weighted) m.weight.copy_(m.h_weight_t);
   }
 
   // Forward: the online network on states and next states in one pass, the
@@ -652,6 +684,8 @@ UpdateStats DqnAgent::Update(const ReplayBuffer& replay, std::mt19937_64& rng) {
   m.grad_q.scatter_(1, m.actions, m.td_error.view({batch, 1}));
   m.grad_q.clamp_(-delta, delta);
   m.grad_q.mul_(1.0 / static_cast<double>(batch));
+  // Weighted loss mean_i w_i huber(e_i): each row's gradient scales by w_i.
+  if (weighted) m.grad_q.mul_(m.weight);
 
   // Backward through Linear(-ReLU) layers, into the flat gradient.
   const size_t layers = m.spans.size();
@@ -676,22 +710,31 @@ UpdateStats DqnAgent::Update(const ReplayBuffer& replay, std::mt19937_64& rng) {
     const float* err = m.td_error.data_ptr<float>();
     const float* q = m.q_taken.data_ptr<float>();
     double loss = 0, sum_q = 0;
+    if (abs_td_errors) abs_td_errors->resize(static_cast<size_t>(batch));
     for (int64_t i = 0; i < batch; ++i) {
       double e = std::abs(static_cast<double>(err[i]));
-      loss += e < delta ? 0.5 * e * e : delta * (e - 0.5 * delta);
+      const double huber = e < delta ? 0.5 * e * e : delta * (e - 0.5 * delta);
+      loss += weighted ? m.h_weight[i] * huber : huber;
       sum_q += q[i];
+      if (abs_td_errors) (*abs_td_errors)[i] = e;
     }
     stats.loss = loss / batch;
     stats.mean_q = sum_q / batch;
   } else {
     m.grad.mul_((config_.grad_clip_norm / (norm + 1e-6)).clamp_max_(1.0));
-    torch::Tensor loss = at::huber_loss(m.q_taken.view({batch}), m.td_target,
-                                        at::Reduction::Mean, delta);
+    torch::Tensor loss = weighted ? (at::huber_loss(m.q_taken.view({batch}), m.td_target, at::Reduction::None, delta) *
+                                     m.weight.view({batch}))
+                                        .mean()
+                                  : at::huber_loss(m.q_taken.view({batch}), m.td_target, at::Reduction::Mean, delta);
     torch::Tensor all = torch::stack({loss, m.q_taken.mean(), norm}).to(torch::kCPU);
     const float* v = all.data_ptr<float>();
     stats.loss = v[0];
     stats.mean_q = v[1];
     stats.grad_norm = v[2];
+    if (abs_td_errors) {
+      torch::Tensor td = m.td_error.abs().to(torch::kCPU).to(torch::kDouble).contiguous();
+      abs_td_errors->assign(td.data_ptr<double>(), td.data_ptr<double>() + batch);
+    }
   }
 
   // Adam, with torch::optim::Adam's arithmetic.

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "agents/prioritized_replay.h"
 #include "agents/replay_buffer.h"
 
 namespace tensortier {
@@ -60,6 +61,15 @@ class DqnAgent {
 
   // One double-DQN gradient step on a batch sampled from `replay`.
   UpdateStats Update(const ReplayBuffer& replay, std::mt19937_64& rng);
+  // One step on a prioritised batch (Schaul et al. 2016): each item's Huber
+  // loss is scaled by its importance weight, and the sampled items get
+  // their |TD error| (before the step) as new priority.
+  UpdateStats Update(PrioritizedReplay& replay, std::mt19937_64& rng);
+  // One step on `batch` (exactly batch_size transitions). With importance
+  // weights (one per transition; empty = all 1) the loss is
+  // mean_i w_i huber(e_i); `abs_td_errors`, when given, receives |e_i|.
+  UpdateStats Update(const std::vector<const Transition*>& batch, const std::vector<float>& importance_weights,
+                     std::vector<double>* abs_td_errors);
   void SyncTarget();
   uint64_t updates() const { return updates_; }
 

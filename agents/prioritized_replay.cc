@@ -71,25 +71,25 @@ std::optional<size_t> PrioritizedReplay::SlotOfKey(uint64_t key) const {
   return static_cast<size_t>(key % config_.capacity);
 }
 
-uint64_t PrioritizedReplay::Add(Transition t, std::optional<double> priority) {
-  double p = max_priority_;
-  if (priority) {
-    p = *priority;
-    if (!(p >= 0) || !std::isfinite(p))
-      throw std::invalid_argument("PrioritizedReplay::Add: priority must be finite and non-negative");
-    max_priority_ = std::max(max_priority_, p);
-  }
+double PrioritizedReplay::CheckedPriority(std::optional<double> priority) {
+  if (!priority) return max_priority_;
+  const double p = *priority;
+  if (!(p >= 0) || !std::isfinite(p))
+    throw std::invalid_argument("PrioritizedReplay::Add: priority must be finite and non-negative");
+  max_priority_ = std::max(max_priority_, p);
+  return p;
+}
+
+uint64_t PrioritizedReplay::Commit(double p) {
   const size_t slot = next_;
-  if (items_.size() < config_.capacity) {
-    items_.push_back(std::move(t));
-    raw_.push_back(p);
-  } else {
-    items_[slot] = std::move(t);
-    raw_[slot] = p;
-  }
+  raw_[slot] = p;
   SetLeaf(slot, Mass(p));
   next_ = (next_ + 1) % config_.capacity;
   return total_added_++;
+}
+
+uint64_t PrioritizedReplay::Add(Transition t, std::optional<double> priority) {
+  return AddInPlace([&](Transition& row) { row = std::move(t); }, priority);
 }
 
 PrioritizedSample PrioritizedReplay::Sample(size_t batch, std::mt19937_64& rng) const {

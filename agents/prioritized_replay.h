@@ -53,6 +53,18 @@ class PrioritizedReplay {
   // or the largest priority seen so far when none is given. Returns its key.
   // Throws std::invalid_argument on a negative or non-finite priority.
   uint64_t Add(Transition t, std::optional<double> priority = std::nullopt);
+  // Add, with the row written in place by fill(Transition&) (see
+  // ReplayBuffer::AddInPlace: the overwritten row's vectors are reused).
+  template <typename Fill>
+  uint64_t AddInPlace(Fill&& fill, std::optional<double> priority = std::nullopt) {
+    const double p = CheckedPriority(priority);
+    if (items_.size() < config_.capacity) {  // next_ == size() until full
+      items_.emplace_back();
+      raw_.push_back(p);
+    }
+    fill(items_[next_]);
+    return Commit(p);
+  }
 
   // `batch` draws with replacement, P(i) proportional to p_i. Requires size() > 0.
   PrioritizedSample Sample(size_t batch, std::mt19937_64& rng) const;
@@ -81,6 +93,8 @@ class PrioritizedReplay {
                uint64_t total_added);
 
  private:
+  double CheckedPriority(std::optional<double> priority);  // the priority to store; throws on a bad one
+  uint64_t Commit(double priority);                          // the row at next_ is written
   double Mass(double priority) const;
   void SetLeaf(size_t slot, double mass);
   size_t FindSlot(double value) const;

@@ -15,6 +15,16 @@ class ReplayBuffer {
   explicit ReplayBuffer(size_t capacity);
 
   void Add(Transition t);
+  // Add, with the new row written in place by fill(Transition&): once the
+  // ring is full it gets the overwritten row, whose vectors keep their
+  // capacity, so ingest allocates nothing per transition.
+  template <typename Fill>
+  void AddInPlace(Fill&& fill) {
+    if (items_.size() < capacity_) items_.emplace_back();  // next_ == size() until full
+    fill(items_[next_]);
+    next_ = (next_ + 1) % capacity_;
+    ++total_added_;
+  }
   size_t size() const { return items_.size(); }
   size_t capacity() const { return capacity_; }
   uint64_t total_added() const { return total_added_; }

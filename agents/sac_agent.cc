@@ -24,6 +24,7 @@
 #include <limits>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 
 #include "agents/heat_weight_agent.h"
@@ -673,6 +674,72 @@ double SacConfig::TargetEntropy() const {
   return -target_entropy_scale * std::log(1.0 / static_cast<double>(num_actions));
 }
 
+// The layers of one Mlp as plain tensors: weights [out, in] and biases
+// [out] (views into a FlatParams value), and where their gradients go.
+struct LayerViews {
+  std::vector<torch::Tensor> weight, bias, weight_grad, bias_grad;
+  static LayerViews Of(const Mlp& net, bool with_grad) {
+    LayerViews v;
+    for (const auto& layer : net->layers) {
+      v.weight.push_back(layer->weight);
+      v.bias.push_back(layer->bias);
+      if (with_grad) {
+        v.weight_grad.push_back(layer->weight.grad());
+        v.bias_grad.push_back(layer->bias.grad());
+      }
+    }
+    return v;
+  }
+};
+
+// One forward pass of an Linear-ReLU-...-Linear network through
+// preallocated buffers, keeping each layer's output for the backward pass.
+struct MlpPass {
+  std::vector<torch::Tensor> out;          // out[l]: layer l after its ReLU; out.back(): logits
+  std::vector<torch::Tensor> grad_hidden;  // [l]: dLoss/d(input of layer l), l >= 1
+  std::vector<torch::Tensor> grad_pre;     // the same through the ReLU that produced it
+
+  void Allocate(const std::vector<int64_t>& shape, int64_t batch, const torch::TensorOptions& f32) {
+    out.clear();
+    grad_hidden.clear();
+    grad_pre.clear();
+    for (size_t l = 0; l + 1 < shape.size(); ++l) {
+      out.push_back(torch::empty({batch, shape[l + 1]}, f32));
+      grad_hidden.push_back(torch::empty({batch, shape[l]}, f32));
+      grad_pre.push_back(torch::empty({batch, shape[l]}, f32));
+    }
+  }
+
+  const torch::Tensor& Forward(const torch::Tensor& x, const LayerViews& net) {
+    const torch::Tensor* in = &x;
+    input = x;
+    for (size_t l = 0; l < out.size(); ++l) {
+      at::addmm_out(out[l], net.bias[l], *in, net.weight[l].t());
+      if (l + 1 < out.size()) out[l].relu_();
+      in = &out[l];
+    }
+    return out.back();
+  }
+
+  // Writes dLoss/dparameters of the last Forward, given dLoss/dlogits, into
+  // net's gradient views (overwriting them: every parameter gets one).
+  void Backward(const torch::Tensor& grad_logits, LayerViews& net) {
+    const torch::Tensor* g = &grad_logits;
+    for (size_t l = out.size(); l-- > 0;) {
+      const torch::Tensor& layer_in = l == 0 ? input : out[l - 1];
+      at::mm_out(net.weight_grad[l], g->t(), layer_in);
+      at::sum_out(net.bias_grad[l], *g, {0});
+      if (l == 0) break;
+      at::mm_out(grad_hidden[l], *g, net.weight[l]);
+      // ReLU's backward, as autograd does it: through where the output is positive.
+      at::threshold_backward_out(grad_pre[l], grad_hidden[l], out[l - 1], 0);
+      g = &grad_pre[l];
+    }
+  }
+
+  torch::Tensor input;
+};
+
 struct SacAgent::Impl : SacCore {
   const SacConfig config;
   double target_entropy;
@@ -680,12 +747,78 @@ struct SacAgent::Impl : SacCore {
   std::vector<float> h_obs, h_next, h_reward, h_discount, h_weight;
   std::vector<int64_t> h_action;
 
+  // The update runs its own forward and backward passes (addmm / mm / ReLU
+  // masks into buffers kept between updates, under InferenceMode) instead
+  // of building an autograd graph: for networks this small, graph
+  // construction, allocation and dispatch were most of an update's time.
+  // The arithmetic is the autograd update's (the gradient of each loss
+  // written out below); torch::optim::Adam still applies the steps, so
+  // checkpoints and optimiser state are unchanged.
+  LayerViews actor_net, q1_net, q2_net, q1t_net, q2t_net;
+  int64_t batch = 0;  // the buffers below are shaped for this batch size
+  MlpPass actor_pass, q1_pass, q2_pass, next_actor_pass, q1t_pass, q2t_pass;
+  torch::Tensor obs, next, reward, discount, action, weight;  // the staged batch on the device
+  torch::Tensor next_logp, next_p, next_q, next_v, y;          // critic target
+  torch::Tensor q1a, q2a, e1, e2, grad_e, grad_q1, grad_q2;    // critic loss
+  torch::Tensor logp, p, min_q, actor_term, actor_row, grad_logits;  // actor loss
+  torch::Tensor alpha_grad;
+
   Impl(const SacConfig& c, torch::Device dev)
       : SacCore(dev, MlpShape(c.observation_size, c.hidden, c.num_actions),
                 MlpShape(c.observation_size, c.hidden, c.num_actions), c.seed, c.actor_learning_rate,
                 c.critic_learning_rate, c.alpha_learning_rate, c.initial_alpha),
         config(c),
-        target_entropy(c.TargetEntropy()) {}
+        target_entropy(c.TargetEntropy()) {
+    actor_net = LayerViews::Of(actor, true);
+    q1_net = LayerViews::Of(q1, true);
+    q2_net = LayerViews::Of(q2, true);
+    q1t_net = LayerViews::Of(q1t, false);
+    q2t_net = LayerViews::Of(q2t, false);
+    alpha_grad = torch::zeros({1}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
+  }
+
+  // Shapes the host staging and the device buffers for batches of `b`.
+  void EnsureBatch(int64_t b) {
+    if (b == batch) return;
+    batch = b;
+    const int64_t n = config.observation_size, a = config.num_actions;
+    h_obs.assign(b * n, 0.0f);
+    h_next.assign(b * n, 0.0f);
+    h_reward.assign(b, 0.0f);
+    h_discount.assign(b, 0.0f);
+    h_weight.assign(b, 0.0f);
+    h_action.assign(b, 0);
+    auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(device);
+    auto stage = [&](std::vector<float>& v, std::vector<int64_t> shape) {
+      return device.is_cpu() ? torch::from_blob(v.data(), shape, torch::kFloat32) : torch::empty(shape, f32);
+    };
+    obs = stage(h_obs, {b, n});
+    next = stage(h_next, {b, n});
+    reward = stage(h_reward, {b});
+    discount = stage(h_discount, {b});
+    weight = stage(h_weight, {b});
+    action = device.is_cpu() ? torch::from_blob(h_action.data(), {b, 1}, torch::kInt64)
+                             : torch::empty({b, 1}, torch::TensorOptions().dtype(torch::kInt64).device(device));
+    for (MlpPass* pass : {&actor_pass, &next_actor_pass}) pass->Allocate(actor_shape, b, f32);
+    for (MlpPass* pass : {&q1_pass, &q2_pass, &q1t_pass, &q2t_pass}) pass->Allocate(critic_shape, b, f32);
+    for (torch::Tensor* t : {&next_logp, &next_p, &next_q, &grad_q1, &grad_q2, &logp, &p, &min_q, &actor_term,
+                             &grad_logits})
+      *t = torch::empty({b, a}, f32);
+    for (torch::Tensor* t : {&next_v, &y, &e1, &e2, &grad_e, &actor_row}) *t = torch::empty({b}, f32);
+    q1a = torch::empty({b, 1}, f32);
+    q2a = torch::empty({b, 1}, f32);
+  }
+
+  // The host batch onto the device (on the CPU the tensors are views of it).
+  void Upload(bool weighted) {
+    if (device.is_cpu()) return;
+    obs.copy_(torch::from_blob(h_obs.data(), obs.sizes(), torch::kFloat32));
+    next.copy_(torch::from_blob(h_next.data(), next.sizes(), torch::kFloat32));
+    reward.copy_(torch::from_blob(h_reward.data(), reward.sizes(), torch::kFloat32));
+    discount.copy_(torch::from_blob(h_discount.data(), discount.sizes(), torch::kFloat32));
+    action.copy_(torch::from_blob(h_action.data(), action.sizes(), torch::kInt64));
+    if (weighted) weight.copy_(torch::from_blob(h_weight.data(), weight.sizes(), torch::kFloat32));
+  }
 
   // Probabilities of one observation into p[num_actions], in double.
   void HostProbabilities(const float* x, double* p) const {
@@ -769,13 +902,10 @@ SacUpdateStats SacAgent::Update(const std::vector<const Transition*>& batch,
   const int64_t B = static_cast<int64_t>(batch.size());
   const int64_t n = config_.observation_size;
   const int64_t A = config_.num_actions;
+  const bool weighted = !importance_weights.empty();
 
   // Stage the batch.
-  m.h_obs.resize(B * n);
-  m.h_next.resize(B * n);
-  m.h_reward.resize(B);
-  m.h_discount.resize(B);
-  m.h_action.resize(B);
+  m.EnsureBatch(B);
   for (int64_t i = 0; i < B; ++i) {
     const Transition& t = *batch[i];
     CheckObservation(who, t.observation, n, "an observation");
@@ -793,65 +923,86 @@ SacUpdateStats SacAgent::Update(const std::vector<const Transition*>& batch,
     m.h_reward[i] = static_cast<float>(config_.reward_scale * t.reward);
     m.h_discount[i] = t.done ? 0.0f : static_cast<float>(config_.gamma);
   }
-  torch::Tensor obs = Stage(m.h_obs, {B, n}, m.device);
-  torch::Tensor next = Stage(m.h_next, {B, n}, m.device);
-  torch::Tensor reward = Stage(m.h_reward, {B}, m.device);
-  torch::Tensor discount = Stage(m.h_discount, {B}, m.device);
-  torch::Tensor action = torch::from_blob(m.h_action.data(), {B, 1}, torch::kInt64);
-  if (!m.device.is_cpu()) action = action.to(m.device);
-  torch::Tensor weight;
-  if (!importance_weights.empty()) {
-    m.h_weight.assign(importance_weights.begin(), importance_weights.end());
-    weight = Stage(m.h_weight, {B}, m.device);
-  }
+  if (weighted) std::copy(importance_weights.begin(), importance_weights.end(), m.h_weight.begin());
 
   SacUpdateStats stats;
   const double alpha = m.alpha_value;
+  const double inv_batch = 1.0 / static_cast<double>(B);
+  {
+    c10::InferenceMode inference;
+    m.Upload(weighted);
 
-  // Critic target: the exact expectation over the next action.
-  torch::Tensor y;
-  {
-    torch::NoGradGuard no_grad;
-    torch::Tensor next_logp = torch::log_softmax(m.actor->forward(next), 1);
-    torch::Tensor next_q = torch::min(m.q1t->forward(next), m.q2t->forward(next));
-    torch::Tensor v = (next_logp.exp() * (next_q - alpha * next_logp)).sum(1);
-    y = reward + discount * v;
-  }
-  torch::Tensor q1a = m.q1->forward(obs).gather(1, action).view({B});
-  torch::Tensor q2a = m.q2->forward(obs).gather(1, action).view({B});
-  torch::Tensor e1 = q1a - y, e2 = q2a - y;
-  torch::Tensor critic_loss = weight.defined() ? (weight * e1.square()).mean() + (weight * e2.square()).mean()
-                                               : e1.square().mean() + e2.square().mean();
-  m.StepCritic(critic_loss, config_.grad_clip_norm);
-  {
-    torch::NoGradGuard no_grad;
-    torch::Tensor all = torch::stack({critic_loss.detach(), torch::min(q1a, q2a).detach().mean()}).to(torch::kCPU);
+    // Critic target, the exact expectation over the next action:
+    // y = r + discount sum_a' pi(a'|s') [min_j Qt_j(s', a') - alpha log pi(a'|s')].
+    at::log_softmax_out(m.next_logp, m.next_actor_pass.Forward(m.next, m.actor_net), 1);
+    at::minimum_out(m.next_q, m.q1t_pass.Forward(m.next, m.q1t_net), m.q2t_pass.Forward(m.next, m.q2t_net));
+    at::exp_out(m.next_p, m.next_logp);
+    m.next_q.sub_(m.next_logp, alpha).mul_(m.next_p);
+    at::sum_out(m.next_v, m.next_q, {1});
+    at::addcmul_out(m.y, m.reward, m.discount, m.next_v);
+
+    // Critics: loss = mean(w e1^2) + mean(w e2^2), e_j = Q_j(s, a) - y, so
+    // dloss/dQ_j(s, a) = 2 w e_j / B at the taken action and 0 elsewhere.
+    at::gather_out(m.q1a, m.q1_pass.Forward(m.obs, m.q1_net), 1, m.action);
+    at::gather_out(m.q2a, m.q2_pass.Forward(m.obs, m.q2_net), 1, m.action);
+    at::sub_out(m.e1, m.q1a.view({B}), m.y);
+    at::sub_out(m.e2, m.q2a.view({B}), m.y);
+    for (auto [e, grad_q, pass, net] : {std::tuple{&m.e1, &m.grad_q1, &m.q1_pass, &m.q1_net},
+                                        std::tuple{&m.e2, &m.grad_q2, &m.q2_pass, &m.q2_net}}) {
+      at::mul_out(m.grad_e, *e, 2.0 * inv_batch);
+      if (weighted) m.grad_e.mul_(m.weight);
+      grad_q->zero_().scatter_(1, m.action, m.grad_e.view({B, 1}));
+      pass->Backward(*grad_q, *net);
+    }
+    if (config_.grad_clip_norm > 0) m.critic_flat->ClipGradNorm(config_.grad_clip_norm);
+
+    torch::Tensor critic_loss = weighted ? (m.weight * m.e1.square()).mean() + (m.weight * m.e2.square()).mean()
+                                         : m.e1.square().mean() + m.e2.square().mean();
+    torch::Tensor all = torch::stack({critic_loss, torch::min(m.q1a, m.q2a).mean()}).to(torch::kCPU);
     stats.critic_loss = all[0].item<double>();
     stats.mean_q = all[1].item<double>();
     if (td_errors) {
-      torch::Tensor td = (0.5 * (e1.detach().abs() + e2.detach().abs())).to(torch::kCPU).to(torch::kDouble).contiguous();
+      torch::Tensor td = (0.5 * (m.e1.abs() + m.e2.abs())).to(torch::kCPU).to(torch::kDouble).contiguous();
       td_errors->assign(td.data_ptr<double>(), td.data_ptr<double>() + B);
     }
   }
+  // Outside InferenceMode: the optimiser's state must stay ordinary tensors.
+  m.critic_opt->step();
 
   ++updates_;
   if (updates_ % static_cast<uint64_t>(config_.actor_update_interval) == 0) {
-    // Actor: E_a~pi [alpha log pi(a|s) - min Q(s, a)] with the updated critics.
-    torch::Tensor logp = torch::log_softmax(m.actor->forward(obs), 1);
-    torch::Tensor p = logp.exp();
-    torch::Tensor min_q;
+    torch::Tensor entropy, actor_loss, alpha_loss;
     {
-      torch::NoGradGuard no_grad;
-      min_q = torch::min(m.q1->forward(obs), m.q2->forward(obs));
+      c10::InferenceMode inference;
+      // Actor: loss = mean_b sum_a p_a f_a with f = alpha log p - min_j Q_j
+      // (the updated critics, detached). Through p = softmax(z) and
+      // log p = log_softmax(z): dloss/dz = p (f - sum_a p_a f_a) / B (the
+      // alpha term's gradient sums to zero).
+      at::log_softmax_out(m.logp, m.actor_pass.Forward(m.obs, m.actor_net), 1);
+      at::exp_out(m.p, m.logp);
+      at::minimum_out(m.min_q, m.q1_pass.Forward(m.obs, m.q1_net), m.q2_pass.Forward(m.obs, m.q2_net));
+      at::mul_out(m.actor_term, m.logp, alpha).sub_(m.min_q);
+      at::mul_out(m.grad_logits, m.p, m.actor_term);
+      at::sum_out(m.actor_row, m.grad_logits, {1});
+      actor_loss = m.actor_row.mean();
+      m.actor_term.sub_(m.actor_row.view({B, 1}));
+      at::mul_out(m.grad_logits, m.p, m.actor_term).mul_(inv_batch);
+      m.actor_pass.Backward(m.grad_logits, m.actor_net);
+      if (config_.grad_clip_norm > 0) m.actor_flat->ClipGradNorm(config_.grad_clip_norm);
+      entropy = -(m.p * m.logp).sum(1).mean();
+      if (config_.autotune_alpha) {
+        // loss = mean_b sum_a p_a [-alpha (log p_a + H_target)] with p
+        // detached; dloss/dlog_alpha is the loss itself.
+        torch::Tensor pressure = (m.p * (m.logp + m.target_entropy)).sum(1).mean();
+        alpha_loss = -m.log_alpha.detach().exp() * pressure;
+        m.alpha_grad.copy_(alpha_loss.view({1}));
+      }
     }
-    torch::Tensor actor_loss = (p * (alpha * logp - min_q)).sum(1).mean();
-    m.StepActor(actor_loss, config_.grad_clip_norm);
-    torch::Tensor p_d = p.detach(), logp_d = logp.detach();
-    torch::Tensor entropy = -(p_d * logp_d).sum(1).mean();
+    m.actor_opt->step();
     if (config_.autotune_alpha) {
-      // Descends on log alpha when the entropy is above the target, ascends below.
-      torch::Tensor alpha_loss = (p_d * (-m.log_alpha.exp() * (logp_d + m.target_entropy))).sum(1).mean();
-      m.StepAlpha(alpha_loss);
+      m.log_alpha.mutable_grad() = m.alpha_grad;
+      m.alpha_opt->step();
+      m.alpha_value = AlphaOf(m.log_alpha);
       stats.alpha_loss = alpha_loss.item<double>();
     }
     stats.actor_loss = actor_loss.item<double>();

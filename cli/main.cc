@@ -12,6 +12,7 @@
 #include <map>
 
 #include "agents/dqn_agent.h"
+#include "cli/keys.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "envs/describe.h"
@@ -89,8 +90,10 @@ std::vector<std::string> WorkerArgs(const WorkerFlags& f) {
 }
 
 // Profiles a model of the zoo (or a TorchScript module) on this host.
-Workload ProfileModel(const ModelFlags& m, const std::string& slow_tier) {
+Workload ProfileModel(const ModelFlags& m, const std::string& slow_tier,
+                      const AggregationOptions& aggregation = AggregationOptions()) {
   RunnerOptions o;
+  o.aggregation = aggregation;
   o.model.name = m.torchscript.empty() ? m.model : "torchscript";
   o.model.torchscript_path = m.torchscript;
   o.model.batch_size = m.batch_size;
@@ -134,6 +137,16 @@ struct CommonTraining {
   uint32_t heartbeat_ms = 1000;
   uint32_t checkpoint_every = 50;
   std::string metrics_address = kDefaultMetricsAddress;
+  TransportSecurity security;  // `learner` only (cli/keys.h); `train` stays on loopback
+  std::string resume_dir;       // --resume RUN_DIR: continue from its newest good checkpoint
+  std::string replay = "uniform";
+  double samples_per_insert = -1;
+  std::string exploration = "schedule";
+  double apex_epsilon = 0.4;
+  double apex_alpha = 7.0;
+  uint32_t converge_window = 0;
+  double converge_tolerance = 0.01;
+  uint32_t eval_every = 10;
 };
 
 void AddTrainingOptions(CLI::App* cmd, CommonTraining& o) {
@@ -181,6 +194,43 @@ void AddTrainingOptions(CLI::App* cmd, CommonTraining& o) {
   cmd->add_option("--metrics-address", o.metrics_address,
                   "Serve Prometheus metrics on HOST:PORT (port 0: any free one; 'off': none)")
       ->capture_default_str();
+  cmd->add_option("--resume", o.resume_dir,
+                  "Continue the run in RUN_DIR from its newest good checkpoint (also its --out; the workload "
+                  "defaults to RUN_DIR/workload.ttwl)");
+  cmd->add_option("--replay", o.replay, "Replay: uniform, or prioritized (proportional, Ape-X style; DQN or SAC)")
+      ->check(CLI::IsMember({"uniform", "prioritized"}))
+      ->capture_default_str();
+  cmd->add_option("--samples-per-insert", o.samples_per_insert,
+                  "Rate limiter: transitions trained on per transition inserted (-1: updates-per-episode x "
+                  "batch-size / steps per episode; 0: no limiter, updates-per-episode per episode report)")
+      ->capture_default_str();
+  cmd->add_option("--exploration", o.exploration,
+                  "DQN workers' epsilon: schedule (decays over --epsilon-decay-episodes) or apex (worker i of N: "
+                  "eps^(1 + alpha i/(N-1)))")
+      ->check(CLI::IsMember({"schedule", "apex"}))
+      ->capture_default_str();
+  cmd->add_option("--apex-epsilon", o.apex_epsilon, "Ape-X base epsilon")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  cmd->add_option("--apex-alpha", o.apex_alpha, "Ape-X exponent")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--eval-every", o.eval_every, "Episodes between greedy evaluations")
+      ->check(CLI::Range(1, 10000000))
+      ->capture_default_str();
+  cmd->add_option("--converge-window", o.converge_window,
+                  "Stop when this many greedy evaluations in a row agree within --converge-tolerance and beat the "
+                  "best before them by no more (0: off)")
+      ->capture_default_str();
+  cmd->add_option("--converge-tolerance", o.converge_tolerance,
+                  "Relative tolerance of --converge-window (times max(1, |best evaluation reward|))")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+}
+
+// --resume RUN_DIR is the run directory, and its workload unless one is given.
+void ApplyResume(CommonTraining& o) {
+  if (o.resume_dir.empty()) return;
+  if (!o.out.empty() && o.out != o.resume_dir)
+    throw std::invalid_argument("--resume continues the run in its own directory: drop --out or give the same one");
+  o.out = o.resume_dir;
+  if (o.workload.empty()) o.workload = o.resume_dir + "/workload.ttwl";
 }
 
 std::string DefaultRunDir() {
@@ -229,6 +279,16 @@ LearnerConfig BuildLearnerConfig(const CommonTraining& o, const std::string& bin
   c.checkpoint_interval_episodes = o.checkpoint_every;
   c.max_seconds = o.max_seconds;
   c.metrics_address = MetricsDisabled(o.metrics_address) ? "" : o.metrics_address;
+  c.security = o.security;
+  c.resume = !o.resume_dir.empty();
+  c.replay = o.replay;
+  c.samples_per_insert = o.samples_per_insert;
+  c.exploration = o.exploration;
+  c.apex_epsilon = o.apex_epsilon;
+  c.apex_alpha = o.apex_alpha;
+  c.eval_interval_episodes = o.eval_every;
+  c.converge_window = o.converge_window;
+  c.converge_tolerance = o.converge_tolerance;
   return c;
 }
 
@@ -258,6 +318,7 @@ class Progress {
 
 int RunTrain(CommonTraining& o, const ModelFlags& model, const WorkerFlags& worker_flags, int workers,
              const std::string& config_toml, bool prometheus) {
+  ApplyResume(o);
   if (o.out.empty()) o.out = DefaultRunDir();
   std::unique_ptr<Workload> profiled;
   if (!o.workload.empty() && (!model.model.empty() || !model.torchscript.empty()))
@@ -304,6 +365,13 @@ int RunTrain(CommonTraining& o, const ModelFlags& model, const WorkerFlags& work
               static_cast<unsigned long long>(out.result.episodes), static_cast<unsigned long long>(out.result.updates),
               static_cast<unsigned long long>(out.result.counters.transitions_ingested), out.result.wall_seconds,
               out.workers_exited_cleanly, workers);
+  if (out.result.resumed)
+    std::printf("resumed from %s at episode %llu (weights v%llu)\n", out.result.resumed_from.c_str(),
+                static_cast<unsigned long long>(out.result.resumed_at_episode),
+                static_cast<unsigned long long>(out.result.resumed_weights_version));
+  if (out.result.converged)
+    std::printf("converged after %llu episodes, %.1f s\n",
+                static_cast<unsigned long long>(out.result.converged_at_episode), out.result.converged_at_seconds);
   std::map<std::string, int> backends;
   for (const EpisodeRecord& r : out.result.records) ++backends[r.backend];
   std::string scored_by;
@@ -320,6 +388,7 @@ int RunTrain(CommonTraining& o, const ModelFlags& model, const WorkerFlags& work
 
 int RunLearner(CommonTraining& o, const std::string& bind, uint32_t min_workers, const std::string& config_toml,
                const std::string& metrics_sd_dir) {
+  ApplyResume(o);
   if (o.out.empty()) o.out = DefaultRunDir();
   if (o.workload.empty()) throw std::invalid_argument("the learner needs --workload (see tensortier profile)");
   LearnerConfig c = BuildLearnerConfig(o, bind, nullptr);
@@ -327,12 +396,16 @@ int RunLearner(CommonTraining& o, const std::string& bind, uint32_t min_workers,
   c.run_dir = o.out;
   c.metrics_sd_dir = metrics_sd_dir;
   Learner learner(c);
+  if (!c.resume) WriteFileAtomically(o.out + "/config.toml", config_toml);  // a killed run resumes with it
   std::printf("learner listening on %s; run directory %s\n", learner.endpoint().c_str(), o.out.c_str());
   if (!learner.metrics_address().empty())
     std::printf("learner metrics: http://%s/metrics\n", learner.metrics_address().c_str());
   std::fflush(stdout);
   Progress progress(o.episodes, c.workload.total_dram_time_ns());
   LearnerResult r = learner.Run([&](const EpisodeRecord& rec) { progress(rec); });
+  if (r.converged)
+    std::printf("converged after %llu episodes, %.1f s\n", static_cast<unsigned long long>(r.converged_at_episode),
+                r.converged_at_seconds);
   PlacementPlan final_plan = ChooseFinalPlan(c.workload, r);
   auto comparison = ComparePlans(c.workload, c.env, final_plan, final_plan.produced_by);
   WriteRunDirectory(o.out, config_toml, c.workload, c.env, r, final_plan, comparison);
@@ -436,6 +509,7 @@ int Main(int argc, char** argv) {
   auto* learner = app.add_subcommand("learner", "Run a learner for a fleet of workers on other hosts");
   AddTrainingOptions(learner, learner_opts);
   learner->add_option("--bind", bind, "ZeroMQ endpoint to bind")->capture_default_str();
+  AddLearnerSecurityOptions(learner, learner_opts.security);
   uint32_t min_workers = 1;
   learner->add_option("--min-workers", min_workers, "Hand out tasks once this many workers registered")
       ->check(CLI::Range(1, 100000))
@@ -447,6 +521,7 @@ int Main(int argc, char** argv) {
   WorkerConfig worker_config;
   auto* worker = app.add_subcommand("worker", "Run a worker against a learner");
   worker->add_option("--connect", worker_config.learner_endpoint, "Learner endpoint")->capture_default_str();
+  AddWorkerSecurityOptions(worker, worker_config.security);
   worker->add_option("--name", worker_config.name, "Worker name (default host:pid)");
   worker->add_option("--max-episodes", worker_config.max_episodes, "Stop after this many episodes (0 = until told)");
   worker->add_option("--give-up-seconds", worker_config.give_up_seconds,
@@ -471,7 +546,10 @@ int Main(int argc, char** argv) {
   ExportOptions export_opts;
   auto* exp = app.add_subcommand("export", "Export a trained policy as a compact lookup file for production hosts");
   exp->add_option("run_dir", export_opts.run_dir, "Run directory of train or learner")->check(CLI::ExistingDirectory);
-  exp->add_option("--checkpoint", export_opts.checkpoint_path, "Checkpoint (default RUN_DIR/checkpoints/dqn.ckpt)");
+  exp->add_option("--checkpoint", export_opts.checkpoint_path,
+                  "Checkpoint (default RUN_DIR/checkpoints/dqn.ckpt or sac.ckpt, whichever the run wrote)");
+  exp->add_option("--agent", export_opts.agent, "Agent family of the checkpoint (default: from the checkpoint's name)")
+      ->check(CLI::IsMember({"dqn", "sac"}));
   exp->add_option("--workload", export_opts.workload, "Workload file or spec (default RUN_DIR/workload.ttwl)");
   exp->add_option("--plan", export_opts.plan_path, "Plan for the plan table (default RUN_DIR/final_plan.ttplan)");
   exp->add_option("--out", export_opts.output_path, "Lookup file to write (default RUN_DIR/policy.ttlookup)");
@@ -505,6 +583,13 @@ int Main(int argc, char** argv) {
   AddModelOptions(profile, profile_model);
   profile->add_option("--slow-tier", profile_slow_tier, SlowTierSpecHelp())->capture_default_str();
   profile->add_option("--out", profile_out, "Workload file to write (.ttwl)")->required();
+  AggregationOptions profile_aggregation;  // docs/aggregation.md; the switches are for ablation
+  profile->add_flag_callback("--no-batching", [&] { profile_aggregation.batch_small_tensors = false; },
+                             "Do not batch small tensors into shared pages");
+  profile->add_flag_callback("--no-adjoining", [&] { profile_aggregation.adjoin_long_lived = false; },
+                             "Do not adjoin long-lived tensors");
+  profile->add_flag_callback("--no-contiguous-migration", [&] { profile_aggregation.contiguous_migration = false; },
+                             "Copy every migrating tensor on its own");
 
   std::string inspect_path;
   auto* inspect = app.add_subcommand("inspect", "Summarise a workload (.ttwl), plan (.ttplan) or checkpoint file");
@@ -518,6 +603,9 @@ int Main(int argc, char** argv) {
   generate->add_option("--base-bytes", gen.base_bytes, "Scale of tensor sizes")->capture_default_str();
   generate->add_option("--seed", gen.seed, "Random seed")->capture_default_str();
   generate->add_option("--out", gen_out, "Output file")->required();
+
+  KeysFlags keys_flags;
+  auto* keys = AddKeysSubcommand(app, keys_flags);
 
   CLI11_PARSE(app, argc, argv);
   SetLogLevel(ParseLogLevel(log_level));
@@ -535,6 +623,7 @@ int Main(int argc, char** argv) {
       SetLogComponent("worker");
       return RunWorker(worker_config, worker_flags);
     }
+    if (*keys) return RunKeys(keys_flags);
     if (*inspect) return RunInspect(inspect_path);
     if (*exp) {
       if (export_opts.run_dir.empty() && export_opts.checkpoint_path.empty())
@@ -572,7 +661,7 @@ int Main(int argc, char** argv) {
     if (*profile) {
       if (profile_model.model.empty() == profile_model.torchscript.empty())
         throw std::invalid_argument("profile needs exactly one of --model and --torchscript");
-      Workload w = ProfileModel(profile_model, profile_slow_tier);
+      Workload w = ProfileModel(profile_model, profile_slow_tier, profile_aggregation);
       WriteWorkloadFile(w, profile_out);
       std::printf("written to %s\n", profile_out.c_str());
       return 0;

@@ -1,14 +1,29 @@
 #include "learner/learner.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <cstdio>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <random>
 #include <set>
+#include <sstream>
 #include <stdexcept>
+#include <thread>
 
+#include "agents/prioritized_replay.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "envs/cost_model.h"
+#include "envs/workload_io.h"
+#include "learner/checkpoint_store.h"
+#include "learner/episode_ledger.h"
 #include "metrics/learner_metrics.h"
 #include "protocol/codec.h"
 #include "transport/channel.h"
@@ -24,14 +39,76 @@ double SecondsSince(Clock::time_point t) {
 
 struct WorkerState {
   uint32_t id = 0;
+  uint64_t incarnation = 0;  // the dedupe key's first half (never 0: see DedupeKey)
+  uint32_t exploration_index = 0;
   std::string peer;
   std::string name;
   std::string host;
   std::string backend;
   Clock::time_point last_seen;
   uint64_t episodes = 0;
-  uint64_t last_episode_id = 0;  // newest episode report ingested: the worker's acknowledgement
+  uint64_t last_episode_id = 0;  // newest episode fully ingested
 };
+
+// Where a worker incarnation sits in the fleet: its id and its Ape-X
+// exploration index survive its reconnects and the learner's restarts.
+struct WorkerSlot {
+  uint32_t id = 0;
+  uint32_t exploration_index = 0;
+};
+
+constexpr uint64_t kCheckpointPayloadVersion = 1;
+
+void SaveTransition(ByteWriter& w, const Transition& t) {
+  w.PodVector(t.observation);
+  w.Pod<uint8_t>(t.action);
+  w.Pod<float>(t.reward);
+  w.PodVector(t.next_observation);
+  w.Bool(t.done);
+}
+
+Transition LoadTransition(ByteReader& r) {
+  Transition t;
+  t.observation = r.PodVector<float>();
+  t.action = r.Pod<uint8_t>();
+  t.reward = r.Pod<float>();
+  t.next_observation = r.PodVector<float>();
+  t.done = r.Bool();
+  return t;
+}
+
+void SaveRecord(ByteWriter& w, const EpisodeRecord& r) {
+  w.U64(r.episode);
+  w.Pod(r.worker_id);
+  w.U64(r.worker_episode);
+  w.U64(r.policy_version);
+  w.Pod(r.steps);
+  for (double v : {r.step_reward_sum, r.episodic_reward, r.normalised_cost, r.runtime_ns}) w.F64(v);
+  w.Bool(r.oom);
+  for (double v : {r.epsilon, r.loss, r.mean_q, r.best_runtime_ns, r.wall_seconds}) w.F64(v);
+  w.String(r.backend);
+}
+
+EpisodeRecord LoadRecord(ByteReader& r) {
+  EpisodeRecord e;
+  e.episode = r.U64();
+  e.worker_id = r.Pod<uint32_t>();
+  e.worker_episode = r.U64();
+  e.policy_version = r.U64();
+  e.steps = r.Pod<uint32_t>();
+  e.step_reward_sum = r.F64();
+  e.episodic_reward = r.F64();
+  e.normalised_cost = r.F64();
+  e.runtime_ns = r.F64();
+  e.oom = r.Bool();
+  e.epsilon = r.F64();
+  e.loss = r.F64();
+  e.mean_q = r.F64();
+  e.best_runtime_ns = r.F64();
+  e.wall_seconds = r.F64();
+  e.backend = r.String();
+  return e;
+}
 
 }  // namespace
 
@@ -44,57 +121,229 @@ std::unique_ptr<PlacementAgent> BuildAgent(LearnerConfig& config) {
   return MakeAgent(config.agent, config.dqn.ToJson());
 }
 
+// Ape-X: epsilon_i = epsilon^(1 + alpha * i / (N - 1)) for worker i of N.
+double ApexEpsilon(double epsilon, double alpha, uint32_t index, uint32_t workers) {
+  if (workers <= 1) return epsilon;
+  return std::pow(epsilon, 1.0 + alpha * static_cast<double>(index % workers) / static_cast<double>(workers - 1));
+}
+
 struct Learner::Impl {
-  explicit Impl(LearnerConfig c)
-      : config(std::move(c)),
-        server(config.bind_endpoint),
-        agent(BuildAgent(config)),
-        replay(static_cast<size_t>(agent->schedule().replay_capacity)),
-        rng(config.dqn.seed ^ 0x9e3779b97f4a7c15ull) {
+  explicit Impl(LearnerConfig c) : config(std::move(c)), server(config.bind_endpoint, config.security) {
     if (!config.workload.finalized()) config.workload.Finalize();
     PlacementEnv probe(config.workload, config.env);  // validates the env settings up front
-    TaskMsg task;
-    task.task_id = 1;
-    task.workload = config.workload;
-    task.env = config.env;
-    task.exploration.epsilon_start = config.dqn.epsilon_start;
-    task.exploration.epsilon_end = config.dqn.epsilon_end;
-    task.exploration.schedule_episodes = static_cast<uint32_t>(config.dqn.epsilon_decay_episodes);
-    task.exploration.epsilon = config.dqn.epsilon_end;
-    task.exploration.seed = config.dqn.seed;
-    task.agent = agent->name();
-    task.agent_config_json = agent->config_json();
-    task_frame = EncodeMessage(task);
-    PublishWeights();
+    steps_per_episode = std::max<size_t>(1, probe.max_steps());
+    if (config.replay != "uniform" && config.replay != "prioritized")
+      throw std::invalid_argument("replay must be uniform or prioritized, not '" + config.replay + "'");
+    if (config.exploration != "schedule" && config.exploration != "apex")
+      throw std::invalid_argument("exploration must be schedule or apex, not '" + config.exploration + "'");
+    if (!(config.apex_epsilon > 0 && config.apex_epsilon <= 1) || !(config.apex_alpha >= 0))
+      throw std::invalid_argument("Ape-X exploration needs 0 < epsilon <= 1 and alpha >= 0");
+    if (config.converge_window > 0 && !(config.converge_tolerance >= 0))
+      throw std::invalid_argument("converge tolerance must be >= 0");
+
+    std::optional<std::string> payload;
+    if (config.resume) payload = FindCheckpoint();
+    if (payload) {
+      RestoreAgentFrom(*payload);
+    } else {
+      agent = BuildAgent(config);
+    }
+    batch_size = static_cast<uint64_t>(config.agent == "sac" ? config.sac.batch_size : config.dqn.batch_size);
+    const AgentSchedule schedule = agent->schedule();
+    if (config.replay == "prioritized") {
+      if (!agent->supports_prioritized_replay())
+        throw std::invalid_argument("prioritized replay needs an agent with a prioritised update; " +
+                                    agent->name() + " has none");
+      PrioritizedReplayConfig pc;
+      pc.capacity = static_cast<size_t>(schedule.replay_capacity);
+      pc.alpha = config.priority_alpha;
+      pc.beta = config.priority_beta;
+      prioritized = std::make_unique<PrioritizedReplay>(pc);
+    } else {
+      uniform = std::make_unique<ReplayBuffer>(static_cast<size_t>(schedule.replay_capacity));
+    }
+    samples_per_insert = config.samples_per_insert;
+    if (samples_per_insert < 0)
+      samples_per_insert = static_cast<double>(schedule.updates_per_episode) * static_cast<double>(batch_size) /
+                           static_cast<double>(steps_per_episode);
+    if (samples_per_insert > 0) {
+      RateLimiterConfig rc;
+      rc.samples_per_insert = samples_per_insert;
+      rc.min_size_to_sample = static_cast<uint64_t>(std::max(1, schedule.learning_starts));
+      // Slack for one insert and one batch either side, so that neither
+      // side can wait on the other forever (rate_limiter.h).
+      rc.error_buffer = config.rate_limit_error_buffer > 0
+                            ? config.rate_limit_error_buffer
+                            : samples_per_insert + static_cast<double>(batch_size) + 1;
+      limiter = std::make_unique<RateLimiter>(rc);
+    }
+    rng.seed(config.dqn.seed ^ 0x9e3779b97f4a7c15ull);
+    result.replay = config.replay;
+    result.samples_per_insert = samples_per_insert;
+    result.exploration = config.exploration;
+    if (payload) RestoreStateFrom(*payload);
+
+    base_task.task_id = 1;
+    base_task.workload = config.workload;
+    base_task.env = config.env;
+    base_task.exploration.epsilon_start = config.dqn.epsilon_start;
+    base_task.exploration.epsilon_end = config.dqn.epsilon_end;
+    base_task.exploration.schedule_episodes = static_cast<uint32_t>(config.dqn.epsilon_decay_episodes);
+    base_task.exploration.epsilon = config.dqn.epsilon_end;
+    base_task.exploration.seed = config.dqn.seed;
+    base_task.agent = agent->name();
+    base_task.agent_config_json = agent->config_json();
+    task_frame = EncodeMessage(base_task);
+    PublishWeights(/*new_version=*/!payload);
+    if (!config.run_dir.empty()) {
+      MakeDirectories(config.run_dir);
+      // Beside the checkpoints, so that `--resume RUN_DIR` finds the workload.
+      WriteWorkloadFile(config.workload, config.run_dir + "/workload.ttwl");
+    }
     metrics = LearnerMetrics::Start(config.metrics_address, config.metrics_sd_dir, config.workload, config.env,
-                                    task.agent, agent->device_name(), replay.capacity());
+                                    base_task.agent, agent->device_name(), replay_capacity());
+  }
+
+  ~Impl() {
+    if (trainer.joinable()) StopTrainer();
   }
 
   LearnerConfig config;
   FleetServer server;
   std::unique_ptr<PlacementAgent> agent;
-  ReplayBuffer replay;
+  std::unique_ptr<ReplayBuffer> uniform;           // one of these two
+  std::unique_ptr<PrioritizedReplay> prioritized;
+  std::unique_ptr<RateLimiter> limiter;            // null: updates_per_episode per report
+  double samples_per_insert = 0;
+  uint64_t batch_size = 32;
+  size_t steps_per_episode = 1;
   std::mt19937_64 rng;
+  TaskMsg base_task;
   std::string task_frame;
   std::string weights_frame;
   uint64_t weights_version = 0;
+  uint64_t weights_published_version = 0;   // weights_version advances per report, frames lag
+  Clock::time_point weights_published_at;
+  std::string weights_blob;                 // SerializeWeights() at weights_blob_updates
+  uint64_t weights_blob_updates = 0;
 
   std::map<std::string, WorkerState> workers;  // by routing id
+  std::map<uint64_t, WorkerSlot> slots;         // by incarnation
+  std::map<uint64_t, std::string> peer_of;      // routing id by incarnation, connected workers only
+  // Real measurements by (plan hash, backend), for this workload and DRAM limit.
+  std::map<std::pair<uint64_t, std::string>, CachedMeasurement> measurements;
   uint32_t next_worker_id = 1;
+  uint32_t next_exploration_index = 0;
   bool fleet_started = false;
-  std::set<std::pair<uint32_t, uint64_t>> ingested;  // (worker, episode) batches seen
+  // By (incarnation, episode): batches taken (staged or in replay), batches
+  // in replay, reports counted. An episode is acknowledged once it is in
+  // replay and its report counted; checkpoints hold `batches_inserted`, so
+  // that what was staged but not yet in replay is taken again when resent.
+  EpisodeLedger batches_in, batches_inserted, reports_in;
   LearnerResult result;
   Clock::time_point start = Clock::now();
+  double seconds_before = 0;                    // of the sessions before a resume
   std::unique_ptr<PlacementEnv> eval_env;
-  std::mt19937_64 eval_rng{0};
   std::unique_ptr<LearnerMetrics> metrics;  // null without --metrics-address
+  std::vector<uint64_t> evaluation_updates;     // agent updates at each evaluation
+  double last_loss = 0, last_q = 0;
 
-  void PublishWeights() {
+  // ---- the training thread. The network thread decodes and checks frames
+  // and stages whole batches; the training thread moves them into replay
+  // as the rate limiter lets it and trains in between. `train_mu` guards the
+  // agent, replay and the loss sums: the network thread takes it to publish
+  // weights, evaluate and checkpoint.
+  struct StagedBatch {
+    uint32_t worker_id = 0;
+    uint64_t incarnation = 0;
+    uint64_t episode_id = 0;
+    size_t size = 0;                             // transitions
+    std::unique_ptr<TransitionBatchFrame> frame;  // the wire form, or else:
+    std::vector<Transition> transitions;
+    std::vector<float> priorities;
+    size_t next = 0;  // transitions already inserted
+
+    const std::vector<float>& row_priorities() const { return frame ? frame->priorities() : priorities; }
+    std::optional<double> priority(size_t i) const {
+      const std::vector<float>& p = row_priorities();
+      return p.empty() ? std::nullopt : std::optional<double>(p[i]);
+    }
+  };
+  struct InsertedBatch {
+    uint32_t worker_id = 0;
+    uint64_t incarnation = 0;
+    uint64_t episode_id = 0;
+    uint64_t transitions = 0;
+  };
+  std::mutex train_mu;
+  double loss_sum = 0, q_sum = 0;  // of the updates since the last episode report
+  uint64_t loss_n = 0;
+  bool log_limiter_stall = true;
+  std::deque<StagedBatch> trainer_pending;  // the training thread's own
+  std::mutex staging_mu;                    // guards the four below
+  std::condition_variable staging_cv;
+  std::deque<StagedBatch> staged;
+  std::vector<InsertedBatch> inserted;      // for the network thread: acks and counters
+  uint64_t fixed_updates_owed = 0;          // without a limiter: updates_per_episode per report
+  bool trainer_stop = false;
+  bool trainer_hurry = false;               // stopping on Stop() or the time limit
+  std::atomic<uint64_t> staged_transitions{0};
+  std::atomic<uint64_t> updates_done{0};
+  std::atomic<uint64_t> replay_items{0};
+  std::atomic<uint64_t> prioritized_updates{0};
+  std::thread trainer;
+  std::atomic<bool> trainer_failed{false};
+  // std::mutex is not fair: the trainer, relocking in a loop, could keep the
+  // network thread (heartbeats!) waiting indefinitely. It steps aside while
+  // this is non-zero.
+  std::atomic<int> network_waiting{0};
+  std::unique_lock<std::mutex> LockTraining() {
+    ++network_waiting;
+    std::unique_lock<std::mutex> lock(train_mu);
+    --network_waiting;
+    return lock;
+  }
+  // Past this many staged transitions the network thread stops reading
+  // frames until training catches up (workers block on their acks long before).
+  static constexpr uint64_t kMaxStagedTransitions = 1u << 20;
+
+  mutable std::mutex status_mu;
+  LearnerStatus status;
+
+  size_t replay_size() const { return uniform ? uniform->size() : prioritized->size(); }
+  size_t replay_capacity() const { return uniform ? uniform->capacity() : prioritized->capacity(); }
+  double Elapsed() const { return seconds_before + SecondsSince(start); }
+
+  // Encodes the weights frame for the current version. The Torch
+  // serialisation is redone only when gradient steps changed the weights
+  // (an ingest-only learner never repeats it). Under train_mu.
+  void PublishWeights(bool new_version = true) {
+    if (new_version) ++weights_version;
+    const uint64_t updates_now = agent->updates();
+    if (weights_blob.empty() || updates_now != weights_blob_updates) {
+      weights_blob = agent->SerializeWeights();
+      weights_blob_updates = updates_now;
+    }
     WeightsMsg w;
-    w.version = ++weights_version;
+    w.version = weights_version;
     w.agent = agent->name();
-    w.blob = agent->SerializeWeights();
+    w.blob = weights_blob;
     weights_frame = EncodeMessage(w);
+    weights_published_version = weights_version;
+    weights_published_at = Clock::now();
+  }
+
+  // Sends the newest weights to every worker if reports advanced the
+  // version and the publish interval has passed. Network thread.
+  void MaybeBroadcastWeights(bool force = false) {
+    if (weights_version <= weights_published_version) return;
+    const auto interval = std::chrono::milliseconds(config.weights_publish_interval_ms);
+    if (!force && Clock::now() - weights_published_at < interval) return;
+    {
+      std::unique_lock<std::mutex> train_lock = LockTraining();
+      PublishWeights(/*new_version=*/false);
+    }
+    Broadcast(weights_frame);
   }
 
   void Broadcast(const std::string& frame) {
@@ -105,8 +354,30 @@ struct Learner::Impl {
     server.Send(peer, EncodeMessage(ErrorMsg{code, reason}));
   }
 
+  void SyncStatus(bool running) {
+    std::lock_guard<std::mutex> lock(status_mu);
+    status.counters = result.counters;
+    status.episodes = result.episodes;
+    status.weights_version = weights_version;
+    status.updates = updates_done.load();
+    status.workers_connected = workers.size();
+    status.running = running;
+  }
+
   void HandleFrame(const IncomingFrame& in, const std::function<void(const EpisodeRecord&)>& on_episode) {
     ++result.counters.frames_received;
+    // Transitions, nearly every frame, stay in wire form until the training
+    // thread copies them into replay rows (codec.h).
+    if (auto frame = TransitionBatchFrame::Open(in.frame.data(), in.frame.size())) {
+      auto it = workers.find(in.peer);
+      if (it == workers.end()) {
+        ++result.counters.unknown_worker_frames;
+        Reply(in.peer, ErrorCode::kUnknownWorker, "register first");
+        return;
+      }
+      it->second.last_seen = Clock::now();
+      return OnTransitionFrame(it->second, std::move(frame));
+    }
     DecodeResult decoded = DecodeMessage(in.frame.data(), in.frame.size());
     if (auto* err = std::get_if<DecodeError>(&decoded)) {
       ErrorCode code = ErrorCode::kMalformed;
@@ -152,20 +423,49 @@ struct Learner::Impl {
     Reply(in.peer, ErrorCode::kUnexpected, std::string("a learner does not take ") + MessageName(msg));
   }
 
+  std::string TaskFrameFor(const WorkerState& w) const {
+    if (config.exploration != "apex") return task_frame;
+    TaskMsg t = base_task;
+    const uint32_t n = config.apex_workers > 0 ? config.apex_workers : std::max<uint32_t>(config.min_workers, 1);
+    t.exploration.schedule_episodes = 0;  // a fixed epsilon per worker
+    t.exploration.epsilon = ApexEpsilon(config.apex_epsilon, config.apex_alpha, w.exploration_index, n);
+    return EncodeMessage(t);
+  }
+
   void OnRegister(const std::string& peer, const RegisterMsg& reg) {
+    // Old workers send no incarnation: their routing id's worker id stands in
+    // (with the top bit set so it cannot meet a real incarnation).
+    const bool known_incarnation = reg.incarnation != 0;
     WorkerState& w = workers[peer];
+    if (known_incarnation) {
+      // The same process again on a new socket (it reconnected, or this
+      // learner restarted): same id, same exploration; forget the old socket.
+      auto slot = slots.find(reg.incarnation);
+      if (slot != slots.end()) {
+        for (auto it = workers.begin(); it != workers.end();) {
+          if (it->first != peer && it->second.incarnation == reg.incarnation) it = workers.erase(it);
+          else ++it;
+        }
+        w.id = slot->second.id;
+        w.exploration_index = slot->second.exploration_index;
+      }
+    }
     if (w.id == 0) {
       w.id = next_worker_id++;
+      w.exploration_index = next_exploration_index++;
       ++result.counters.workers_registered;
       result.workers_seen.push_back(w.id);
     }
+    w.incarnation = known_incarnation ? reg.incarnation : ((1ull << 63) | w.id);
+    slots[w.incarnation] = WorkerSlot{w.id, w.exploration_index};
+    peer_of[w.incarnation] = peer;
     w.peer = peer;
     w.name = reg.worker_name;
     w.host = reg.host;
     w.backend = reg.slow_tier_backend;
     w.last_seen = Clock::now();
     LogInfo("worker_registered").kv("worker", w.id).kv("name", reg.worker_name).kv("host", reg.host)
-        .kv("pid", reg.pid).kv("backend", reg.slow_tier_backend);
+        .kv("pid", reg.pid).kv("backend", reg.slow_tier_backend).kv("incarnation", reg.incarnation);
     RegisterAckMsg ack;
     ack.worker_id = w.id;
     ack.heartbeat_interval_ms = config.heartbeat_interval_ms;
@@ -178,13 +478,119 @@ struct Learner::Impl {
       fleet_started = true;
       LogInfo("fleet_started").kv("workers", workers.size());
       for (auto& [p, state] : workers) {
-        server.Send(p, task_frame);
+        server.Send(p, TaskFrameFor(state));
         server.Send(p, weights_frame);
+        SendMeasurements(p);
       }
       return;
     }
-    server.Send(peer, task_frame);
+    server.Send(peer, TaskFrameFor(w));
     server.Send(peer, weights_frame);
+    SendMeasurements(peer);
+  }
+
+  MeasurementCacheMsg MeasurementsMsg() const {
+    MeasurementCacheMsg m;
+    m.workload_signature = config.workload.Signature();
+    m.dram_limit_bytes = config.env.dram_limit_bytes;
+    return m;
+  }
+
+  void SendMeasurements(const std::string& peer) {
+    if (measurements.empty()) return;
+    MeasurementCacheMsg m = MeasurementsMsg();
+    for (const auto& [key, e] : measurements) m.entries.push_back(e);
+    server.Send(peer, EncodeMessage(m));
+  }
+
+  // Real measurements go into the cache and out to every worker, so that
+  // the same plan is not executed twice on one backend.
+  void CacheMeasurement(const EpisodeReportMsg& report) {
+    if (report.measurement_cached) {
+      ++result.counters.measurement_cache_hits;
+      return;
+    }
+    if (!report.counters.measured) return;
+    const auto key = std::make_pair(report.plan.Hash(), report.backend);
+    if (measurements.count(key)) {
+      ++result.counters.measurement_cache_redundant;
+      return;
+    }
+    ++result.counters.measurement_cache_misses;
+    // With the reference runtimes of the worker that measured it, so that a
+    // reward rescored from the entry is normalised on that same machine.
+    CachedMeasurement e{key.first,          report.backend,        report.runtime_ns, report.min_runtime_ns,
+                        report.max_runtime_ns, report.oom, report.counters};
+    measurements[key] = e;
+    MeasurementCacheMsg m = MeasurementsMsg();
+    m.entries.push_back(e);
+    Broadcast(EncodeMessage(m));
+  }
+
+  // An episode is acknowledged once both its transitions and its report are
+  // in; a worker resends what stays unacknowledged, so a duplicate of an
+  // acknowledged episode is answered again (the first ack may have been lost).
+  void MaybeAck(WorkerState& worker, uint64_t episode_id) {
+    if (!batches_inserted.Contains(worker.incarnation, episode_id) || !reports_in.Contains(worker.incarnation, episode_id))
+      return;
+    worker.last_episode_id = std::max(worker.last_episode_id, episode_id);
+    HeartbeatMsg ack{worker.id, worker.last_episode_id, {episode_id}};
+    server.Send(worker.peer, EncodeMessage(ack));
+    ++result.counters.episodes_acked;
+  }
+
+  void OnTransitionFrame(WorkerState& worker, std::unique_ptr<TransitionBatchFrame> frame) {
+    if (frame->worker_id() != worker.id) {
+      ++result.counters.unknown_worker_frames;
+      Reply(worker.peer, ErrorCode::kUnknownWorker, "batch names another worker");
+      return;
+    }
+    const uint64_t episode_id = frame->episode_id();
+    if (batches_in.Contains(worker.incarnation, episode_id)) {
+      ++result.counters.duplicate_batches;
+      MaybeAck(worker, episode_id);
+      return;
+    }
+    if (frame->size() > 0 &&
+        (frame->observation_floats() != static_cast<size_t>(kObservationSize) || frame->max_action() >= 2)) {
+      ++result.counters.malformed_frames;
+      Reply(worker.peer, ErrorCode::kMalformed, "transition of the wrong shape");
+      return;
+    }
+    if (!PrioritiesValid(worker, frame->priorities(), frame->size())) return;
+    batches_in.Insert(worker.incarnation, episode_id);
+    StagedBatch staged_batch;
+    staged_batch.worker_id = worker.id;
+    staged_batch.incarnation = worker.incarnation;
+    staged_batch.episode_id = episode_id;
+    staged_batch.size = frame->size();
+    staged_batch.frame = std::move(frame);
+    Stage(std::move(staged_batch));
+  }
+
+  bool PrioritiesValid(WorkerState& worker, const std::vector<float>& priorities, size_t transitions) {
+    if (!priorities.empty() && priorities.size() != transitions) {
+      ++result.counters.malformed_frames;
+      Reply(worker.peer, ErrorCode::kMalformed, "priorities do not match the transitions");
+      return false;
+    }
+    for (float p : priorities)
+      if (!(p >= 0) || !std::isfinite(p)) {
+        ++result.counters.malformed_frames;
+        Reply(worker.peer, ErrorCode::kMalformed, "a priority is negative or not finite");
+        return false;
+      }
+    return true;
+  }
+
+  void Stage(StagedBatch staged_batch) {
+    const uint64_t n = staged_batch.size;
+    {
+      std::lock_guard<std::mutex> lock(staging_mu);
+      staged.push_back(std::move(staged_batch));
+    }
+    staged_transitions += n;
+    staging_cv.notify_one();
   }
 
   void OnTransitions(WorkerState& worker, TransitionBatchMsg& batch) {
@@ -193,25 +599,186 @@ struct Learner::Impl {
       Reply(worker.peer, ErrorCode::kUnknownWorker, "batch names another worker");
       return;
     }
-    if (!ingested.insert({worker.id, batch.episode_id}).second) {
+    if (batches_in.Contains(worker.incarnation, batch.episode_id)) {
       ++result.counters.duplicate_batches;
+      MaybeAck(worker, batch.episode_id);
       return;
     }
     const size_t obs_size = static_cast<size_t>(kObservationSize);
-    for (Transition& t : batch.transitions) {
-      if (t.observation.size() != obs_size || t.next_observation.size() != obs_size ||
-          t.action >= 2) {
+    for (const Transition& t : batch.transitions) {
+      if (t.observation.size() != obs_size || t.next_observation.size() != obs_size || t.action >= 2) {
         ++result.counters.malformed_frames;
         Reply(worker.peer, ErrorCode::kMalformed, "transition of the wrong shape");
         return;
       }
     }
-    result.counters.transitions_ingested += batch.transitions.size();
-    for (Transition& t : batch.transitions) replay.Add(std::move(t));
+    if (!PrioritiesValid(worker, batch.priorities, batch.transitions.size())) return;
+    batches_in.Insert(worker.incarnation, batch.episode_id);
+    StagedBatch staged_batch;
+    staged_batch.worker_id = worker.id;
+    staged_batch.incarnation = worker.incarnation;
+    staged_batch.episode_id = batch.episode_id;
+    staged_batch.size = batch.transitions.size();
+    staged_batch.transitions = std::move(batch.transitions);
+    staged_batch.priorities = std::move(batch.priorities);
+    Stage(std::move(staged_batch));
+  }
+
+  // Counts what the training thread put into replay and acknowledges the
+  // episodes that are complete now. Network thread.
+  void CollectInserted() {
+    std::vector<InsertedBatch> done;
+    {
+      std::lock_guard<std::mutex> lock(staging_mu);
+      done.swap(inserted);
+    }
+    for (const InsertedBatch& b : done) {
+      batches_inserted.Insert(b.incarnation, b.episode_id);
+      result.counters.transitions_ingested += b.transitions;
+      if (config.keep_batch_log) result.batches.push_back({b.worker_id, b.incarnation, b.episode_id, b.transitions});
+      auto peer = peer_of.find(b.incarnation);
+      if (peer == peer_of.end()) continue;  // gone: it will resend, and be acked then
+      auto w = workers.find(peer->second);
+      if (w != workers.end()) MaybeAck(w->second, b.episode_id);
+    }
+  }
+
+  // ------------------------------------------------------ training thread
+
+  // Row i of a staged batch into replay, copied into the row it overwrites.
+  void Insert(StagedBatch& b, size_t i, std::optional<double> priority) {
+    const size_t before = replay_size();
+    auto fill = [&](Transition& row) {
+      if (b.frame) b.frame->CopyRow(i, row);
+      else row = std::move(b.transitions[i]);
+    };
+    if (uniform) uniform->AddInPlace(fill);
+    else prioritized->AddInPlace(fill, priority);
+    replay_items.store(replay_size());
+    if (limiter) {
+      limiter->OnInsert(1);
+      if (replay_size() == before) limiter->OnDelete(1);  // the ring overwrote its oldest item
+    }
+  }
+
+  void OneUpdate() {
+    TrainStats s = uniform ? agent->Update(*uniform, rng) : agent->Update(*prioritized, rng);
+    if (prioritized) ++prioritized_updates;
+    ++updates_done;
+    loss_sum += s.loss;
+    q_sum += s.mean_q;
+    ++loss_n;
+  }
+
+  // One gradient step if the limiter allows one now. Under train_mu.
+  bool TrainStep() {
+    if (!limiter || !limiter->SampleAllowed(batch_size)) return false;
+    OneUpdate();
+    limiter->OnSample(batch_size);
+    return true;
+  }
+
+  // Moves staged transitions into replay while the limiter allows (Reverb's
+  // inserter blocks while training is behind), finishing batches in order.
+  // Under train_mu. Returns whether anything was inserted.
+  // With `hurry` (Stop() or max_seconds) the limiter is bypassed: training
+  // a backlog of staged transitions at the configured rate would hold the
+  // stop up for as long as those updates take. A run that ends on its
+  // episode count keeps the rate to the end.
+  bool InsertAllowed(bool hurry = false) {
+    bool any = false;
+    while (!trainer_pending.empty()) {
+      StagedBatch& b = trainer_pending.front();
+      while (b.next < b.size) {
+        if (limiter && !hurry && !limiter->InsertAllowed(1)) return any;
+        const size_t i = b.next++;
+        Insert(b, i, b.priority(i));
+        --staged_transitions;
+        any = true;
+      }
+      {
+        std::lock_guard<std::mutex> lock(staging_mu);
+        inserted.push_back({b.worker_id, b.incarnation, b.episode_id, b.size});
+      }
+      trainer_pending.pop_front();
+    }
+    return any;
+  }
+
+  void TrainerLoop() {
+    for (;;) {
+      bool stopping = false, hurry = false;
+      uint64_t owed = 0;
+      {
+        std::unique_lock<std::mutex> lock(staging_mu);
+        const bool idle = trainer_pending.empty() && staged.empty() && fixed_updates_owed == 0 &&
+                          !(limiter && limiter->SampleAllowed(batch_size));
+        if (idle) staging_cv.wait_for(lock, std::chrono::milliseconds(5));
+        while (!staged.empty()) {
+          trainer_pending.push_back(std::move(staged.front()));
+          staged.pop_front();
+        }
+        owed = fixed_updates_owed;
+        fixed_updates_owed = 0;
+        stopping = trainer_stop;
+        hurry = trainer_hurry;
+      }
+      while (network_waiting.load() > 0) std::this_thread::yield();
+      std::lock_guard<std::mutex> lock(train_mu);
+      InsertAllowed(stopping && hurry);
+      if (owed > 0 && replay_size() >= static_cast<size_t>(std::max(1, agent->schedule().learning_starts)))
+        for (uint64_t i = 0; i < owed; ++i) OneUpdate();
+      // A few steps per turn, so that the network thread gets the lock often.
+      bool trained = false;
+      for (int i = 0; i < 4 && TrainStep(); ++i) trained = true;
+      if (!trained && !trainer_pending.empty() && limiter && !limiter->InsertAllowed(1) &&
+          !limiter->SampleAllowed(batch_size)) {
+        // Cannot happen with the error buffer Validate insists on; never wait forever.
+        if (log_limiter_stall) LogWarn("rate_limiter_stall").kv("state", limiter->ToJson());
+        log_limiter_stall = false;
+        StagedBatch& b = trainer_pending.front();
+        const size_t i = b.next++;
+        Insert(b, i, std::nullopt);
+        --staged_transitions;
+      }
+      if (stopping && trainer_pending.empty()) {
+        std::lock_guard<std::mutex> staging_lock(staging_mu);
+        if (staged.empty()) return;
+      }
+    }
+  }
+
+  void StartTrainer() {
+    trainer = std::thread([this] {
+      try {
+        TrainerLoop();
+      } catch (const std::exception& e) {
+        LogError("trainer_failed").kv("detail", e.what());
+        trainer_failed.store(true);
+      }
+    });
+  }
+
+  // Lets the trainer put everything staged into replay (training as the
+  // limiter demands), then joins it.
+  void StopTrainer(bool hurry = false) {
+    {
+      std::lock_guard<std::mutex> lock(staging_mu);
+      trainer_stop = true;
+      trainer_hurry = hurry;
+    }
+    staging_cv.notify_all();
+    if (trainer.joinable()) trainer.join();
+    CollectInserted();
   }
 
   void OnEpisodeReport(WorkerState& worker, const EpisodeReportMsg& report,
                        const std::function<void(const EpisodeRecord&)>& on_episode) {
+    if (!reports_in.Insert(worker.incarnation, report.episode_id)) {
+      ++result.counters.duplicate_reports;
+      MaybeAck(worker, report.episode_id);
+      return;
+    }
     ++worker.episodes;
     EpisodeRecord rec;
     rec.episode = ++result.episodes;
@@ -227,22 +794,44 @@ struct Learner::Impl {
     rec.epsilon = report.epsilon;
     rec.backend = report.backend;
     if (!report.oom) ConsiderPlan(report.plan);
+    CacheMeasurement(report);
 
-    Train(rec);
-    PublishWeights();
-    Broadcast(weights_frame);
-    // The acknowledgement that lets this worker run its next episode.
-    worker.last_episode_id = std::max(worker.last_episode_id, report.episode_id);
-    server.Send(worker.peer, EncodeMessage(HeartbeatMsg{worker.id, worker.last_episode_id}));
-    if (config.eval_interval_episodes > 0 && result.episodes % config.eval_interval_episodes == 0) Evaluate();
+    if (!limiter) {
+      {
+        std::lock_guard<std::mutex> lock(staging_mu);
+        fixed_updates_owed += static_cast<uint64_t>(std::max(0, agent->schedule().updates_per_episode));
+      }
+      staging_cv.notify_one();
+    }
+    std::unique_lock<std::mutex> train_lock = LockTraining();
+    // Reports often arrive in bursts with no update between them: they
+    // carry the newest loss rather than a zero.
+    if (loss_n > 0) {
+      last_loss = loss_sum / static_cast<double>(loss_n);
+      last_q = q_sum / static_cast<double>(loss_n);
+    }
+    rec.loss = last_loss;
+    rec.mean_q = last_q;
+    loss_sum = q_sum = 0;
+    loss_n = 0;
+    train_lock.unlock();
+    ++weights_version;
+    MaybeBroadcastWeights(config.weights_publish_interval_ms == 0);
+    MaybeAck(worker, report.episode_id);
+    if (config.eval_interval_episodes > 0 && result.episodes % config.eval_interval_episodes == 0) {
+      auto lock = LockTraining();
+      Evaluate();
+    }
     rec.best_runtime_ns = result.best_runtime_ns;
-    rec.wall_seconds = SecondsSince(start);
+    rec.wall_seconds = Elapsed();
     result.records.push_back(rec);
     if (on_episode) on_episode(rec);
     if (metrics) metrics->OnEpisode(rec);
     if (!config.run_dir.empty() && config.checkpoint_interval_episodes > 0 &&
-        result.episodes % config.checkpoint_interval_episodes == 0)
+        result.episodes % config.checkpoint_interval_episodes == 0) {
+      auto lock = LockTraining();
       Checkpoint();
+    }
   }
 
   // Plans are ranked on the cost model whatever scored them on the worker,
@@ -266,7 +855,8 @@ struct Learner::Impl {
   }
 
   // A greedy rollout of the current policy on the cost model: tracks the
-  // best plan the policy itself produces (exploring workers rarely do).
+  // best plan the policy itself produces (exploring workers rarely do), and
+  // feeds the convergence rule.
   EpisodeSummary Evaluate() {
     if (!eval_env) eval_env = std::make_unique<PlacementEnv>(config.workload, config.env);
     EpisodeSummary s = RunEpisode(*eval_env, [&](const Observation& o) { return agent->Greedy(o.data()); });
@@ -274,43 +864,284 @@ struct Learner::Impl {
     ++result.evaluations;
     if (!s.oom) ConsiderPlan(s.plan);
     if (metrics) metrics->OnEvaluation(s);
+    const double reward = s.step_reward_sum + s.episodic_reward;
+    result.evaluation_rewards.push_back(reward);
+    evaluation_updates.push_back(agent->updates());
+    if (result.evaluation_rewards.size() == 1 || reward > result.best_evaluation_reward)
+      result.best_evaluation_reward = reward;
+    if (!result.converged && Converged()) {
+      result.converged = true;
+      result.converged_at_episode = result.episodes;
+      result.converged_at_seconds = Elapsed();
+      LogInfo("converged").kv("episodes", result.episodes).kv("seconds", result.converged_at_seconds)
+          .kv("evaluation_reward", reward).kv("best_evaluation_reward", result.best_evaluation_reward)
+          .kv("window", config.converge_window).kv("tolerance", config.converge_tolerance);
+    }
     return s;
   }
 
-  void Train(EpisodeRecord& rec) {
-    const AgentSchedule schedule = agent->schedule();
-    if (replay.size() < static_cast<size_t>(schedule.learning_starts)) return;
-    double loss = 0, q = 0;
-    const int n = schedule.updates_per_episode;
-    for (int i = 0; i < n; ++i) {
-      TrainStats s = agent->Update(replay, rng);
-      loss += s.loss;
-      q += s.mean_q;
-    }
-    if (n > 0) {
-      rec.loss = loss / n;
-      rec.mean_q = q / n;
-    }
+  // The stopping rule of LearnerConfig::converge_window. Evaluations before
+  // the first gradient step do not count: an untrained policy is perfectly
+  // stable.
+  bool Converged() const {
+    const size_t window = config.converge_window;
+    if (window == 0) return false;
+    std::vector<double> trained;
+    for (size_t i = 0; i < result.evaluation_rewards.size(); ++i)
+      if (evaluation_updates[i] > 0) trained.push_back(result.evaluation_rewards[i]);
+    if (trained.size() < window + 1) return false;
+    const auto first = trained.end() - static_cast<std::ptrdiff_t>(window);
+    const double best_before = *std::max_element(trained.begin(), first);
+    const double lo = *std::min_element(first, trained.end());
+    const double hi = *std::max_element(first, trained.end());
+    const double best = std::max(best_before, hi);
+    const double tolerance = config.converge_tolerance * std::max(1.0, std::abs(best));
+    return hi - lo <= tolerance && hi <= best_before + tolerance;
   }
 
+  // ------------------------------------------------------------ checkpoints
+
+  std::string CheckpointDir() const { return config.run_dir + "/checkpoints"; }
+
+  // The agent's own checkpoint file stays where `tensortier export` looks
+  // (checkpoints/<agent>.ckpt); the learner's checkpoint embeds its bytes.
+  std::string AgentCheckpointBytes() {
+    const std::string path = CheckpointDir() + "/" + agent->name() + ".ckpt";
+    agent->SaveCheckpoint(path);
+    return ReadFile(path);
+  }
+
+  std::string SavePayload() {
+    ByteWriter w;
+    w.U64(kCheckpointPayloadVersion);
+    w.String(agent->name());
+    w.String(agent->config_json());
+    w.String(AgentCheckpointBytes());
+    w.U64(config.workload.Signature());
+    w.U64(config.env.dram_limit_bytes);
+    w.U64(result.episodes);
+    w.U64(weights_version);
+    w.U64(result.evaluations);
+    w.Pod(next_worker_id);
+    w.Pod(next_exploration_index);
+    w.F64(Elapsed());
+    w.Pod(result.counters);
+    w.Bool(result.has_best_plan);
+    w.String(result.has_best_plan ? SerializePlan(result.best_plan) : std::string());
+    w.F64(result.best_runtime_ns);
+    w.U64(result.records.size());
+    for (const EpisodeRecord& r : result.records) SaveRecord(w, r);
+    w.String(config.replay);
+    if (uniform) {
+      w.U64(uniform->items().size());
+      for (const Transition& t : uniform->items()) SaveTransition(w, t);
+      w.U64(uniform->next_slot());
+      w.U64(uniform->total_added());
+    } else {
+      w.U64(prioritized->items().size());
+      for (const Transition& t : prioritized->items()) SaveTransition(w, t);
+      w.PodVector(prioritized->priorities());
+      w.U64(prioritized->next_slot());
+      w.U64(prioritized->total_added());
+    }
+    w.Bool(limiter != nullptr);
+    if (limiter) w.Pod(limiter->counters());
+    batches_inserted.Save(w);
+    reports_in.Save(w);
+    w.U64(slots.size());
+    for (const auto& [incarnation, slot] : slots) {
+      w.U64(incarnation);
+      w.Pod(slot);
+    }
+    w.PodVector(result.evaluation_rewards);
+    w.PodVector(evaluation_updates);
+    w.F64(result.best_evaluation_reward);
+    w.PodVector(result.workers_seen);
+    std::ostringstream rng_state;
+    rng_state << rng;
+    w.String(rng_state.str());
+    MeasurementCacheMsg cache = MeasurementsMsg();
+    for (const auto& [key, e] : measurements) cache.entries.push_back(e);
+    w.String(EncodeMessage(cache));
+    return std::move(w.bytes());
+  }
+
+  // Under train_mu (or with the trainer stopped).
   void Checkpoint() {
+    CollectInserted();  // the ledger must say what replay holds
     try {
-      MakeDirectories(config.run_dir + "/checkpoints");
-      agent->SaveCheckpoint(config.run_dir + "/checkpoints/" + agent->name() + ".ckpt");
+      CheckpointStore store(CheckpointDir(), config.checkpoints_kept);
+      MakeDirectories(CheckpointDir());
+      ++result.counters.checkpoints_written;
+      const std::string path = store.Write(result.episodes, SavePayload());
+      LogInfo("checkpoint").kv("path", path).kv("episodes", result.episodes).kv("weights_version", weights_version)
+          .kv("replay", replay_size());
     } catch (const std::exception& e) {
+      --result.counters.checkpoints_written;
       LogError("checkpoint_failed").kv("detail", e.what());
     }
   }
 
-  void KeepAlive(Clock::time_point& last_heartbeat) {
+  // The newest checkpoint whose file verifies and whose payload loads into
+  // a fresh agent; the ones it skipped are counted in checkpoints_rejected.
+  std::optional<std::string> FindCheckpoint() {
+    if (config.run_dir.empty()) throw std::invalid_argument("resume needs a run directory");
+    CheckpointStore store(CheckpointDir());
+    std::string mismatch;  // a good checkpoint of another run says more than "none usable"
+    for (const std::string& path : store.List()) {
+      try {
+        std::string payload = CheckpointStore::ReadVerified(path);
+        LearnerConfig probe_config = config;
+        ParseAgent(payload, probe_config);  // throws on a payload that does not load
+        result.resumed_from = path;
+        return payload;
+      } catch (const std::invalid_argument& e) {
+        ++rejected_checkpoints;
+        mismatch = path + ": " + e.what();
+        LogWarn("checkpoint_rejected").kv("path", path).kv("detail", e.what());
+      } catch (const std::exception& e) {
+        ++rejected_checkpoints;
+        LogWarn("checkpoint_rejected").kv("path", path).kv("detail", e.what());
+      }
+    }
+    if (!mismatch.empty()) throw std::runtime_error("cannot resume: " + mismatch);
+    throw std::runtime_error("no usable checkpoint in " + CheckpointDir());
+  }
+  uint64_t rejected_checkpoints = 0;
+
+  // The payload's agent, built from the checkpoint's own settings on this
+  // config's device, with its networks and optimisers loaded.
+  std::unique_ptr<PlacementAgent> ParseAgent(const std::string& payload, LearnerConfig& c) {
+    ByteReader r(payload);
+    if (r.U64() != kCheckpointPayloadVersion) throw CheckpointError("checkpoint payload of another version");
+    const std::string name = r.String();
+    const std::string json = r.String();
+    const std::string bytes = r.String();
+    if (name != c.agent)
+      throw std::invalid_argument("the checkpoint holds a " + name + " agent, not " + c.agent);
+    if (r.U64() != c.workload.Signature())
+      throw std::invalid_argument("the checkpoint was trained on another workload");
+    if (r.U64() != c.env.dram_limit_bytes)
+      throw std::invalid_argument("the checkpoint was trained with another DRAM limit");
+    const std::string device = name == "sac" ? c.sac.device : c.dqn.device;
+    std::unique_ptr<PlacementAgent> a = MakeAgent(name, json, device);
+    MakeDirectories(CheckpointDir());
+    const std::string tmp = CheckpointDir() + "/.agent-load-" + std::to_string(::getpid()) + ".tmp";
+    WriteFileAtomically(tmp, bytes);
+    try {
+      a->LoadCheckpoint(tmp);
+    } catch (...) {
+      std::remove(tmp.c_str());
+      throw;
+    }
+    std::remove(tmp.c_str());
+    // The run goes on with the checkpoint's network and training settings.
+    if (name == "sac") {
+      c.sac = SacConfig::FromJson(json);
+      c.sac.device = device;
+    } else {
+      c.dqn = DqnConfig::FromJson(json);
+      c.dqn.device = device;
+    }
+    return a;
+  }
+
+  void RestoreAgentFrom(const std::string& payload) { agent = ParseAgent(payload, config); }
+
+  void RestoreStateFrom(const std::string& payload) {
+    ByteReader r(payload);
+    r.U64();
+    r.String();
+    r.String();
+    r.String();
+    r.U64();
+    r.U64();
+    result.episodes = r.U64();
+    weights_version = r.U64();
+    result.evaluations = r.U64();
+    next_worker_id = r.Pod<uint32_t>();
+    next_exploration_index = r.Pod<uint32_t>();
+    seconds_before = r.F64();
+    result.counters = r.Pod<LearnerCounters>();
+    result.has_best_plan = r.Bool();
+    const std::string plan = r.String();
+    if (result.has_best_plan) result.best_plan = ParsePlan(plan);
+    result.best_runtime_ns = r.F64();
+    result.records.clear();
+    for (uint64_t n = r.U64(); n > 0; --n) result.records.push_back(LoadRecord(r));
+    if (r.String() != config.replay) throw std::invalid_argument("the checkpoint holds another kind of replay");
+    std::vector<Transition> items(r.U64());
+    for (Transition& t : items) t = LoadTransition(r);
+    if (uniform) {
+      const uint64_t next = r.U64(), total = r.U64();
+      uniform->Restore(std::move(items), next, total);
+    } else {
+      std::vector<double> priorities = r.PodVector<double>();
+      const uint64_t next = r.U64(), total = r.U64();
+      prioritized->Restore(std::move(items), std::move(priorities), next, total);
+    }
+    if (r.Bool()) {
+      const RateLimiterCounters counters = r.Pod<RateLimiterCounters>();
+      if (limiter) limiter->Restore(counters);
+    } else if (limiter) {
+      // Started without a limiter: count what replay holds as inserted and
+      // trained on, so that training picks up at the configured rate.
+      RateLimiterCounters counters;
+      counters.inserts = replay_size();
+      counters.samples = static_cast<uint64_t>(samples_per_insert * static_cast<double>(replay_size()));
+      limiter->Restore(counters);
+    }
+    batches_in.Load(r);
+    reports_in.Load(r);
+    batches_inserted = batches_in;
+    replay_items.store(replay_size());
+    slots.clear();
+    for (uint64_t n = r.U64(); n > 0; --n) {
+      const uint64_t incarnation = r.U64();
+      slots[incarnation] = r.Pod<WorkerSlot>();
+    }
+    result.evaluation_rewards = r.PodVector<double>();
+    evaluation_updates = r.PodVector<uint64_t>();
+    if (evaluation_updates.size() != result.evaluation_rewards.size())
+      throw CheckpointError("checkpoint evaluations do not line up");
+    result.best_evaluation_reward = r.F64();
+    result.workers_seen = r.PodVector<uint32_t>();
+    std::istringstream rng_state(r.String());
+    rng_state >> rng;
+    const std::string cache_frame = r.String();
+    DecodeResult cache = DecodeMessage(cache_frame.data(), cache_frame.size());
+    if (!std::holds_alternative<Message>(cache) ||
+        !std::holds_alternative<MeasurementCacheMsg>(std::get<Message>(cache)))
+      throw CheckpointError("checkpoint measurement cache does not decode");
+    for (CachedMeasurement& e : std::get<MeasurementCacheMsg>(std::get<Message>(cache)).entries)
+      measurements[{e.plan_hash, e.backend}] = std::move(e);
+    result.counters.checkpoints_rejected += rejected_checkpoints;
+    result.resumed = true;
+    result.resumed_at_episode = result.episodes;
+    result.resumed_weights_version = weights_version;
+    LogInfo("resumed").kv("checkpoint", result.resumed_from).kv("episodes", result.episodes)
+        .kv("weights_version", weights_version).kv("replay", replay_size())
+        .kv("rejected_checkpoints", rejected_checkpoints);
+  }
+
+  // Heartbeats every interval; expiry only when the last receive found
+  // the queue empty. Any frame counts as a sign of life (HandleFrame), and a
+  // busy learner (big batches, staging full) may not have read a worker's
+  // frames yet: silence is only evidence once everything queued was read.
+  // Flow-controlled workers stop sending when the learner falls behind, so
+  // the queue does empty.
+  void KeepAlive(Clock::time_point& last_heartbeat, bool queue_drained) {
     const auto interval = std::chrono::milliseconds(config.heartbeat_interval_ms);
     if (Clock::now() - last_heartbeat < interval) return;
     last_heartbeat = Clock::now();
     const auto deadline = interval * config.heartbeat_liveness;
     for (auto it = workers.begin(); it != workers.end();) {
-      if (Clock::now() - it->second.last_seen > deadline) {
-        LogWarn("worker_expired").kv("worker", it->second.id).kv("name", it->second.name);
+      if (queue_drained && Clock::now() - it->second.last_seen > deadline) {
+        LogWarn("worker_expired").kv("worker", it->second.id).kv("name", it->second.name)
+            .kv("silent_ms", std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - it->second.last_seen).count());
         ++result.counters.workers_expired;
+        auto p = peer_of.find(it->second.incarnation);
+        if (p != peer_of.end() && p->second == it->first) peer_of.erase(p);
         it = workers.erase(it);
         continue;
       }
@@ -330,22 +1161,47 @@ std::string Learner::endpoint() const { return impl_->server.endpoint(); }
 std::string Learner::metrics_address() const { return impl_->metrics ? impl_->metrics->address() : ""; }
 const PlacementAgent& Learner::agent() const { return *impl_->agent; }
 
+LearnerStatus Learner::status() const {
+  std::lock_guard<std::mutex> lock(impl_->status_mu);
+  return impl_->status;
+}
+
 LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_episode) {
   Impl& m = *impl_;
   m.start = Clock::now();
   auto last_heartbeat = Clock::now();
   LogInfo("learner_started").kv("endpoint", endpoint()).kv("workload", m.config.workload.name)
       .kv("dram_limit_bytes", m.config.env.dram_limit_bytes).kv("episodes", m.config.episodes)
-      .kv("agent", m.agent->name()).kv("device", m.agent->device_name());
-  while (!stop_.load() && m.result.episodes < m.config.episodes) {
+      .kv("agent", m.agent->name()).kv("device", m.agent->device_name()).kv("replay", m.config.replay)
+      .kv("samples_per_insert", m.samples_per_insert).kv("exploration", m.config.exploration)
+      .kv("resumed_at_episode", m.result.resumed_at_episode).kv("weights_version", m.weights_version);
+  m.SyncStatus(true);
+  m.updates_done.store(m.agent->updates());
+  m.StartTrainer();
+  bool hurry = false;
+  while (!stop_.load() && m.result.episodes < m.config.episodes && !m.result.converged) {
+    if (m.trainer_failed.load()) {
+      LogError("learner_stopping").kv("reason", "the training thread failed");
+      break;
+    }
     if (m.config.max_seconds > 0 && SecondsSince(m.start) > m.config.max_seconds) {
       LogWarn("learner_time_limit").kv("seconds", m.config.max_seconds);
+      hurry = true;
       break;
     }
     // Drain everything queued before the liveness check, so that a busy
     // learner does not expire workers whose heartbeats sit in its queue.
-    auto wait = std::chrono::milliseconds(20);
-    while (auto in = m.server.Receive(wait)) {
+    // Wait only when there is no training to do.
+    // Bounded, so that a flood of frames cannot starve heartbeats and training.
+    auto wait = std::chrono::milliseconds(2);
+    const auto drain_until = Clock::now() + std::chrono::milliseconds(20);
+    bool queue_drained = false;
+    while (m.staged_transitions.load() < Impl::kMaxStagedTransitions) {
+      auto in = m.server.Receive(wait);
+      if (!in) {
+        queue_drained = true;
+        break;
+      }
       wait = std::chrono::milliseconds(0);
       try {
         m.HandleFrame(*in, on_episode);
@@ -355,13 +1211,18 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
         ++m.result.counters.malformed_frames;
         LogError("frame_failed").kv("detail", e.what());
       }
-      if (m.result.episodes >= m.config.episodes) break;
+      if (m.result.episodes >= m.config.episodes || m.result.converged || Clock::now() > drain_until) break;
     }
-    m.KeepAlive(last_heartbeat);
+    m.CollectInserted();
+    m.MaybeBroadcastWeights();
+    m.KeepAlive(last_heartbeat, queue_drained);
+    m.SyncStatus(true);
     if (m.metrics)
-      m.metrics->Sync(m.result.counters, m.workers.size(), m.replay.size(), m.weights_version, m.agent->updates());
+      m.metrics->Sync(m.result.counters, m.workers.size(), m.replay_items.load(), m.weights_version,
+                      m.updates_done.load());
   }
-  m.Broadcast(EncodeMessage(ShutdownMsg{"training finished"}));
+  m.StopTrainer(hurry || stop_.load());
+  m.Broadcast(EncodeMessage(ShutdownMsg{m.result.converged ? "training converged" : "training finished"}));
   if (!m.config.run_dir.empty()) m.Checkpoint();
 
   m.result.greedy_summary = m.Evaluate();
@@ -369,9 +1230,16 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
   m.result.updates = m.agent->updates();
   m.result.agent = m.agent->name();
   m.result.weights_version = m.weights_version;
-  m.result.wall_seconds = SecondsSince(m.start);
+  m.result.wall_seconds = m.Elapsed();
+  if (m.limiter) m.result.rate_limiter = m.limiter->counters();
+  if (m.prioritized) m.result.replay_max_priority = m.prioritized->max_priority();
+  m.result.prioritized_updates = m.prioritized_updates.load();
+  m.SyncStatus(false);
   LogInfo("learner_finished").kv("episodes", m.result.episodes).kv("updates", m.result.updates)
-      .kv("transitions", m.result.counters.transitions_ingested).kv("seconds", m.result.wall_seconds);
+      .kv("transitions", m.result.counters.transitions_ingested).kv("seconds", m.result.wall_seconds)
+      .kv("converged", m.result.converged).kv("converged_at_episode", m.result.converged_at_episode)
+      .kv("duplicate_batches", m.result.counters.duplicate_batches)
+      .kv("duplicate_reports", m.result.counters.duplicate_reports);
   return m.result;
 }
 

@@ -1,8 +1,13 @@
 // The learner: accepts any number of workers on a ROUTER socket, hands each
-// a task, ingests their transitions into replay, trains the agent, and
-// publishes the policy's weights by version. One thread for now; the
-// network, ingest and training loops are separate functions so that they
-// can move onto their own threads.
+// a task, ingests their transitions into replay (uniform or prioritised)
+// through a Reverb-style rate limiter that paces training against ingest,
+// trains the agent, publishes the policy's weights by version, and writes
+// checksummed checkpoints it can resume from. Each (worker incarnation,
+// episode) is ingested once and acknowledged; resent and duplicated frames
+// are re-acknowledged, not counted. Two threads: Run's (network, frame
+// checks, episode reports, evaluations, checkpoints) and a training thread
+// that copies staged batches from their frames into replay and trains as
+// the rate limiter allows (docs/architecture.md#learner).
 #pragma once
 
 #include <atomic>
@@ -14,11 +19,13 @@
 
 #include "agents/agent.h"
 #include "agents/dqn_agent.h"
+#include "agents/rate_limiter.h"
 #include "agents/sac_agent.h"
 #include "envs/placement_env.h"
 #include "envs/placement_plan.h"
 #include "envs/workload.h"
 #include "protocol/messages.h"
+#include "transport/security.h"
 
 namespace tensortier {
 
@@ -32,6 +39,10 @@ struct LearnerConfig {
   SacConfig sac;
   uint64_t episodes = 300;               // stop after this many episode reports
   uint32_t heartbeat_interval_ms = 1000;
+  // Weights go out at most this often (encoded once, the same frame to
+  // every worker); reports in between only advance the version, which
+  // drives the workers' epsilon schedule. 0 = after every report.
+  uint32_t weights_publish_interval_ms = 50;
   uint32_t heartbeat_liveness = 3;       // missed heartbeats before a worker is dead
   std::string run_dir;                   // where checkpoints and metrics go; "" = nowhere
   uint32_t checkpoint_interval_episodes = 50;
@@ -40,6 +51,42 @@ struct LearnerConfig {
   uint32_t min_workers = 1;              // hand out tasks once this many workers registered
   std::string metrics_address;           // Prometheus endpoint, e.g. 127.0.0.1:0; "" = none (metrics/)
   std::string metrics_sd_dir;            // write a file_sd target file there; "" = none
+  TransportSecurity security;            // CURVE keys and allow-list, or plain text (docs/security.md)
+
+  // Replay: "uniform" or "prioritized" (proportional, Ape-X style). A
+  // transition enters with the priority its worker sent, or else the
+  // largest priority so far (Ape-X's learner-side default: every new
+  // transition is replayed soon); updates write |TD error| back. Both
+  // agents (DQN, SAC) have a prioritised update.
+  std::string replay = "uniform";
+  double priority_alpha = 0.6;
+  double priority_beta = 0.4;
+  // Rate limiter (agents/rate_limiter.h): transitions drawn for gradient
+  // steps per transition inserted. < 0: derived from the agent's
+  // updates_per_episode * batch_size / the episode's steps (the old fixed
+  // rate); 0: no limiter, updates_per_episode steps per episode report (and
+  // none for batches that come without reports, e.g. an ingest benchmark).
+  // Sampling waits for the agent's learning_starts transitions.
+  double samples_per_insert = -1;
+  double rate_limit_error_buffer = 0;    // items of slack; 0 = samples_per_insert + batch size + 1
+  // Exploration of DQN workers: "schedule" (one epsilon decaying with the
+  // weights version) or "apex" (worker i of N acts with a fixed
+  // apex_epsilon^(1 + apex_alpha * i / (N - 1)), Ape-X).
+  std::string exploration = "schedule";
+  double apex_epsilon = 0.4;
+  double apex_alpha = 7.0;
+  uint32_t apex_workers = 0;             // N; 0 = min_workers
+  // Convergence: stop when the last converge_window greedy evaluations
+  // (after training began) lie within converge_tolerance * max(1, |best|)
+  // of each other and none beats the best evaluation before them by more
+  // than that. 0 = never stop early.
+  uint32_t converge_window = 0;
+  double converge_tolerance = 0.01;
+  // Continue from the newest good checkpoint in run_dir/checkpoints (the
+  // network's shape comes from the checkpoint). Throws if there is none.
+  bool resume = false;
+  uint32_t checkpoints_kept = 2;
+  bool keep_batch_log = false;           // fill LearnerResult::batches (tests)
 };
 
 // One row of metrics.csv.
@@ -75,6 +122,34 @@ struct LearnerCounters {
   uint64_t heartbeats_received = 0;
   uint64_t unexpected_messages = 0;
   uint64_t worker_errors = 0;           // ErrorMsg frames from workers
+  uint64_t duplicate_reports = 0;       // episode reports of an episode already counted
+  uint64_t episodes_acked = 0;          // acknowledgements sent (re-acks of duplicates included)
+  uint64_t checkpoints_written = 0;
+  uint64_t checkpoints_rejected = 0;    // corrupt or unreadable checkpoints skipped on resume
+  // Real measurements: taken from the cache by a worker (hits), new to the
+  // cache (misses), executed although the cache had them (the worker had
+  // not heard of the entry yet).
+  uint64_t measurement_cache_hits = 0;
+  uint64_t measurement_cache_misses = 0;
+  uint64_t measurement_cache_redundant = 0;
+};
+
+// One TransitionBatch as ingested (LearnerConfig::keep_batch_log).
+struct IngestedBatch {
+  uint32_t worker_id = 0;
+  uint64_t incarnation = 0;
+  uint64_t episode_id = 0;
+  uint64_t transitions = 0;
+};
+
+// What the learner is doing now, readable from another thread while Run serves.
+struct LearnerStatus {
+  LearnerCounters counters;
+  uint64_t episodes = 0;
+  uint64_t weights_version = 0;
+  uint64_t updates = 0;
+  size_t workers_connected = 0;
+  bool running = false;
 };
 
 struct LearnerResult {
@@ -90,9 +165,30 @@ struct LearnerResult {
   PlacementPlan greedy_plan;        // the trained policy, rolled out greedily at the end
   EpisodeSummary greedy_summary;
   LearnerCounters counters;
-  double wall_seconds = 0;
+  double wall_seconds = 0;           // of the whole run, sessions before a resume included
   std::vector<uint32_t> workers_seen;
+
+  std::string replay;               // "uniform", "prioritized"
+  double samples_per_insert = 0;    // as used (derived or given); 0 = no limiter
+  RateLimiterCounters rate_limiter;
+  std::string exploration;
+  bool resumed = false;
+  std::string resumed_from;         // checkpoint file
+  uint64_t resumed_at_episode = 0;
+  uint64_t resumed_weights_version = 0;
+  std::vector<double> evaluation_rewards;  // greedy evaluations in order (step rewards + episodic)
+  double best_evaluation_reward = 0;
+  bool converged = false;
+  uint64_t converged_at_episode = 0;
+  double converged_at_seconds = 0;
+  std::vector<IngestedBatch> batches;      // with keep_batch_log
+  uint64_t prioritized_updates = 0;        // gradient steps on prioritised batches (this session)
+  double replay_max_priority = 0;          // prioritised replay's largest priority at the end
 };
+
+// Ape-X's per-worker exploration: epsilon^(1 + alpha * i / (N - 1)) for
+// worker i of N (i taken modulo N; N = 1 gives epsilon).
+double ApexEpsilon(double epsilon, double alpha, uint32_t index, uint32_t workers);
 
 class Learner {
  public:
@@ -108,6 +204,7 @@ class Learner {
   // greedy policy. `on_episode` is called for every episode report.
   LearnerResult Run(const std::function<void(const EpisodeRecord&)>& on_episode = {});
   void Stop() { stop_.store(true); }
+  LearnerStatus status() const;
 
   const PlacementAgent& agent() const;
 

@@ -123,6 +123,26 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
   summary["greedy"] = {{"oom", result.greedy_summary.oom}, {"runtime_ns", result.greedy_summary.cost.total_ns},
                        {"normalised_cost", result.greedy_summary.normalised_cost}};
   summary["best_episode_runtime_ns"] = result.best_runtime_ns;
+  summary["counters"]["duplicate_reports"] = c.duplicate_reports;
+  summary["counters"]["episodes_acked"] = c.episodes_acked;
+  summary["counters"]["checkpoints_written"] = c.checkpoints_written;
+  summary["counters"]["checkpoints_rejected"] = c.checkpoints_rejected;
+  summary["measurement_cache"] = {{"hits", c.measurement_cache_hits}, {"misses", c.measurement_cache_misses},
+                                  {"redundant", c.measurement_cache_redundant}};
+  summary["replay"] = {{"kind", result.replay}, {"samples_per_insert", result.samples_per_insert},
+                       {"rate_limiter", {{"inserts", result.rate_limiter.inserts},
+                                         {"samples", result.rate_limiter.samples},
+                                         {"deletes", result.rate_limiter.deletes},
+                                         {"blocked_inserts", result.rate_limiter.blocked_inserts},
+                                         {"blocked_samples", result.rate_limiter.blocked_samples}}}};
+  summary["exploration"] = result.exploration;
+  summary["resume"] = {{"resumed", result.resumed}, {"checkpoint", result.resumed_from},
+                       {"at_episode", result.resumed_at_episode},
+                       {"weights_version", result.resumed_weights_version}};
+  summary["evaluations"] = {{"count", result.evaluations}, {"rewards", result.evaluation_rewards},
+                            {"best_reward", result.best_evaluation_reward}};
+  summary["convergence"] = {{"converged", result.converged}, {"episodes", result.converged_at_episode},
+                            {"wall_seconds", result.converged_at_seconds}};
   summary["final_plan"] = {{"produced_by", final_plan.produced_by}, {"hash", final_plan.Hash()}};
   WriteFileAtomically(dir + "/summary.json", summary.dump(2) + "\n");
 

@@ -11,6 +11,8 @@ TrainingRunOutcome RunTraining(const TrainingRunOptions& options,
                                const std::function<void(const EpisodeRecord&)>& on_episode) {
   const std::string& dir = options.learner.run_dir;
   if (!dir.empty()) MakeDirectories(dir + "/logs");
+  // At the start too, so that a killed run can be resumed with --config RUN_DIR/config.toml.
+  if (!dir.empty() && !options.learner.resume) WriteFileAtomically(dir + "/config.toml", options.config_toml);
   Learner learner(options.learner);
   std::unique_ptr<PrometheusServer> prometheus;
   if (options.prometheus)

@@ -1,5 +1,8 @@
 #include "protocol/codec.h"
 
+#include <algorithm>
+
+#include <capnp/any.h>
 #include <capnp/message.h>
 #include <capnp/serialize.h>
 #include <kj/exception.h>
@@ -49,6 +52,7 @@ void EncodeBody(const RegisterMsg& m, Body::Builder body) {
     tiers[i].setCapacityBytes(m.tiers[i].capacity_bytes);
   }
   out.setSlowTierBackend(StringToText(m.slow_tier_backend));
+  out.setIncarnation(m.incarnation);
 }
 
 void EncodeBody(const RegisterAckMsg& m, Body::Builder body) {
@@ -62,6 +66,10 @@ void EncodeBody(const HeartbeatMsg& m, Body::Builder body) {
   auto out = body.initHeartbeat();
   out.setWorkerId(m.worker_id);
   out.setEpisodesDone(m.episodes_done);
+  if (!m.acked_episodes.empty()) {
+    auto acked = out.initAckedEpisodes(m.acked_episodes.size());
+    for (size_t i = 0; i < m.acked_episodes.size(); ++i) acked.set(i, m.acked_episodes[i]);
+  }
 }
 
 void ExplorationToCapnp(const ExplorationSettings& e, schema::ExplorationSettings::Builder out) {
@@ -105,6 +113,7 @@ void EncodeBody(const TransitionBatchMsg& m, Body::Builder body) {
     FloatsToCapnp(t.next_observation, o.initNextObservation(t.next_observation.size()));
     o.setDone(t.done);
   }
+  if (!m.priorities.empty()) FloatsToCapnp(m.priorities, out.initPriorities(m.priorities.size()));
 }
 
 void CountersToCapnp(const MemoryCounters& c, schema::MemoryCounters::Builder out) {
@@ -145,6 +154,27 @@ void EncodeBody(const EpisodeReportMsg& m, Body::Builder body) {
   out.setBackend(StringToText(m.backend));
   PlanToCapnp(m.plan, out.initPlan());
   out.setGreedy(m.greedy);
+  out.setMeasurementCached(m.measurement_cached);
+  out.setMinRuntimeNs(m.min_runtime_ns);
+  out.setMaxRuntimeNs(m.max_runtime_ns);
+}
+
+void EncodeBody(const MeasurementCacheMsg& m, Body::Builder body) {
+  auto out = body.initMeasurements();
+  out.setWorkloadSignature(m.workload_signature);
+  out.setDramLimitBytes(m.dram_limit_bytes);
+  auto entries = out.initEntries(m.entries.size());
+  for (size_t i = 0; i < m.entries.size(); ++i) {
+    const CachedMeasurement& e = m.entries[i];
+    auto o = entries[i];
+    o.setPlanHash(e.plan_hash);
+    o.setBackend(StringToText(e.backend));
+    o.setRuntimeNs(e.runtime_ns);
+    o.setMinRuntimeNs(e.min_runtime_ns);
+    o.setMaxRuntimeNs(e.max_runtime_ns);
+    o.setOom(e.oom);
+    CountersToCapnp(e.counters, o.initCounters());
+  }
 }
 
 void EncodeBody(const ErrorMsg& m, Body::Builder body) {
@@ -167,6 +197,7 @@ RegisterMsg RegisterFromCapnp(schema::Register::Reader in) {
   for (auto tier : in.getTiers())
     m.tiers.push_back(TierCapacity{TierFromCapnp(tier.getTier()), tier.getCapacityBytes()});
   m.slow_tier_backend = TextToString(in.getSlowTierBackend());
+  m.incarnation = in.getIncarnation();
   return m;
 }
 
@@ -175,7 +206,11 @@ RegisterAckMsg RegisterAckFromCapnp(schema::RegisterAck::Reader in) {
 }
 
 HeartbeatMsg HeartbeatFromCapnp(schema::Heartbeat::Reader in) {
-  return HeartbeatMsg{in.getWorkerId(), in.getEpisodesDone()};
+  HeartbeatMsg m{in.getWorkerId(), in.getEpisodesDone(), {}};
+  auto acked = in.getAckedEpisodes();
+  m.acked_episodes.reserve(acked.size());
+  for (uint64_t e : acked) m.acked_episodes.push_back(e);
+  return m;
 }
 
 ExplorationSettings ExplorationFromCapnp(schema::ExplorationSettings::Reader in) {
@@ -215,6 +250,7 @@ TransitionBatchMsg TransitionsFromCapnp(schema::TransitionBatch::Reader in) {
                                        t.getReward(), FloatsFromCapnp(t.getNextObservation()),
                                        t.getDone()});
   }
+  m.priorities = FloatsFromCapnp(in.getPriorities());
   return m;
 }
 
@@ -262,6 +298,22 @@ EpisodeReportMsg EpisodeReportFromCapnp(schema::EpisodeReport::Reader in) {
     throw std::runtime_error(std::string("episode report plan: ") + e.what());
   }
   m.greedy = in.getGreedy();
+  m.measurement_cached = in.getMeasurementCached();
+  m.min_runtime_ns = in.getMinRuntimeNs();
+  m.max_runtime_ns = in.getMaxRuntimeNs();
+  return m;
+}
+
+MeasurementCacheMsg MeasurementsFromCapnp(schema::MeasurementCache::Reader in) {
+  MeasurementCacheMsg m;
+  m.workload_signature = in.getWorkloadSignature();
+  m.dram_limit_bytes = in.getDramLimitBytes();
+  auto entries = in.getEntries();
+  m.entries.reserve(entries.size());
+  for (auto e : entries)
+    m.entries.push_back(CachedMeasurement{e.getPlanHash(), TextToString(e.getBackend()), e.getRuntimeNs(),
+                                          e.getMinRuntimeNs(), e.getMaxRuntimeNs(), e.getOom(),
+                                          CountersFromCapnp(e.getCounters())});
   return m;
 }
 
@@ -282,6 +334,7 @@ Message DecodeBody(Body::Reader body) {
     case Body::EPISODE_REPORT: return EpisodeReportFromCapnp(body.getEpisodeReport());
     case Body::ERROR: return ErrorFromCapnp(body.getError());
     case Body::SHUTDOWN: return ShutdownMsg{TextToString(body.getShutdown().getReason())};
+    case Body::MEASUREMENTS: return MeasurementsFromCapnp(body.getMeasurements());
   }
   throw std::runtime_error("unknown message body " +
                            std::to_string(static_cast<uint16_t>(body.which())));
@@ -306,7 +359,13 @@ std::optional<DecodeError> CheckFrameSize(size_t size, const CodecLimits& limits
 
 DecodeResult DecodeWords(kj::ArrayPtr<const capnp::word> words, const CodecLimits& limits) {
   capnp::ReaderOptions options;
-  options.traversalLimitInWords = limits.traversal_limit_words;
+  // Reads in proportion to the frame, as envs/workload_io.cc does for files:
+  // with the flat 128 MiB limit alone, a 160-byte frame whose list claims
+  // millions of elements made the decoder build vectors of hundreds of MB
+  // and spend seconds on it (found by fuzz/fuzz_protocol; its corpus keeps
+  // regression-amplified-list).
+  options.traversalLimitInWords =
+      std::min<uint64_t>(limits.traversal_limit_words, 1024 + 8 * static_cast<uint64_t>(words.size()));
   options.nestingLimit = limits.nesting_limit;
   capnp::FlatArrayMessageReader reader(words, options);
   if (reader.getEnd() != words.end())
@@ -332,9 +391,32 @@ const char* DecodeErrorReasonName(DecodeErrorReason r) {
   return "unknown";
 }
 
+namespace {
+
+// Words to reserve for the first segment: room for the whole message, so
+// that it is one segment. Past the default first segment (1024 words) the
+// builder starts new ones, and a reader then follows a far pointer, with a
+// locked segment lookup, for nearly every list of a TransitionBatch (the
+// learner's ingest profile: most of its decode time).
+unsigned FirstSegmentWords(const Message& m) {
+  constexpr size_t kDefaultWords = 1024, kMaxWords = 1u << 26;
+  auto words_of_floats = [](size_t n) { return (n + 1) / 2; };
+  size_t words = kDefaultWords;
+  if (auto* t = std::get_if<TransitionBatchMsg>(&m)) {
+    words = 64 + words_of_floats(t->priorities.size());
+    for (const Transition& row : t->transitions)
+      words += 4 + words_of_floats(row.observation.size()) + words_of_floats(row.next_observation.size());
+  } else if (auto* w = std::get_if<WeightsMsg>(&m)) {
+    words = 64 + (w->agent.size() + w->blob.size()) / sizeof(capnp::word);
+  }
+  return static_cast<unsigned>(std::min(std::max(words, kDefaultWords), kMaxWords));
+}
+
+}  // namespace
+
 std::string EncodeMessageWithVersion(const Message& m, uint16_t version) {
   try {
-    capnp::MallocMessageBuilder message;
+    capnp::MallocMessageBuilder message(FirstSegmentWords(m));
     auto envelope = message.initRoot<schema::Envelope>();
     envelope.setProtocolVersion(version);
     std::visit([&](const auto& body) { EncodeBody(body, envelope.getBody()); }, m);
@@ -362,6 +444,98 @@ DecodeResult DecodeMessage(const void* data, size_t size, const CodecLimits& lim
   } catch (const std::exception& e) {
     return Failure(DecodeErrorReason::kMalformed, e.what());
   }
+}
+
+}  // namespace tensortier
+
+namespace tensortier {
+
+constexpr bool kLittleEndian = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+
+struct TransitionBatchFrame::Reader {
+  kj::Array<capnp::word> words;
+  std::unique_ptr<capnp::FlatArrayMessageReader> message;
+  schema::TransitionBatch::Reader batch;
+  capnp::List<schema::Transition>::Reader rows;
+};
+
+TransitionBatchFrame::~TransitionBatchFrame() = default;
+
+std::unique_ptr<TransitionBatchFrame> TransitionBatchFrame::Open(const void* data, size_t size,
+                                                                 const CodecLimits& limits) {
+  if (CheckFrameSize(size, limits)) return nullptr;
+  try {
+    auto reader = std::make_unique<Reader>();
+    reader->words = kj::heapArray<capnp::word>(size / sizeof(capnp::word));
+    std::memcpy(reader->words.begin(), data, size);
+    capnp::ReaderOptions options;
+    // As DecodeWords, with room for this pass and CopyRow's.
+    options.traversalLimitInWords = std::min<uint64_t>(
+        limits.traversal_limit_words, 1024 + 8 * static_cast<uint64_t>(reader->words.size()));
+    options.nestingLimit = limits.nesting_limit;
+    reader->message = std::make_unique<capnp::FlatArrayMessageReader>(reader->words.asPtr(), options);
+    if (reader->message->getEnd() != reader->words.end()) return nullptr;
+    auto envelope = reader->message->getRoot<schema::Envelope>();
+    if (envelope.getProtocolVersion() != kProtocolVersion) return nullptr;
+    auto body = envelope.getBody();
+    if (body.which() != Body::TRANSITIONS) return nullptr;
+    std::unique_ptr<TransitionBatchFrame> frame(new TransitionBatchFrame);
+    reader->batch = body.getTransitions();
+    reader->rows = reader->batch.getTransitions();
+    // Touches every pointer CopyRow follows, so that a malformed frame
+    // fails here and not on the training thread.
+    size_t floats = reader->rows.size() > 0 ? reader->rows[0].getObservation().size() : 0;
+    uint8_t max_action = 0;
+    uint64_t list_words = 0;
+    for (auto row : reader->rows) {
+      const size_t observation = row.getObservation().size(), next = row.getNextObservation().size();
+      if (observation != floats || next != floats) floats = 0;
+      list_words += (observation + 1) / 2 + (next + 1) / 2;
+      max_action = std::max(max_action, row.getAction());
+    }
+    // Lists that share their words (an amplified frame) would read more on
+    // CopyRow's pass than the traversal limit allows, and fail there, on
+    // the training thread: such a frame goes through DecodeMessage instead.
+    if (list_words > reader->words.size()) return nullptr;
+    frame->observation_floats_ = floats;
+    frame->max_action_ = max_action;
+    frame->priorities_ = FloatsFromCapnp(reader->batch.getPriorities());
+    frame->reader_ = std::move(reader);
+    return frame;
+  } catch (const kj::Exception&) {
+    return nullptr;
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
+uint32_t TransitionBatchFrame::worker_id() const { return reader_->batch.getWorkerId(); }
+uint64_t TransitionBatchFrame::task_id() const { return reader_->batch.getTaskId(); }
+uint64_t TransitionBatchFrame::episode_id() const { return reader_->batch.getEpisodeId(); }
+uint64_t TransitionBatchFrame::policy_version() const { return reader_->batch.getPolicyVersion(); }
+size_t TransitionBatchFrame::size() const { return reader_->rows.size(); }
+
+void TransitionBatchFrame::CopyRow(size_t i, Transition& t) const {
+  auto row = reader_->rows[static_cast<unsigned>(i)];
+  auto copy = [](capnp::List<float>::Reader in, std::vector<float>& out) {
+    out.resize(in.size());
+    // A plain list of 32-bit elements is the floats themselves, little
+    // endian as on the wire; anything else (a struct list standing in for
+    // it, as Cap'n Proto allows) goes element by element.
+    capnp::AnyList::Reader any(in);
+    const kj::ArrayPtr<const kj::byte> bytes =
+        any.getElementSize() == capnp::ElementSize::FOUR_BYTES ? any.getRawBytes() : kj::ArrayPtr<const kj::byte>();
+    if (kLittleEndian && bytes.size() == out.size() * sizeof(float)) {
+      if (!out.empty()) std::memcpy(out.data(), bytes.begin(), bytes.size());
+      return;
+    }
+    for (unsigned j = 0; j < in.size(); ++j) out[j] = in[j];
+  };
+  copy(row.getObservation(), t.observation);
+  t.action = row.getAction();
+  t.reward = row.getReward();
+  copy(row.getNextObservation(), t.next_observation);
+  t.done = row.getDone();
 }
 
 }  // namespace tensortier

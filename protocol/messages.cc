@@ -12,6 +12,7 @@ const char* NameOf(const TransitionBatchMsg&) { return "transitions"; }
 const char* NameOf(const EpisodeReportMsg&) { return "episode_report"; }
 const char* NameOf(const ErrorMsg&) { return "error"; }
 const char* NameOf(const ShutdownMsg&) { return "shutdown"; }
+const char* NameOf(const MeasurementCacheMsg&) { return "measurements"; }
 
 }  // namespace
 

@@ -28,6 +28,7 @@ struct RegisterMsg {
   std::string worker_name;
   std::vector<TierCapacity> tiers;
   std::string slow_tier_backend;
+  uint64_t incarnation = 0;  // random per worker process, kept across reconnects; 0 = unknown
 };
 
 struct RegisterAckMsg {
@@ -39,6 +40,7 @@ struct RegisterAckMsg {
 struct HeartbeatMsg {
   uint32_t worker_id = 0;
   uint64_t episodes_done = 0;
+  std::vector<uint64_t> acked_episodes;  // learner -> worker: episodes fully ingested
 };
 
 struct ExplorationSettings {
@@ -70,6 +72,7 @@ struct TransitionBatchMsg {
   uint64_t episode_id = 0;
   uint64_t policy_version = 0;
   std::vector<Transition> transitions;
+  std::vector<float> priorities;  // one per transition or empty
 };
 
 struct MemoryCounters {
@@ -110,6 +113,9 @@ struct EpisodeReportMsg {
   std::string backend;
   PlacementPlan plan;
   bool greedy = false;
+  bool measurement_cached = false;  // taken from the learner's measurement cache, not executed
+  double min_runtime_ns = 0;        // the reference runtimes the reward was normalised with
+  double max_runtime_ns = 0;
 };
 
 enum class ErrorCode : uint16_t {
@@ -130,8 +136,26 @@ struct ShutdownMsg {
   std::string reason;
 };
 
+struct CachedMeasurement {
+  uint64_t plan_hash = 0;
+  std::string backend;
+  double runtime_ns = 0;
+  double min_runtime_ns = 0;
+  double max_runtime_ns = 0;
+  bool oom = false;
+  MemoryCounters counters;
+};
+
+// Learner -> workers: measured runtimes keyed by (workload, DRAM limit,
+// plan hash, backend), so that no plan is executed twice on one backend.
+struct MeasurementCacheMsg {
+  uint64_t workload_signature = 0;
+  uint64_t dram_limit_bytes = 0;
+  std::vector<CachedMeasurement> entries;
+};
+
 using Message = std::variant<RegisterMsg, RegisterAckMsg, HeartbeatMsg, TaskMsg, WeightsMsg,
-                             TransitionBatchMsg, EpisodeReportMsg, ErrorMsg, ShutdownMsg>;
+                             TransitionBatchMsg, EpisodeReportMsg, ErrorMsg, ShutdownMsg, MeasurementCacheMsg>;
 
 const char* MessageName(const Message& m);
 

@@ -112,6 +112,7 @@ struct Register {
   workerName @2 :Text;
   tiers @3 :List(TierCapacity);
   slowTierBackend @4 :Text;   # "cost-model", "emulated:optane-dcpmm", "dax-kmem", "pmem:/mnt/pmem0"
+  incarnation @5 :UInt64;     # random per worker process, kept across reconnects; 0 = unknown (old worker)
 }
 
 struct RegisterAck {
@@ -123,6 +124,10 @@ struct RegisterAck {
 struct Heartbeat {
   workerId @0 :UInt32;
   episodesDone @1 :UInt64;
+  # From the learner: the episode ids of this worker ingested since the last
+  # acknowledgement (transitions and report both in), so that a worker can
+  # forget them; it resends anything unacknowledged.
+  ackedEpisodes @2 :List(UInt64);
 }
 
 struct ExplorationSettings {
@@ -185,6 +190,7 @@ struct TransitionBatch {
   episodeId @2 :UInt64;
   policyVersion @3 :UInt64;
   transitions @4 :List(Transition);
+  priorities @5 :List(Float32);   # optional initial replay priority per transition (Ape-X); empty = none
 }
 
 struct MemoryCounters {
@@ -225,6 +231,9 @@ struct EpisodeReport {
   backend @12 :Text;
   plan @13 :PlacementPlan;
   greedy @14 :Bool;
+  measurementCached @15 :Bool;  # runtime and counters came from the learner's measurement cache
+  minRuntimeNs @16 :Float64;    # the all-DRAM and all-slow runtimes the reward was normalised with
+  maxRuntimeNs @17 :Float64;
 }
 
 struct Error {
@@ -234,6 +243,24 @@ struct Error {
 
 struct Shutdown {
   reason @0 :Text;
+}
+
+# A real measurement the learner already has: a worker of the same backend
+# takes it instead of executing the same plan again.
+struct CachedMeasurement {
+  planHash @0 :UInt64;
+  backend @1 :Text;
+  runtimeNs @2 :Float64;
+  minRuntimeNs @3 :Float64;
+  maxRuntimeNs @4 :Float64;
+  oom @5 :Bool;
+  counters @6 :MemoryCounters;
+}
+
+struct MeasurementCache {
+  workloadSignature @0 :UInt64;
+  dramLimitBytes @1 :UInt64;
+  entries @2 :List(CachedMeasurement);   # new entries (or all, after registering)
 }
 
 struct Envelope {
@@ -248,5 +275,6 @@ struct Envelope {
     episodeReport @7 :EpisodeReport;
     error @8 :Error;
     shutdown @9 :Shutdown;
+    measurements @10 :MeasurementCache;
   }
 }

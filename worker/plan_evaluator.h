@@ -33,6 +33,12 @@ class PlanEvaluator {
   // be evaluated here (the worker then refuses the task).
   virtual void Prepare(const Workload& w, const EnvConfig& env) {}
   virtual PlanMeasurement Measure(const Workload& w, const PlacementPlan& plan) = 0;
+  // Whether the next Measure() would execute the plan for real: only then
+  // may a measurement from the learner's cache (same backend) stand in.
+  virtual bool NextMeasureIsReal() const { return false; }
+  // The worker took a cached measurement instead of calling Measure():
+  // advance whatever schedule decides which episodes run for real.
+  virtual void SkipMeasure() {}
 };
 
 class CostModelEvaluator : public PlanEvaluator {

@@ -63,6 +63,12 @@ void RealIterationEvaluator::Prepare(const Workload& w, const EnvConfig& env) {
       .kv("spread", dram.spread);
 }
 
+bool RealIterationEvaluator::NextMeasureIsReal() const {
+  return impl_->runner && impl_->episodes % impl_->options.measure_every == 0;
+}
+
+void RealIterationEvaluator::SkipMeasure() { ++impl_->episodes; }
+
 PlanMeasurement RealIterationEvaluator::Measure(const Workload& w, const PlacementPlan& plan) {
   if (!impl_->runner) throw std::logic_error("RealIterationEvaluator::Measure before Prepare");
   if (impl_->episodes++ % impl_->options.measure_every != 0) return impl_->cost_model.Measure(w, plan);

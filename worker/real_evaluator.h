@@ -30,6 +30,8 @@ class RealIterationEvaluator : public PlanEvaluator {
   // options); then measures the all-DRAM and all-slow runtimes.
   void Prepare(const Workload& w, const EnvConfig& env) override;
   PlanMeasurement Measure(const Workload& w, const PlacementPlan& plan) override;
+  bool NextMeasureIsReal() const override;
+  void SkipMeasure() override;
 
  private:
   struct Impl;

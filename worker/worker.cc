@@ -6,10 +6,12 @@
 #include <condition_variable>
 #include <deque>
 #include <future>
+#include <map>
 #include <mutex>
 #include <random>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 
 #include "agents/agent.h"
 #include "common/log.h"
@@ -21,6 +23,15 @@ namespace tensortier {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Random per process and never 0: the learner's key for this worker's
+// episodes across reconnects and learner restarts.
+uint64_t NewIncarnation() {
+  std::random_device rd;
+  uint64_t v = 0;
+  while (v == 0) v = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ static_cast<uint64_t>(::getpid());
+  return v;
+}
 
 std::string HostName() {
   char buf[256] = {0};
@@ -85,7 +96,7 @@ class EvalThread {
 
 struct Worker::Impl {
   Impl(WorkerConfig c, std::unique_ptr<PlanEvaluator> e)
-      : config(std::move(c)), evaluator(std::move(e)), client(config.learner_endpoint) {
+      : config(std::move(c)), evaluator(std::move(e)), client(config.learner_endpoint, config.security) {
     if (config.name.empty()) config.name = HostName() + ":" + std::to_string(::getpid());
     metrics = WorkerMetrics::Start(config.metrics_address, config.metrics_sd_dir, config.name,
                                    config.registered_backend.empty() ? evaluator->backend() : config.registered_backend);
@@ -107,7 +118,18 @@ struct Worker::Impl {
   std::unique_ptr<TaskMsg> pending_task;        // accepted between episodes, not while busy
   bool shutdown_requested = false;
   EvalThread eval_thread;
-  uint64_t episodes_acked = 0;                   // newest episode id the learner confirmed
+  const uint64_t incarnation = NewIncarnation();
+  // Episodes the learner has not acknowledged yet, resent after a timeout
+  // and after every (re-)registration until it does.
+  struct Unacked {
+    TransitionBatchMsg batch;
+    EpisodeReportMsg report;
+    Clock::time_point sent;
+  };
+  std::map<uint64_t, Unacked> unacked;
+  // The learner's measurements by (workload signature, DRAM limit, plan hash, backend).
+  std::map<std::tuple<uint64_t, uint64_t, uint64_t, std::string>, CachedMeasurement> measurement_cache;
+  Clock::time_point last_register = Clock::now();
   std::mt19937_64 rng;
   Clock::time_point last_heard = Clock::now();    // liveness timer (reset on reconnect too)
   Clock::time_point last_contact = Clock::now();  // last frame from a learner
@@ -120,16 +142,39 @@ struct Worker::Impl {
     reg.pid = static_cast<uint32_t>(::getpid());
     reg.worker_name = config.name;
     reg.slow_tier_backend = config.registered_backend.empty() ? evaluator->backend() : config.registered_backend;
+    reg.incarnation = incarnation;
     client.Send(EncodeMessage(reg));
-    last_sent = Clock::now();
+    last_sent = last_register = Clock::now();
   }
 
   bool ready() const { return worker_id != 0 && env && agent && (weights_version > 0 || pending_weights); }
   // Flow control: a worker runs at most `kMaxUnacked` episodes ahead of what
   // the learner has ingested, so experience is never produced by a policy
   // many versions old and a slow learner is not buried in frames.
-  static constexpr uint64_t kMaxUnacked = 2;
-  bool may_run() const { return ready() && stats.episodes < episodes_acked + kMaxUnacked; }
+  static constexpr size_t kMaxUnacked = 2;
+  bool may_run() const { return ready() && unacked.size() < kMaxUnacked; }
+
+  void SendEpisode(Unacked& e) {
+    // The id may have changed if we re-registered meanwhile.
+    e.batch.worker_id = e.report.worker_id = worker_id;
+    client.Send(EncodeMessage(e.batch));
+    client.Send(EncodeMessage(e.report));
+    e.sent = last_sent = Clock::now();
+  }
+
+  // Resends what the learner has not acknowledged within two heartbeat
+  // intervals (a frame or its ack was lost), or everything (`all`) after
+  // registering again.
+  void ResendUnacked(bool all) {
+    if (worker_id == 0) return;
+    const auto timeout = std::chrono::milliseconds(2 * heartbeat_interval_ms);
+    for (auto& [episode, e] : unacked) {
+      if (!all && Clock::now() - e.sent < timeout) continue;
+      SendEpisode(e);
+      ++stats.episodes_resent;
+      LogDebug("episode_resent").kv("episode", episode).kv("worker", worker_id);
+    }
+  }
 
   // Runs `job` on the evaluation thread while this thread keeps the
   // connection alive; rethrows what the job threw.
@@ -147,10 +192,14 @@ struct Worker::Impl {
     }
     const auto interval = std::chrono::milliseconds(heartbeat_interval_ms);
     if (worker_id != 0 && Clock::now() - last_sent > interval) {
-      client.Send(EncodeMessage(HeartbeatMsg{worker_id, stats.episodes}));
+      client.Send(EncodeMessage(HeartbeatMsg{worker_id, stats.episodes, {}}));
       ++stats.heartbeats_sent;
       last_sent = Clock::now();
     }
+    ResendUnacked(false);
+    // Registered but still without a task or weights (a frame was lost on
+    // the way, or the learner waits for more workers): ask again now and then.
+    if (!ready() && !pending_task && Clock::now() - last_register > interval * (2 * heartbeat_liveness)) Register();
   }
 
   void Handle(const std::string& frame) {
@@ -163,13 +212,19 @@ struct Worker::Impl {
     last_heard = last_contact = Clock::now();
     Message& msg = std::get<Message>(decoded);
     if (auto* hb = std::get_if<HeartbeatMsg>(&msg)) {
-      episodes_acked = std::max(episodes_acked, hb->episodes_done);
+      for (uint64_t episode : hb->acked_episodes) stats.episodes_acked += unacked.erase(episode);
       ++stats.heartbeats_received;
     } else if (auto* ack = std::get_if<RegisterAckMsg>(&msg)) {
       worker_id = ack->worker_id;
       heartbeat_interval_ms = std::max<uint32_t>(ack->heartbeat_interval_ms, 10);
       heartbeat_liveness = std::max<uint32_t>(ack->heartbeat_liveness, 1);
-      LogInfo("registered").kv("worker", worker_id).kv("learner", config.learner_endpoint);
+      // A learner restarted from a checkpoint may publish versions below the
+      // one loaded here: take whatever it sends next.
+      weights_version = 0;
+      ++stats.registrations;
+      LogInfo("registered").kv("worker", worker_id).kv("learner", config.learner_endpoint)
+          .kv("incarnation", incarnation).kv("unacked_episodes", unacked.size());
+      ResendUnacked(true);
     } else if (auto* t = std::get_if<TaskMsg>(&msg)) {
       pending_task = std::make_unique<TaskMsg>(std::move(*t));
     } else if (auto* w = std::get_if<WeightsMsg>(&msg)) {
@@ -178,10 +233,16 @@ struct Worker::Impl {
     } else if (auto* e = std::get_if<ErrorMsg>(&msg)) {
       ++stats.errors_from_learner;
       LogWarn("learner_error").kv("code", static_cast<int>(e->code)).kv("reason", e->reason);
-      if (e->code == ErrorCode::kUnknownWorker) {
+      // Throttled: a lossy link can answer a burst of frames with a burst of these.
+      if (e->code == ErrorCode::kUnknownWorker &&
+          Clock::now() - last_register > std::chrono::milliseconds(heartbeat_interval_ms)) {
         worker_id = 0;
-        episodes_acked = stats.episodes;
         Register();
+      }
+    } else if (auto* mc = std::get_if<MeasurementCacheMsg>(&msg)) {
+      for (CachedMeasurement& e : mc->entries) {
+        auto key = std::make_tuple(mc->workload_signature, mc->dram_limit_bytes, e.plan_hash, e.backend);
+        measurement_cache[key] = std::move(e);
       }
     } else if (auto* s = std::get_if<ShutdownMsg>(&msg)) {
       LogInfo("shutdown").kv("reason", s->reason);
@@ -191,8 +252,12 @@ struct Worker::Impl {
   }
 
   void AcceptTask(TaskMsg t) {
-    // The same task again (after a re-registration): keep what was prepared.
-    if (task && task->task_id == t.task_id && task->workload.Signature() == t.workload.Signature()) return;
+    // The same task again (after a re-registration): keep what was prepared,
+    // but take the exploration it names (Ape-X epsilons are per worker).
+    if (task && task->task_id == t.task_id && task->workload.Signature() == t.workload.Signature()) {
+      task->exploration = t.exploration;
+      return;
+    }
     try {
       // Workers act on the CPU; the learner trains where it can.
       std::unique_ptr<PlacementAgent> task_agent = MakeAgent(t.agent, t.agent_config_json, "cpu");
@@ -207,7 +272,6 @@ struct Worker::Impl {
       if (metrics) metrics->OnTask(task->workload.name, task->agent, evaluator->backend(), task->env.dram_limit_bytes);
       rng.seed(task->exploration.seed * 1000003ull + worker_id);
       weights_version = 0;
-      episodes_acked = stats.episodes;
       LogInfo("task").kv("task", task->task_id).kv("workload", task->workload.name)
           .kv("dram_limit_bytes", task->env.dram_limit_bytes).kv("max_steps", env->max_steps());
     } catch (const std::exception& e) {
@@ -258,7 +322,28 @@ struct Worker::Impl {
     const EpisodeSummary& s = env->summary();
     PlanMeasurement measured;
     const auto evaluation_start = Clock::now();
-    Busy([&] { measured = evaluator->Measure(task->workload, s.plan); });
+    // An identical plan already measured on this kind of tier is not run again.
+    bool cached = false;
+    if (evaluator->NextMeasureIsReal()) {
+      auto hit = measurement_cache.find(
+          std::make_tuple(task->workload.Signature(), task->env.dram_limit_bytes, s.plan.Hash(), evaluator->backend()));
+      if (hit != measurement_cache.end()) {
+        const CachedMeasurement& c = hit->second;
+        measured.backend = c.backend;
+        measured.runtime_ns = c.runtime_ns;
+        measured.min_runtime_ns = c.min_runtime_ns;
+        measured.max_runtime_ns = c.max_runtime_ns;
+        measured.oom = c.oom;
+        measured.counters = c.counters;
+        evaluator->SkipMeasure();
+        cached = true;
+        ++stats.measurements_cached;
+      }
+    }
+    if (!cached) {
+      Busy([&] { measured = evaluator->Measure(task->workload, s.plan); });
+      if (measured.counters.measured) ++stats.measurements_executed;
+    }
     if (metrics)
       metrics->OnEpisode(s, measured, std::chrono::duration<double>(Clock::now() - evaluation_start).count());
     double episodic = s.episodic_reward;
@@ -267,8 +352,6 @@ struct Worker::Impl {
       batch.transitions.back().reward += static_cast<float>(episodic - s.episodic_reward);
     }
     stats.transitions_sent += batch.transitions.size();
-    batch.worker_id = worker_id;  // it may have changed if we re-registered meanwhile
-    client.Send(EncodeMessage(batch));
 
     EpisodeReportMsg report;
     report.worker_id = worker_id;  // read after the evaluation, like the batch's
@@ -285,8 +368,13 @@ struct Worker::Impl {
     report.counters = measured.counters;
     report.backend = measured.backend;
     report.plan = s.plan;
-    client.Send(EncodeMessage(report));
-    last_sent = Clock::now();
+    report.measurement_cached = cached;
+    report.min_runtime_ns = measured.min_runtime_ns;
+    report.max_runtime_ns = measured.max_runtime_ns;
+    Unacked& pending = unacked[episode_id];
+    pending.batch = std::move(batch);
+    pending.report = std::move(report);
+    SendEpisode(pending);
   }
 
   void Reconnect(uint32_t& backoff_ms) {
@@ -296,7 +384,6 @@ struct Worker::Impl {
     client.Reconnect();
     ++stats.reconnects;
     worker_id = 0;
-    episodes_acked = stats.episodes;  // a new learner knows nothing of earlier episodes
     Register();
     last_heard = Clock::now();
   }

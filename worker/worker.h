@@ -3,7 +3,9 @@
 // each episode's transitions and an episode report back. Paranoid Pirate
 // liveness: it heartbeats while connected, and when the learner has been
 // silent for `liveness` intervals it reconnects with exponential backoff
-// and registers again.
+// and registers again. Each episode is kept until the learner acknowledges
+// it, and resent after a timeout or a re-registration: the learner ingests
+// each (worker incarnation, episode) once.
 #pragma once
 
 #include <atomic>
@@ -12,6 +14,7 @@
 #include <memory>
 #include <string>
 
+#include "transport/security.h"
 #include "worker/plan_evaluator.h"
 
 namespace tensortier {
@@ -29,6 +32,7 @@ struct WorkerConfig {
   std::string registered_backend;          // what the worker tells the learner it has
   std::string metrics_address;             // Prometheus endpoint, e.g. 127.0.0.1:0; "" = none (metrics/)
   std::string metrics_sd_dir;              // write a file_sd target file there; "" = none
+  TransportSecurity security;              // CURVE keys, or plain text (docs/security.md)
 };
 
 struct WorkerStats {
@@ -42,6 +46,11 @@ struct WorkerStats {
   uint64_t heartbeats_received = 0;
   uint64_t episodes_failed = 0;
   uint64_t tasks_refused = 0;
+  uint64_t episodes_acked = 0;     // acknowledged by the learner
+  uint64_t episodes_resent = 0;    // sent again: unacknowledged after a timeout or a re-registration
+  uint64_t registrations = 0;      // RegisterAcks received (1 + re-registrations)
+  uint64_t measurements_cached = 0;    // real measurements taken from the learner's cache
+  uint64_t measurements_executed = 0;  // real measurements run here
   bool shutdown_by_learner = false;
 };
 

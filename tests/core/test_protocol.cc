@@ -169,7 +169,7 @@ TEST(Protocol, RegisterAckRoundTrips) {
 }
 
 TEST(Protocol, HeartbeatRoundTrips) {
-  HeartbeatMsg back = RoundTrip(HeartbeatMsg{12, 1ull << 35});
+  HeartbeatMsg back = RoundTrip(HeartbeatMsg{12, 1ull << 35, {}});
   EXPECT_EQ(back.worker_id, 12u);
   EXPECT_EQ(back.episodes_done, 1ull << 35);
 }
@@ -366,7 +366,7 @@ TEST(Protocol, TraversalLimitRejectsLargeMessage) {
 }
 
 TEST(Protocol, RejectsWrongProtocolVersion) {
-  const std::string frame = EncodeMessageWithVersion(HeartbeatMsg{1, 2}, 7);
+  const std::string frame = EncodeMessageWithVersion(HeartbeatMsg{1, 2, {}}, 7);
   DecodeError error = ExpectDecodeError(Decode(frame));
   EXPECT_EQ(error.reason, DecodeErrorReason::kWrongVersion);
   EXPECT_NE(error.detail.find('7'), std::string::npos) << error.detail;

@@ -53,7 +53,7 @@ TEST(LearnerRobustness, BadFramesAreCountedAnsweredAndSurvived) {
   rogue.Send("");
   auto empty = ReceiveA<ErrorMsg>(rogue, std::chrono::seconds(5));
   ASSERT_TRUE(empty.has_value());
-  rogue.Send(EncodeMessageWithVersion(HeartbeatMsg{1, 0}, kProtocolVersion + 1));
+  rogue.Send(EncodeMessageWithVersion(HeartbeatMsg{1, 0, {}}, kProtocolVersion + 1));
   auto version = ReceiveA<ErrorMsg>(rogue, std::chrono::seconds(5));
   ASSERT_TRUE(version.has_value());
   EXPECT_EQ(version->code, ErrorCode::kWrongVersion);

@@ -82,7 +82,7 @@ void CheckExposition(const std::string& body, const std::set<std::string>& requi
   std::istringstream in(body);
   std::string line;
   const std::set<std::string> allowed_labels = {"workload", "agent", "tier", "direction", "reason", "policy",
-                                                "backend", "kind", "type", "device", "le"};
+                                                "backend", "kind", "type", "device", "result", "le"};
   while (std::getline(in, line)) {
     std::smatch m;
     if (std::regex_match(line, m, type_line)) {

@@ -1,0 +1,89 @@
+#include "learner/checkpoint_store.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "common/files.h"
+#include "common/hash.h"
+#include "common/log.h"
+
+namespace tensortier {
+namespace {
+
+constexpr char kMagic[8] = {'T', 'T', 'C', 'K', 'P', 'T', '0', '1'};
+constexpr size_t kHeaderBytes = 8 + 8 + 8;
+constexpr const char* kPrefix = "learner-";
+constexpr const char* kSuffix = ".ttckpt";
+
+uint64_t Checksum(const char* data, size_t n) { return Fnv1a().Bytes(data, n).digest(); }
+
+}  // namespace
+
+CheckpointStore::CheckpointStore(std::string dir, size_t keep) : dir_(std::move(dir)), keep_(std::max<size_t>(keep, 1)) {}
+
+uint64_t CheckpointStore::SequenceOf(const std::string& path) {
+  const std::string name = std::filesystem::path(path).filename().string();
+  const std::string prefix = kPrefix, suffix = kSuffix;
+  if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return 0;
+  const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  if (digits.empty() || !std::all_of(digits.begin(), digits.end(), ::isdigit)) return 0;
+  return std::stoull(digits);
+}
+
+std::vector<std::string> CheckpointStore::List() const {
+  std::vector<std::pair<uint64_t, std::string>> found;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+    const uint64_t seq = SequenceOf(entry.path().string());
+    if (seq > 0) found.emplace_back(seq, entry.path().string());
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::string> out;
+  for (auto& f : found) out.push_back(std::move(f.second));
+  return out;
+}
+
+std::string CheckpointStore::Write(uint64_t sequence, const std::string& payload) {
+  MakeDirectories(dir_);
+  char name[64];
+  std::snprintf(name, sizeof name, "%s%012llu%s", kPrefix, static_cast<unsigned long long>(sequence), kSuffix);
+  const std::string path = dir_ + "/" + name;
+  std::string file;
+  file.reserve(kHeaderBytes + payload.size());
+  file.append(kMagic, sizeof kMagic);
+  const uint64_t length = payload.size(), sum = Checksum(payload.data(), payload.size());
+  file.append(reinterpret_cast<const char*>(&length), sizeof length);
+  file.append(reinterpret_cast<const char*>(&sum), sizeof sum);
+  file.append(payload);
+  WriteFileAtomically(path, file);
+  std::vector<std::string> all = List();
+  for (size_t i = keep_; i < all.size(); ++i) {
+    std::error_code ec;
+    std::filesystem::remove(all[i], ec);
+  }
+  return path;
+}
+
+std::string CheckpointStore::ReadVerified(const std::string& path) {
+  std::string file;
+  try {
+    file = ReadFile(path);
+  } catch (const std::exception& e) {
+    throw CheckpointError(e.what());
+  }
+  if (file.size() < kHeaderBytes || std::memcmp(file.data(), kMagic, sizeof kMagic) != 0)
+    throw CheckpointError(path + ": not a learner checkpoint (bad magic or shorter than its header)");
+  uint64_t length = 0, sum = 0;
+  std::memcpy(&length, file.data() + 8, 8);
+  std::memcpy(&sum, file.data() + 16, 8);
+  if (length != file.size() - kHeaderBytes)
+    throw CheckpointError(path + ": truncated: header says " + std::to_string(length) + " payload bytes, file has " +
+                          std::to_string(file.size() - kHeaderBytes));
+  if (Checksum(file.data() + kHeaderBytes, length) != sum) throw CheckpointError(path + ": checksum mismatch");
+  return file.substr(kHeaderBytes);
+}
+
+}  // namespace tensortier

@@ -1,0 +1,316 @@
+// The learner's training loop: the rate limiter paces updates against
+// inserts, prioritised replay is what trains when configured, Ape-X gives
+// each worker its own epsilon, and the convergence rule stops a run.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "protocol/codec.h"
+#include "tests/integration/fleet_harness.h"
+#include "transport/channel.h"
+
+namespace tensortier {
+namespace {
+
+using testing::RunFleet;
+using testing::TinyLearner;
+
+TEST(LearnerTraining, RateLimiterKeepsSamplesPerInsertInItsBand) {
+  LearnerConfig c = TinyLearner(40);
+  c.samples_per_insert = 3.0;
+  Learner learner(c);
+  LearnerResult r = RunFleet(learner, 2);
+  ASSERT_EQ(r.episodes, 40u);
+  const RateLimiterCounters& rl = r.rate_limiter;
+  const double spi = 3.0, min_size = c.dqn.learning_starts, batch = c.dqn.batch_size;
+  const double error_buffer = spi + batch + 1;  // the learner's default
+  // Every transition went through the limiter, every update drew one batch.
+  EXPECT_EQ(rl.inserts, r.counters.transitions_ingested);
+  EXPECT_EQ(rl.samples, r.updates * c.dqn.batch_size);
+  EXPECT_GT(r.updates, 0u);
+  // Reverb's invariant: samples stay within error_buffer of
+  // (inserts - min_size_to_sample) * samples_per_insert, both ways.
+  const double target = (static_cast<double>(rl.inserts) - min_size) * spi;
+  EXPECT_LE(static_cast<double>(rl.samples), target + error_buffer);
+  EXPECT_GE(static_cast<double>(rl.samples), target - error_buffer);
+  EXPECT_DOUBLE_EQ(r.samples_per_insert, spi);
+}
+
+TEST(LearnerTraining, DerivedRateMatchesTheOldUpdatesPerEpisode) {
+  LearnerConfig c = TinyLearner(30);
+  Learner learner(c);
+  LearnerResult r = RunFleet(learner, 1);
+  ASSERT_EQ(r.episodes, 30u);
+  PlacementEnv env(c.workload, c.env);
+  EXPECT_DOUBLE_EQ(r.samples_per_insert, 8.0 * 16.0 / static_cast<double>(env.max_steps()));
+  EXPECT_EQ(r.rate_limiter.inserts, r.counters.transitions_ingested);
+}
+
+TEST(LearnerTraining, NoLimiterMeansFixedUpdatesPerReport) {
+  LearnerConfig c = TinyLearner(20);
+  c.samples_per_insert = 0;
+  Learner learner(c);
+  LearnerResult r = RunFleet(learner, 1);
+  EXPECT_EQ(r.rate_limiter.inserts, 0u);
+  EXPECT_EQ(r.updates % 8, 0u);  // whole rounds of updates_per_episode
+  EXPECT_GT(r.updates, 0u);
+}
+
+TEST(LearnerTraining, PrioritizedReplayTrainsSac) {
+  LearnerConfig c = TinyLearner(30);
+  c.agent = "sac";
+  c.replay = "prioritized";
+  c.samples_per_insert = 2.0;
+  Learner learner(c);
+  LearnerResult r = RunFleet(learner, 2);
+  ASSERT_EQ(r.episodes, 30u);
+  EXPECT_EQ(r.replay, "prioritized");
+  EXPECT_GT(r.updates, 0u);
+  // Every gradient step drew a prioritised batch, and TD errors moved the
+  // priorities away from the initial 1.0.
+  EXPECT_EQ(r.prioritized_updates, r.updates);
+  EXPECT_NE(r.replay_max_priority, 1.0);
+}
+
+TEST(LearnerTraining, PrioritizedReplayTrainsDqn) {
+  LearnerConfig c = TinyLearner(30);
+  c.agent = "dqn";
+  c.replay = "prioritized";
+  c.samples_per_insert = 2.0;
+  Learner learner(c);
+  LearnerResult r = RunFleet(learner, 2);
+  ASSERT_EQ(r.episodes, 30u);
+  EXPECT_EQ(r.replay, "prioritized");
+  EXPECT_GT(r.updates, 0u);
+  EXPECT_EQ(r.prioritized_updates, r.updates);
+  // New transitions enter at the largest priority (1.0 at first); |TD
+  // errors| written back by the updates moved it.
+  EXPECT_NE(r.replay_max_priority, 1.0);
+}
+
+TEST(LearnerTraining, UnknownReplayIsRefused) {
+  LearnerConfig c = TinyLearner(1);
+  c.replay = "sorted";
+  EXPECT_THROW(Learner{c}, std::invalid_argument);
+}
+
+template <typename M>
+std::optional<M> ReceiveA(FleetClient& client, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto in = client.Receive(std::chrono::milliseconds(20));
+    if (!in) continue;
+    DecodeResult r = DecodeMessage(in->frame.data(), in->frame.size());
+    if (auto* m = std::get_if<Message>(&r))
+      if (auto* typed = std::get_if<M>(m)) return *typed;
+  }
+  return std::nullopt;
+}
+
+TEST(LearnerTraining, WorkerPrioritiesAreCheckedAndAcknowledged) {
+  LearnerConfig c = TinyLearner(1);
+  c.agent = "sac";
+  c.replay = "prioritized";
+  Learner learner(c);
+  LearnerResult result;
+  std::thread serve([&] { result = learner.Run(); });
+  FleetClient client(learner.endpoint());
+  RegisterMsg reg{"h", 1, "prio", {}, "cost-model"};
+  reg.incarnation = 42;
+  client.Send(EncodeMessage(reg));
+  auto ack = ReceiveA<RegisterAckMsg>(client, std::chrono::seconds(5));
+  ASSERT_TRUE(ack.has_value());
+  Transition t{std::vector<float>(kObservationSize, 0.5f), 1, 1.0f, std::vector<float>(kObservationSize, 0.f), true};
+  TransitionBatchMsg bad;
+  bad.worker_id = ack->worker_id;
+  bad.episode_id = 1;
+  bad.transitions = {t, t};
+  bad.priorities = {0.5f};  // one short
+  client.Send(EncodeMessage(bad));
+  ASSERT_TRUE(ReceiveA<ErrorMsg>(client, std::chrono::seconds(5)).has_value());
+  TransitionBatchMsg good = bad;
+  good.priorities = {0.5f, 3.0f};
+  client.Send(EncodeMessage(good));
+  EpisodeReportMsg report;
+  report.worker_id = ack->worker_id;
+  report.episode_id = 1;
+  report.oom = true;
+  client.Send(EncodeMessage(report));
+  // Both halves in: the episode is acknowledged by id.
+  std::optional<HeartbeatMsg> hb;
+  while ((hb = ReceiveA<HeartbeatMsg>(client, std::chrono::seconds(5))) && hb->acked_episodes.empty()) {
+  }
+  ASSERT_TRUE(hb.has_value());
+  EXPECT_EQ(hb->acked_episodes, std::vector<uint64_t>{1});
+  serve.join();
+  EXPECT_EQ(result.counters.transitions_ingested, 2u);
+  EXPECT_EQ(result.counters.malformed_frames, 1u);
+  // No gradient step yet (learning_starts): the worker's priority stands.
+  EXPECT_EQ(result.updates, 0u);
+  EXPECT_DOUBLE_EQ(result.replay_max_priority, 3.0);
+}
+
+TEST(LearnerTraining, ApexGivesEachWorkerItsOwnEpsilon) {
+  EXPECT_DOUBLE_EQ(ApexEpsilon(0.4, 7, 0, 1), 0.4);
+  EXPECT_DOUBLE_EQ(ApexEpsilon(0.4, 7, 0, 4), 0.4);
+  EXPECT_DOUBLE_EQ(ApexEpsilon(0.4, 7, 3, 4), std::pow(0.4, 8.0));
+  EXPECT_DOUBLE_EQ(ApexEpsilon(0.4, 7, 1, 3), std::pow(0.4, 4.5));
+
+  LearnerConfig c = TinyLearner(30);
+  c.exploration = "apex";
+  c.min_workers = 3;
+  Learner learner(c);
+  LearnerResult r = RunFleet(learner, 3);
+  ASSERT_EQ(r.episodes, 30u);
+  std::map<uint32_t, std::set<double>> epsilons;
+  for (const EpisodeRecord& rec : r.records) epsilons[rec.worker_id].insert(rec.epsilon);
+  ASSERT_EQ(epsilons.size(), 3u);
+  std::set<double> all;
+  for (const auto& [worker, eps] : epsilons) {
+    EXPECT_EQ(eps.size(), 1u) << "worker " << worker << " changed its epsilon";
+    all.insert(*eps.begin());
+  }
+  EXPECT_EQ(all, (std::set<double>{0.4, std::pow(0.4, 4.5), std::pow(0.4, 8.0)}));
+}
+
+TEST(LearnerTraining, ConvergenceRuleStopsTheRun) {
+  LearnerConfig c = TinyLearner(3000);
+  c.converge_window = 3;
+  c.converge_tolerance = 1e6;  // any plateau: the rule must fire as soon as it can
+  Learner learner(c);
+  LearnerResult r = RunFleet(learner, 2);
+  ASSERT_TRUE(r.converged);
+  EXPECT_LT(r.episodes, 3000u);
+  EXPECT_EQ(r.converged_at_episode, r.episodes);
+  EXPECT_GT(r.converged_at_seconds, 0.0);
+  // The window needs W evaluations after training began plus one before them.
+  EXPECT_GE(r.evaluation_rewards.size(), 4u);
+}
+
+TEST(LearnerTraining, ConvergenceNeedsAPlateau) {
+  LearnerConfig c = TinyLearner(60);
+  c.converge_window = 50;  // more evaluations than the run has
+  c.converge_tolerance = 1e6;
+  Learner learner(c);
+  LearnerResult r = RunFleet(learner, 1);
+  EXPECT_FALSE(r.converged);
+  EXPECT_EQ(r.episodes, 60u);
+}
+
+}  // namespace
+}  // namespace tensortier
+
+namespace tensortier {
+namespace {
+
+// Stands for real iterations: every Measure() "executes" the plan (counted)
+// and reports a measured runtime from the cost model.
+class CountingEvaluator : public PlanEvaluator {
+ public:
+  explicit CountingEvaluator(std::atomic<uint64_t>* executions) : executions_(executions) {}
+  std::string backend() const override { return "fake-tier"; }
+  PlanMeasurement Measure(const Workload& w, const PlacementPlan& plan) override {
+    ++*executions_;
+    PlanMeasurement m = cost_model_.Measure(w, plan);
+    m.backend = backend();
+    m.counters.measured = true;
+    m.min_runtime_ns = 1;
+    m.max_runtime_ns = 2 * m.runtime_ns + 1;
+    return m;
+  }
+  bool NextMeasureIsReal() const override { return true; }
+
+ private:
+  std::atomic<uint64_t>* executions_;
+  CostModelEvaluator cost_model_;
+};
+
+TEST(LearnerTraining, MeasurementCacheKeepsWorkersFromRepeatingAPlan) {
+  LearnerConfig c = TinyLearner(80);
+  c.workload.model.name = "fake-model";  // a "real" workload: workers use their real evaluator
+  c.workload.Finalize();
+  c.dqn.epsilon_decay_episodes = 10;     // greedy soon, so that plans repeat
+  Learner learner(c);
+  std::atomic<uint64_t> executions{0};
+  LearnerResult result;
+  std::thread serve([&] { result = learner.Run(); });
+  std::vector<std::unique_ptr<Worker>> workers;
+  std::vector<std::thread> threads;
+  std::vector<WorkerStats> stats(2);
+  for (int i = 0; i < 2; ++i) {
+    WorkerConfig wc;
+    wc.learner_endpoint = learner.endpoint();
+    wc.give_up_seconds = 60;
+    wc.make_real_evaluator = [&] { return std::make_unique<CountingEvaluator>(&executions); };
+    workers.push_back(std::make_unique<Worker>(wc, std::make_unique<CostModelEvaluator>()));
+  }
+  for (int i = 0; i < 2; ++i) threads.emplace_back([&, i] { stats[i] = workers[i]->Run(); });
+  serve.join();
+  for (auto& t : threads) t.join();
+  const LearnerCounters& k = result.counters;
+  ASSERT_EQ(result.episodes, 80u);
+  // Every episode was measured once: from the cache, or executed (new to
+  // the cache, or redundant when the entry was still on its way).
+  EXPECT_EQ(k.measurement_cache_hits + k.measurement_cache_misses + k.measurement_cache_redundant, 80u);
+  EXPECT_GT(k.measurement_cache_hits, 0u);
+  EXPECT_GT(k.measurement_cache_misses, 0u);
+  // Workers may run up to two unacknowledged episodes each past the
+  // learner's last report (it stops at 80): those the learner never counts.
+  const uint64_t cached_by_workers = stats[0].measurements_cached + stats[1].measurements_cached;
+  EXPECT_GE(cached_by_workers, k.measurement_cache_hits);
+  EXPECT_LE(cached_by_workers, k.measurement_cache_hits + 4);
+  EXPECT_GE(executions.load(), k.measurement_cache_misses + k.measurement_cache_redundant);
+  EXPECT_LE(executions.load(), k.measurement_cache_misses + k.measurement_cache_redundant + 4);
+  EXPECT_LT(executions.load(), 80u);
+}
+
+}  // namespace
+}  // namespace tensortier
+
+namespace tensortier {
+namespace {
+
+// Reports advance the weights version (the workers' epsilon schedule runs
+// on it) whether or not a frame goes out for each; the interval only
+// decides how often workers get new weights.
+TEST(LearnerTraining, WeightsVersionCountsReportsWhateverThePublishInterval) {
+  LearnerConfig c = testing::TinyLearner(20);
+  c.weights_publish_interval_ms = 3600 * 1000;  // nothing after the first weights
+  Learner learner(c);
+  std::vector<WorkerStats> stats;
+  LearnerResult r = testing::RunFleet(learner, 2, &stats);
+  ASSERT_EQ(r.episodes, 20u);
+  EXPECT_EQ(r.weights_version, 21u);  // the initial weights, then one per report
+  for (const WorkerStats& s : stats) EXPECT_EQ(s.weights_loaded, 1u);
+}
+
+// Stop() and max_seconds end a learner that workers keep busy.
+TEST(LearnerTraining, StopAndTimeLimitEndALearnerUnderLoad) {
+  {
+    LearnerConfig c = testing::TinyLearner(1000000);
+    Learner learner(c);
+    LearnerResult r;
+    std::thread serve([&] { r = learner.Run(); });
+    testing::WorkerThreads fleet(learner.endpoint(), 4);
+    while (learner.status().episodes < 20) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    learner.Stop();
+    serve.join();
+    fleet.StopAndJoin();
+    EXPECT_GE(r.episodes, 20u);
+    EXPECT_LT(r.episodes, 1000000u);
+  }
+  {
+    LearnerConfig c = testing::TinyLearner(1000000);
+    c.max_seconds = 1.0;
+    Learner learner(c);
+    LearnerResult r = testing::RunFleet(learner, 4);
+    EXPECT_GT(r.episodes, 0u);
+    EXPECT_LT(r.episodes, 1000000u);
+  }
+}
+
+}  // namespace
+}  // namespace tensortier
