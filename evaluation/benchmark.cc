@@ -163,7 +163,9 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
             row.measured_exposed_migration_ns = Median(exposed);
             if (!r.counters.empty()) {
               const IterationCounters& c = r.counters.back();
-              row.measured_bytes_migrated = c.bytes_to_slow + c.bytes_to_dram;
+              // Setup moves put persistent tensors back where the plan starts
+              // them: the cost model's end-of-iteration copies.
+              row.measured_bytes_migrated = c.bytes_to_slow + c.bytes_to_dram + c.setup_bytes;
               row.migrations_refused = c.migrations_refused;
               row.migrations_skipped = c.migrations_skipped;
             }

@@ -56,7 +56,7 @@ struct BenchmarkRow {
   double predicted_migration_ns = 0;  // C_m: exposed copy time
   double measured_emulated_delay_ns = 0;     // slow-tier access time added to kernels (emulated tiers)
   double measured_exposed_migration_ns = 0;  // copies and waits for copies on the training thread
-  uint64_t measured_bytes_migrated = 0;      // per iteration
+  uint64_t measured_bytes_migrated = 0;      // per iteration, persistent tensors' return included
   uint64_t migrations_refused = 0;           // per iteration: destination full
   uint64_t migrations_skipped = 0;           // per iteration: tensor not live or already there
   uint32_t oom_events = 0;
