@@ -1,6 +1,7 @@
 #include "envs/workload.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -63,6 +64,9 @@ void Workload::Finalize() {
   }
   if (!(device.dram_to_slow_bytes_per_second > 0) || !(device.slow_to_dram_bytes_per_second > 0))
     Invalid("device copy bandwidths must be positive");
+  if (!(device.dram_to_slow_copy_setup_ns >= 0) || !(device.slow_to_dram_copy_setup_ns >= 0) ||
+      !std::isfinite(device.dram_to_slow_copy_setup_ns) || !std::isfinite(device.slow_to_dram_copy_setup_ns))
+    Invalid("device copy setup times must be finite and not negative");
 
   kernel_accesses_.assign(K, {});
   live_.assign(K, {});

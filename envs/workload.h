@@ -55,6 +55,10 @@ struct DeviceModel {
   std::string name = "synthetic";
   double dram_to_slow_bytes_per_second = 2.3e9;
   double slow_to_dram_bytes_per_second = 6.6e9;
+  // Fixed cost of one copy on top of bytes / bandwidth (allocation, device
+  // latency, bookkeeping), as the profiler measured the executor paying it.
+  double dram_to_slow_copy_setup_ns = 0;
+  double slow_to_dram_copy_setup_ns = 0;
   uint64_t slow_capacity_bytes = 0;  // 0 = unbounded
 };
 
