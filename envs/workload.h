@@ -132,4 +132,12 @@ class Workload {
   uint64_t peak_live_bytes_ = 0;
 };
 
+// Sets each kernel's DRAM time and spreads what the all-slow run added to it
+// over the kernel's accesses, in proportion to the bytes each one moves: the
+// additive per-tensor penalties the cost model sums (AutoTM's n_{k,c}
+// restricted to one tensor at a time). Both vectors have one entry per
+// kernel; `w` must be finalized and is finalized again.
+void AssignKernelTimes(Workload& w, const std::vector<double>& kernel_dram_ns,
+                       const std::vector<double>& kernel_slow_ns);
+
 }  // namespace tensortier

@@ -121,20 +121,7 @@ struct RealWorkloadRunner::Impl {
       r.deterministic = false;
       r.graph_difference = "timing iterations: " + diff;
     }
-    for (size_t k = 0; k < w.num_kernels(); ++k) {
-      w.kernels[k].dram_time_ns = r.kernel_dram_ns[k];
-      const double extra = std::max(0.0, r.kernel_slow_ns[k] - r.kernel_dram_ns[k]);
-      double total = 0;
-      for (uint32_t ai : w.accesses_of_kernel(k)) {
-        const Access& x = w.accesses[ai];
-        total += static_cast<double>(w.tensors[x.tensor].size_bytes) * (x.reads + x.writes);
-      }
-      for (uint32_t ai : w.accesses_of_kernel(k)) {
-        Access& x = w.accesses[ai];
-        const double share = static_cast<double>(w.tensors[x.tensor].size_bytes) * (x.reads + x.writes);
-        x.slow_penalty_ns = total > 0 ? extra * share / total : 0;
-      }
-    }
+    AssignKernelTimes(w, r.kernel_dram_ns, r.kernel_slow_ns);
     w.device.name = slow->backend();
     w.device.slow_capacity_bytes = o.slow_capacity_bytes;
     // Copies priced as the executor pays them on this host (an emulated
