@@ -105,4 +105,29 @@ std::unique_ptr<PlacementAgent> MakeAgent(const std::string& name, const std::st
   throw std::invalid_argument("unknown agent '" + name + "' (dqn, sac)");
 }
 
+std::unique_ptr<PlacementAgent> LoadAgentCheckpoint(const std::string& path, const std::string& device) {
+  std::string dqn_error, sac_error;
+  std::unique_ptr<PlacementAgent> agent;
+  try {
+    DqnConfig c = DqnAgent::ReadCheckpointConfig(path);
+    c.device = device;
+    agent = std::make_unique<DqnPlacementAgent>(c);
+  } catch (const std::exception& e) {
+    dqn_error = e.what();
+  }
+  if (!agent) {
+    try {
+      SacConfig c = SacAgent::ReadCheckpointConfig(path);
+      c.device = device;
+      agent = std::make_unique<SacPlacementAgent>(c);
+    } catch (const std::exception& e) {
+      sac_error = e.what();
+    }
+  }
+  if (!agent)
+    throw std::runtime_error(path + " is not an agent checkpoint (as DQN: " + dqn_error + "; as SAC: " + sac_error + ")");
+  agent->LoadCheckpoint(path);
+  return agent;
+}
+
 }  // namespace tensortier

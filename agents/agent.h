@@ -57,4 +57,9 @@ class PlacementAgent {
 std::unique_ptr<PlacementAgent> MakeAgent(const std::string& name, const std::string& config_json,
                                           const std::string& device = "");
 
+// The agent a checkpoint holds (DQN or SAC: its own format tells), built from
+// the checkpoint's settings on `device`. Throws std::runtime_error naming
+// both formats when the file is neither.
+std::unique_ptr<PlacementAgent> LoadAgentCheckpoint(const std::string& path, const std::string& device = "cpu");
+
 }  // namespace tensortier

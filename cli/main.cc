@@ -563,11 +563,13 @@ int Main(int argc, char** argv) {
   bench->add_option("--policies", bench_opts.policies, "Policies: " + [] {
     std::string names;
     for (const std::string& n : PolicyNames()) names += n + ", ";
-    return names + "dqn";
+    return names + "dqn, sac, learned (every agent of --checkpoint)";
   }())->capture_default_str();
   bench->add_option("--dram-fractions", bench_opts.dram_fractions, "DRAM budgets as fractions of peak")
       ->capture_default_str();
-  bench->add_option("--checkpoint", bench_opts.checkpoint, "Learner checkpoint for policy dqn");
+  bench->add_option("--checkpoint", bench_opts.checkpoints,
+                    "[WORKLOAD=]FILE: learner checkpoint for the policies dqn and sac, for every workload or the "
+                    "one named (repeatable: one agent per model)");
   bench->add_option("--mode", bench_mode, "sync or async")->check(CLI::IsMember({"sync", "async"}))->capture_default_str();
   bench->add_option("--slow-tier", bench_opts.slow_tier, SlowTierSpecHelp())->capture_default_str();
   bench->add_option("--repeats", bench_opts.repeats, "Measured iterations per plan")->capture_default_str();

@@ -14,9 +14,10 @@ struct InFlight {
 }  // namespace
 
 double CopyTimeNs(const Workload& w, uint64_t bytes, Tier to) {
-  double bw = to == Tier::kSlow ? w.device.dram_to_slow_bytes_per_second
-                                : w.device.slow_to_dram_bytes_per_second;
-  return static_cast<double>(bytes) / bw * 1e9;
+  const bool to_slow = to == Tier::kSlow;
+  const double bw = to_slow ? w.device.dram_to_slow_bytes_per_second : w.device.slow_to_dram_bytes_per_second;
+  const double setup_ns = to_slow ? w.device.dram_to_slow_copy_setup_ns : w.device.slow_to_dram_copy_setup_ns;
+  return setup_ns + static_cast<double>(bytes) / bw * 1e9;
 }
 
 double MinCostNs(const Workload& w) { return w.total_dram_time_ns(); }

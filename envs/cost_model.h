@@ -34,7 +34,8 @@ struct CostReport {
 // iteration needs them where the plan starts them.
 CostReport EvaluatePlan(const Workload& w, const PlacementPlan& plan);
 
-// Time of a copy of `bytes` towards `to` on the workload's device.
+// Time of a copy of `bytes` towards `to` on the workload's device: its fixed
+// setup cost plus bytes over its bandwidth.
 double CopyTimeNs(const Workload& w, uint64_t bytes, Tier to);
 
 // C_min (all DRAM, no migrations) and C_max (all slow).

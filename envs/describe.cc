@@ -35,7 +35,9 @@ std::string DescribeWorkload(const Workload& w) {
      << "time all-slow   " << MaxCostNs(w) / 1e6 << " ms (" << MaxCostNs(w) / std::max(MinCostNs(w), 1.0)
      << "x)\n"
      << "device          " << w.device.name << ": to slow " << w.device.dram_to_slow_bytes_per_second / 1e9
-     << " GB/s, to DRAM " << w.device.slow_to_dram_bytes_per_second / 1e9 << " GB/s\n";
+     << " GB/s + " << w.device.dram_to_slow_copy_setup_ns / 1e3 << " us per copy, to DRAM "
+     << w.device.slow_to_dram_bytes_per_second / 1e9 << " GB/s + " << w.device.slow_to_dram_copy_setup_ns / 1e3
+     << " us per copy\n";
   std::map<std::string, std::pair<size_t, uint64_t>> kinds;
   size_t small = 0;
   for (const Tensor& t : w.tensors) {

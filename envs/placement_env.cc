@@ -25,6 +25,10 @@ PlacementEnv::PlacementEnv(const Workload& w, EnvConfig config) : w_(w), config_
   if (config_.dram_limit_bytes == 0) throw std::invalid_argument("PlacementEnv: DRAM limit must be positive");
   if (!(config_.beta >= 0 && config_.beta <= 1)) throw std::invalid_argument("PlacementEnv: beta must be in [0, 1]");
   heats_ = ComputeAllHeats(w, config_.dram_limit_bytes);
+  observed_heats_.resize(heats_.size());
+  for (size_t k = 0; k < heats_.size(); ++k)
+    for (double h : heats_[k]) observed_heats_[k].push_back(static_cast<float>(std::tanh(h)));
+  signature_ = w.Signature();
   bottleneck_.resize(w.num_kernels());
   decision_order_.resize(w.num_kernels());
   for (size_t k = 0; k < w.num_kernels(); ++k) {
@@ -50,7 +54,10 @@ Observation PlacementEnv::Reset() {
   const size_t T = w_.num_tensors();
   tier_.assign(T, Tier::kDram);
   placed_.assign(T, false);
-  plan_ = PlacementPlan::Uniform(w_, Tier::kDram, config_.dram_limit_bytes);
+  plan_ = PlacementPlan();
+  plan_.workload_signature = signature_;
+  plan_.dram_limit_bytes = config_.dram_limit_bytes;
+  plan_.initial_tiers.assign(T, Tier::kDram);
   plan_.mode = config_.mode;
   plan_.produced_by = "placement-env";
   summary_ = EpisodeSummary{};
@@ -125,7 +132,7 @@ Observation PlacementEnv::MakeObservation() const {
   const Access* access = w_.FindAccess(k, t);
 
   o[kObsTier] = placed_[t] ? static_cast<float>(tier_[t]) : kNewTensor;
-  o[kObsHeat] = static_cast<float>(std::tanh(heats_[k][decision_order_[k][cursor_]]));
+  o[kObsHeat] = observed_heats_[k][decision_order_[k][cursor_]];
   o[kObsDramLeft] = static_cast<float>((limit - static_cast<double>(dram_committed_)) / limit);
   o[kObsSlowLeft] = 1.0f;
   if (w_.device.slow_capacity_bytes > 0)

@@ -143,6 +143,8 @@ class PlacementEnv {
   const Workload& w_;
   EnvConfig config_;
   std::vector<std::vector<double>> heats_;        // [kernel][index in live_at]
+  std::vector<std::vector<float>> observed_heats_;  // tanh of heats_: computed once, read every step
+  uint64_t signature_ = 0;                        // the workload's, for every episode's plan
   std::vector<bool> bottleneck_;
   std::vector<std::vector<uint32_t>> decision_order_;  // indices into live_at(k), hottest first
   std::vector<uint64_t> touched_bytes_;           // bytes each kernel reads or writes

@@ -1,6 +1,7 @@
 #include "envs/workload.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -63,6 +64,9 @@ void Workload::Finalize() {
   }
   if (!(device.dram_to_slow_bytes_per_second > 0) || !(device.slow_to_dram_bytes_per_second > 0))
     Invalid("device copy bandwidths must be positive");
+  if (!(device.dram_to_slow_copy_setup_ns >= 0) || !(device.slow_to_dram_copy_setup_ns >= 0) ||
+      !std::isfinite(device.dram_to_slow_copy_setup_ns) || !std::isfinite(device.slow_to_dram_copy_setup_ns))
+    Invalid("device copy setup times must be finite and not negative");
 
   kernel_accesses_.assign(K, {});
   live_.assign(K, {});
@@ -111,6 +115,25 @@ uint64_t Workload::Signature() const {
         .Value(static_cast<uint8_t>(t.persistent));
   for (const Access& a : accesses) h.Value(a.kernel).Value(a.tensor).Value(a.reads).Value(a.writes);
   return h.digest();
+}
+
+void AssignKernelTimes(Workload& w, const std::vector<double>& kernel_dram_ns,
+                       const std::vector<double>& kernel_slow_ns) {
+  if (!w.finalized()) throw std::logic_error("AssignKernelTimes: workload not finalized");
+  if (kernel_dram_ns.size() != w.num_kernels() || kernel_slow_ns.size() != w.num_kernels())
+    throw std::invalid_argument("AssignKernelTimes: one DRAM and one slow time per kernel");
+  for (size_t k = 0; k < w.num_kernels(); ++k) {
+    w.kernels[k].dram_time_ns = kernel_dram_ns[k];
+    const double extra = std::max(0.0, kernel_slow_ns[k] - kernel_dram_ns[k]);
+    auto moved_bytes = [&](const Access& a) {
+      return static_cast<double>(w.tensors[a.tensor].size_bytes) * (a.reads + a.writes);
+    };
+    double total = 0;
+    for (uint32_t ai : w.accesses_of_kernel(k)) total += moved_bytes(w.accesses[ai]);
+    for (uint32_t ai : w.accesses_of_kernel(k))
+      w.accesses[ai].slow_penalty_ns = total > 0 ? extra * moved_bytes(w.accesses[ai]) / total : 0;
+  }
+  w.Finalize();
 }
 
 }  // namespace tensortier

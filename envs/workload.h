@@ -55,6 +55,10 @@ struct DeviceModel {
   std::string name = "synthetic";
   double dram_to_slow_bytes_per_second = 2.3e9;
   double slow_to_dram_bytes_per_second = 6.6e9;
+  // Fixed cost of one copy on top of bytes / bandwidth (allocation, device
+  // latency, bookkeeping), as the profiler measured the executor paying it.
+  double dram_to_slow_copy_setup_ns = 0;
+  double slow_to_dram_copy_setup_ns = 0;
   uint64_t slow_capacity_bytes = 0;  // 0 = unbounded
 };
 
@@ -127,5 +131,13 @@ class Workload {
   std::vector<uint64_t> live_bytes_;
   uint64_t peak_live_bytes_ = 0;
 };
+
+// Sets each kernel's DRAM time and spreads what the all-slow run added to it
+// over the kernel's accesses, in proportion to the bytes each one moves: the
+// additive per-tensor penalties the cost model sums (AutoTM's n_{k,c}
+// restricted to one tensor at a time). Both vectors have one entry per
+// kernel; `w` must be finalized and is finalized again.
+void AssignKernelTimes(Workload& w, const std::vector<double>& kernel_dram_ns,
+                       const std::vector<double>& kernel_slow_ns);
 
 }  // namespace tensortier

@@ -47,6 +47,8 @@ void DeviceToCapnp(const DeviceModel& device, schema::DeviceModel::Builder out) 
   out.setDramToSlowBytesPerSecond(device.dram_to_slow_bytes_per_second);
   out.setSlowToDramBytesPerSecond(device.slow_to_dram_bytes_per_second);
   out.setSlowCapacityBytes(device.slow_capacity_bytes);
+  out.setDramToSlowCopySetupNs(device.dram_to_slow_copy_setup_ns);
+  out.setSlowToDramCopySetupNs(device.slow_to_dram_copy_setup_ns);
 }
 
 DeviceModel DeviceFromCapnp(schema::DeviceModel::Reader in) {
@@ -55,6 +57,8 @@ DeviceModel DeviceFromCapnp(schema::DeviceModel::Reader in) {
   device.dram_to_slow_bytes_per_second = in.getDramToSlowBytesPerSecond();
   device.slow_to_dram_bytes_per_second = in.getSlowToDramBytesPerSecond();
   device.slow_capacity_bytes = in.getSlowCapacityBytes();
+  device.dram_to_slow_copy_setup_ns = in.getDramToSlowCopySetupNs();
+  device.slow_to_dram_copy_setup_ns = in.getSlowToDramCopySetupNs();
   return device;
 }
 

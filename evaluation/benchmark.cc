@@ -9,7 +9,8 @@
 #include <set>
 #include <sstream>
 
-#include "agents/dqn_agent.h"
+#include "agents/agent.h"
+#include "common/stats.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "envs/cost_model.h"
@@ -24,17 +25,34 @@ namespace {
 constexpr double kDramPricePerGb = 23.81;
 constexpr double kSlowPricePerGb = 7.85;
 
-// The DQN agent of a checkpoint, rolled out greedily on the workload at the
+// The agent of a checkpoint, rolled out greedily on the workload at the
 // given budget: the learned policy as a baseline-like decision.
-PlacementPlan LearnedPlan(const DqnAgent& agent, const Workload& w, uint64_t dram_limit, MigrationMode mode) {
+PlacementPlan LearnedPlan(const PlacementAgent& agent, const Workload& w, uint64_t dram_limit, MigrationMode mode) {
   EnvConfig env;
   env.dram_limit_bytes = dram_limit;
   env.mode = mode;
   PlacementEnv placement(w, env);
-  std::mt19937_64 rng(0);
-  EpisodeSummary s = RunEpisode(placement, [&](const Observation& o) { return agent.Act(o.data(), 0.0, rng); });
-  s.plan.produced_by = "dqn";
+  EpisodeSummary s = RunEpisode(placement, [&](const Observation& o) { return agent.Greedy(o.data()); });
+  s.plan.produced_by = agent.name();
   return s.plan;
+}
+
+bool IsLearnedPolicy(const std::string& name) { return name == "dqn" || name == "sac" || name == "learned"; }
+
+// The checkpoints that apply to workload `w`, by agent kind: one named for
+// the workload wins over one given for every workload.
+std::map<std::string, std::shared_ptr<PlacementAgent>> AgentsFor(const Workload& w, const BenchmarkOptions& o) {
+  std::map<std::string, std::shared_ptr<PlacementAgent>> general, specific;
+  for (const std::string& spec : o.checkpoints) {
+    const size_t eq = spec.find('=');
+    const std::string workload = eq == std::string::npos ? "" : spec.substr(0, eq);
+    const std::string path = eq == std::string::npos ? spec : spec.substr(eq + 1);
+    if (!workload.empty() && workload != w.name) continue;
+    std::shared_ptr<PlacementAgent> agent = LoadAgentCheckpoint(path);
+    (workload.empty() ? general : specific)[agent->name()] = agent;
+  }
+  for (auto& [kind, agent] : general) specific.emplace(kind, agent);
+  return specific;
 }
 
 std::unique_ptr<RealWorkloadRunner> MakeRunner(const Workload& w, const BenchmarkOptions& o) {
@@ -55,11 +73,24 @@ std::unique_ptr<RealWorkloadRunner> MakeRunner(const Workload& w, const Benchmar
 
 std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions& o,
                                        const BenchmarkProgress& progress) {
-  const bool wants_dqn = std::find(o.policies.begin(), o.policies.end(), "dqn") != o.policies.end();
-  std::unique_ptr<DqnAgent> agent;
-  if (wants_dqn) {
-    if (o.checkpoint.empty()) throw std::invalid_argument("policy dqn needs --checkpoint (a learner's checkpoints/dqn.ckpt)");
-    agent = DqnAgent::FromCheckpoint(o.checkpoint);
+  std::map<std::string, std::shared_ptr<PlacementAgent>> agents;
+  if (std::any_of(o.policies.begin(), o.policies.end(), IsLearnedPolicy)) {
+    const bool named = std::any_of(o.policies.begin(), o.policies.end(),
+                                   [](const std::string& p) { return p == "dqn" || p == "sac"; });
+    if (named && o.checkpoints.empty())
+      throw std::invalid_argument("the policies dqn and sac need --checkpoint [WORKLOAD=]FILE (a learner's "
+                                  "checkpoints/dqn.ckpt or sac.ckpt)");
+    agents = AgentsFor(w, o);
+  }
+  // "learned" stands for every agent a checkpoint gives this workload.
+  std::vector<std::string> policies;
+  for (const std::string& name : o.policies) {
+    if (name != "learned") {
+      if (std::find(policies.begin(), policies.end(), name) == policies.end()) policies.push_back(name);
+      continue;
+    }
+    for (const auto& [kind, agent] : agents)
+      if (std::find(policies.begin(), policies.end(), kind) == policies.end()) policies.push_back(kind);
   }
   std::unique_ptr<RealWorkloadRunner> runner;
   double measured_all_dram_ns = 0;
@@ -74,7 +105,7 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
   std::vector<BenchmarkRow> rows;
   for (double fraction : o.dram_fractions) {
     const uint64_t limit = static_cast<uint64_t>(std::llround(fraction * static_cast<double>(w.peak_live_bytes())));
-    for (const std::string& name : o.policies) {
+    for (const std::string& name : policies) {
       BenchmarkRow row;
       row.workload = w.name;
       row.policy = name;
@@ -83,9 +114,13 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
       row.backend = "cost-model";
       PlacementPlan plan;
       try {
-        if (name == "dqn") {
+        if (IsLearnedPolicy(name)) {
+          auto it = agents.find(name);
+          if (it == agents.end())
+            throw std::invalid_argument("policy " + name + " needs --checkpoint [" + w.name + "=]FILE holding a " +
+                                        name + " agent (a learner's checkpoints/" + name + ".ckpt)");
           auto t0 = std::chrono::steady_clock::now();
-          plan = LearnedPlan(*agent, w, limit, o.mode);
+          plan = LearnedPlan(*it->second, w, limit, o.mode);
           row.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         } else {
           PolicyContext ctx;
@@ -101,6 +136,8 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
         row.predicted_ns = cost.total_ns;
         row.predicted_relative = model_all_dram_ns / cost.total_ns;
         row.bytes_migrated = cost.bytes_to_slow + cost.bytes_to_dram;
+        row.predicted_exec_ns = cost.exec_ns;
+        row.predicted_migration_ns = cost.migration_ns;
         row.dram_peak_bytes = cost.dram_peak_bytes;
         row.oom_events = cost.oom ? 1 : 0;
         row.memory_cost_dollars = (static_cast<double>(cost.dram_peak_bytes) * kDramPricePerGb +
@@ -115,9 +152,22 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
             row.measured_relative = measured_all_dram_ns / r.median_ns;
             row.prediction_error = (row.predicted_ns - r.median_ns) / r.median_ns;
             uint64_t peak = 0, ooms = 0;
+            std::vector<double> delay, exposed;
             for (const IterationCounters& c : r.counters) {
               peak = std::max(peak, c.dram_peak_bytes);
               ooms += c.oom_events + c.migration_oom_events;
+              delay.push_back(c.emulated_delay_ns);
+              exposed.push_back(c.exposed_migration_ns);
+            }
+            row.measured_emulated_delay_ns = Median(delay);
+            row.measured_exposed_migration_ns = Median(exposed);
+            if (!r.counters.empty()) {
+              const IterationCounters& c = r.counters.back();
+              // Setup moves put persistent tensors back where the plan starts
+              // them: the cost model's end-of-iteration copies.
+              row.measured_bytes_migrated = c.bytes_to_slow + c.bytes_to_dram + c.setup_bytes;
+              row.migrations_refused = c.migrations_refused;
+              row.migrations_skipped = c.migrations_skipped;
             }
             row.dram_peak_bytes = peak;
             row.oom_events = static_cast<uint32_t>(ooms);
@@ -191,7 +241,8 @@ void WriteBenchmarkResults(const std::string& dir, const std::vector<BenchmarkRo
   std::ostringstream csv;
   csv << "workload,policy,dram_fraction,dram_limit_bytes,decision_seconds,predicted_ns,predicted_relative,measured,"
          "backend,measured_ns,measured_spread,measured_relative,prediction_error,bytes_migrated,dram_peak_bytes,"
-         "oom_events,memory_cost_dollars,note\n";
+         "oom_events,memory_cost_dollars,predicted_exec_ns,predicted_migration_ns,measured_emulated_delay_ns,"
+         "measured_exposed_migration_ns,measured_bytes_migrated,migrations_refused,migrations_skipped,note\n";
   csv << std::setprecision(10);
   nlohmann::json json = nlohmann::json::array();
   for (const BenchmarkRow& r : rows) {
@@ -202,7 +253,9 @@ void WriteBenchmarkResults(const std::string& dir, const std::vector<BenchmarkRo
         << r.decision_seconds << ',' << r.predicted_ns << ',' << r.predicted_relative << ',' << (r.measured ? 1 : 0)
         << ',' << r.backend << ',' << r.measured_ns << ',' << r.measured_spread << ',' << r.measured_relative << ','
         << r.prediction_error << ',' << r.bytes_migrated << ',' << r.dram_peak_bytes << ',' << r.oom_events << ','
-        << r.memory_cost_dollars << ',' << note << '\n';
+        << r.memory_cost_dollars << ',' << r.predicted_exec_ns << ',' << r.predicted_migration_ns << ','
+        << r.measured_emulated_delay_ns << ',' << r.measured_exposed_migration_ns << ',' << r.measured_bytes_migrated
+        << ',' << r.migrations_refused << ',' << r.migrations_skipped << ',' << note << '\n';
     json.push_back({{"workload", r.workload}, {"policy", r.policy}, {"dram_fraction", r.dram_fraction},
                     {"dram_limit_bytes", r.dram_limit_bytes}, {"decision_seconds", r.decision_seconds},
                     {"predicted_ns", r.predicted_ns}, {"predicted_relative", r.predicted_relative},
@@ -210,7 +263,13 @@ void WriteBenchmarkResults(const std::string& dir, const std::vector<BenchmarkRo
                     {"measured_spread", r.measured_spread}, {"measured_relative", r.measured_relative},
                     {"prediction_error", r.prediction_error}, {"bytes_migrated", r.bytes_migrated},
                     {"dram_peak_bytes", r.dram_peak_bytes}, {"oom_events", r.oom_events},
-                    {"memory_cost_dollars", r.memory_cost_dollars}, {"note", r.note}});
+                    {"memory_cost_dollars", r.memory_cost_dollars}, {"predicted_exec_ns", r.predicted_exec_ns},
+                    {"predicted_migration_ns", r.predicted_migration_ns},
+                    {"measured_emulated_delay_ns", r.measured_emulated_delay_ns},
+                    {"measured_exposed_migration_ns", r.measured_exposed_migration_ns},
+                    {"measured_bytes_migrated", r.measured_bytes_migrated},
+                    {"migrations_refused", r.migrations_refused}, {"migrations_skipped", r.migrations_skipped},
+                    {"note", r.note}});
   }
   WriteFileAtomically(dir + "/bench.csv", csv.str());
   WriteFileAtomically(dir + "/bench.json", json.dump(2) + "\n");

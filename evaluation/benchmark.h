@@ -14,13 +14,18 @@
 namespace tensortier {
 
 struct BenchmarkOptions {
-  // Baseline names (policies/policy.h) and "dqn" (the agent of `checkpoint`,
-  // rolled out greedily at each budget).
+  // Baseline names (policies/policy.h), "dqn" and "sac" (the agent of a
+  // checkpoint, rolled out greedily at each budget) and "learned" (every
+  // agent the checkpoints give a workload).
   std::vector<std::string> policies = {"all-slow", "first-touch", "sentinel", "autotm-sync", "deeptm-heuristic",
-                                       "ca-lm", "dqn"};
+                                       "ca-lm", "learned"};
   std::vector<double> dram_fractions = {1.0, 0.6, 0.4, 0.2, 0.11};
   MigrationMode mode = MigrationMode::kSync;
-  std::string checkpoint;             // a learner's checkpoints/dqn.ckpt, for "dqn"
+  // Learner checkpoints for the learned policies "dqn" and "sac", as
+  // "FILE" (every workload) or "WORKLOAD_NAME=FILE" (that workload: an agent
+  // is trained per model, as DeepTM does). A checkpoint's kind (DQN or SAC)
+  // comes from the file.
+  std::vector<std::string> checkpoints;
   bool measure = true;                // real iterations when the workload names a model
   std::string slow_tier = "auto";
   int warmup_iterations = 1;
@@ -45,6 +50,15 @@ struct BenchmarkRow {
   double prediction_error = 0;        // (predicted - measured) / measured, on the cost model's scale
   uint64_t bytes_migrated = 0;
   uint64_t dram_peak_bytes = 0;
+  // Where the time goes, predicted against measured (medians of the repeats),
+  // so that a prediction error can be traced to kernels or to copies.
+  double predicted_exec_ns = 0;       // C_e: kernels incl. slow-tier penalties
+  double predicted_migration_ns = 0;  // C_m: exposed copy time
+  double measured_emulated_delay_ns = 0;     // slow-tier access time added to kernels (emulated tiers)
+  double measured_exposed_migration_ns = 0;  // copies and waits for copies on the training thread
+  uint64_t measured_bytes_migrated = 0;      // per iteration, persistent tensors' return included
+  uint64_t migrations_refused = 0;           // per iteration: destination full
+  uint64_t migrations_skipped = 0;           // per iteration: tensor not live or already there
   uint32_t oom_events = 0;
   double memory_cost_dollars = 0;     // DeepTM's prices: DRAM $23.81/GB, slow $7.85/GB
   std::string note;                   // why a row has no number (policy failed, ...)

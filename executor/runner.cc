@@ -7,6 +7,8 @@
 #include <ctime>
 
 #include "common/log.h"
+#include "common/stats.h"
+#include "executor/copy_calibration.h"
 #include "executor/executor.h"
 #include "executor/plan_executor.h"
 #include "profiler/graph_capture.h"
@@ -16,31 +18,6 @@ namespace tensortier {
 namespace {
 
 std::atomic<bool> g_runner_alive{false};
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// Copy bandwidth between two tiers, for tiers that are real (not emulated).
-double MeasureCopyBytesPerSecond(MemoryTier& from, MemoryTier& to) {
-  constexpr size_t kBytes = 64 << 20;
-  void* src = from.Allocate(kBytes);
-  void* dst = to.Allocate(kBytes);
-  double bps = 0;
-  if (src && dst) {
-    std::memset(src, 1, kBytes);
-    std::memset(dst, 0, kBytes);
-    double best = 1e30;
-    for (int i = 0; i < 3; ++i) best = std::min(best, PacedCopy(dst, src, kBytes, 0));
-    bps = kBytes / (best * 1e-9);
-  }
-  if (src) from.Free(src, kBytes);
-  if (dst) to.Free(dst, kBytes);
-  return bps;
-}
 
 }  // namespace
 
@@ -146,29 +123,18 @@ struct RealWorkloadRunner::Impl {
       r.deterministic = false;
       r.graph_difference = "timing iterations: " + diff;
     }
-    for (size_t k = 0; k < w.num_kernels(); ++k) {
-      w.kernels[k].dram_time_ns = r.kernel_dram_ns[k];
-      const double extra = std::max(0.0, r.kernel_slow_ns[k] - r.kernel_dram_ns[k]);
-      double total = 0;
-      for (uint32_t ai : w.accesses_of_kernel(k)) {
-        const Access& x = w.accesses[ai];
-        total += static_cast<double>(w.tensors[x.tensor].size_bytes) * (x.reads + x.writes);
-      }
-      for (uint32_t ai : w.accesses_of_kernel(k)) {
-        Access& x = w.accesses[ai];
-        const double share = static_cast<double>(w.tensors[x.tensor].size_bytes) * (x.reads + x.writes);
-        x.slow_penalty_ns = total > 0 ? extra * share / total : 0;
-      }
-    }
+    AssignKernelTimes(w, r.kernel_dram_ns, r.kernel_slow_ns);
     w.device.name = slow->backend();
     w.device.slow_capacity_bytes = o.slow_capacity_bytes;
-    if (const DeviceProfile* dev = slow->emulation()) {
-      w.device.dram_to_slow_bytes_per_second = dev->write_bytes_per_second;
-      w.device.slow_to_dram_bytes_per_second = dev->read_bytes_per_second;
-    } else {
-      w.device.dram_to_slow_bytes_per_second = MeasureCopyBytesPerSecond(*dram, *slow);
-      w.device.slow_to_dram_bytes_per_second = MeasureCopyBytesPerSecond(*slow, *dram);
-    }
+    // Copies priced as the executor pays them on this host (an emulated
+    // device's pace, but never faster than the host's copy into fresh pages).
+    const DeviceProfile* pace = o.emulate_slow_timing ? slow->emulation() : nullptr;
+    const CopyCost to_slow = MeasureCopyCost(*dram, *slow, pace, /*to_slow=*/true);
+    const CopyCost to_dram = MeasureCopyCost(*slow, *dram, pace, /*to_slow=*/false);
+    w.device.dram_to_slow_bytes_per_second = to_slow.bytes_per_second;
+    w.device.dram_to_slow_copy_setup_ns = to_slow.setup_ns;
+    w.device.slow_to_dram_bytes_per_second = to_dram.bytes_per_second;
+    w.device.slow_to_dram_copy_setup_ns = to_dram.setup_ns;
     w.source = "libtorch:" + o.model.name + " batch=" + std::to_string(o.model.batch_size) +
                " image=" + std::to_string(o.model.image_size) + " slow=" + slow->backend();
     w.model.name = o.model.name;

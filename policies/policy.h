@@ -29,6 +29,7 @@ struct PolicyContext {
   // (0 = up to the number of kernels), and a cap on test-and-trial runs.
   int sentinel_max_mil = 128;
   int sentinel_max_trials = 64;
+  bool sentinel_as_published = false;  // only the paper's eager eviction, no SentinelVariant trials
 };
 
 // How an optimisation-based policy reached its plan.

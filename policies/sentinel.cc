@@ -146,7 +146,7 @@ SentinelMilChoice ChooseSentinelMil(const Workload& w, uint64_t dram_limit_bytes
 
 SentinelRun SimulateSentinel(const Workload& w, const std::vector<SentinelUnit>& units, int mil,
                              MigrationMode mode, uint64_t dram_limit_bytes,
-                             const std::set<std::pair<uint32_t, int>>& left_in_slow) {
+                             const std::set<std::pair<uint32_t, int>>& left_in_slow, SentinelVariant variant) {
   const size_t K = w.num_kernels();
   const bool async = mode == MigrationMode::kAsync;
   const std::vector<Interval> ivs = Intervals(K, mil);
@@ -191,6 +191,20 @@ SentinelRun SimulateSentinel(const Workload& w, const std::vector<SentinelUnit>&
                                                   : units[a].size_bytes < units[b].size_bytes;
   };
 
+  if (variant.pin_persistent && K > 0) {
+    std::vector<uint32_t> persistent;
+    for (uint32_t u = 0; u < units.size(); ++u)
+      if (units[u].persistent && !units[u].uses.empty()) persistent.push_back(u);
+    std::stable_sort(persistent.begin(), persistent.end(), hotter);
+    const uint32_t last = static_cast<uint32_t>(K - 1);
+    for (uint32_t u : persistent) {
+      if (!book(u, 0, last)) continue;
+      initial[u] = Tier::kDram;
+      for (uint32_t t : units[u].tensors) plan.initial_tiers[t] = Tier::kDram;
+      resident_until[u] = reserved_until[u] = last;
+    }
+  }
+
   for (int i = 0; i < n; ++i) {
     const Interval iv = ivs[i];
     const bool has_next = i + 1 < n;
@@ -205,7 +219,14 @@ SentinelRun SimulateSentinel(const Workload& w, const std::vector<SentinelUnit>&
                                                             : hotter(a, b);
     });
     for (uint32_t u : created) {
-      const int64_t last = LastUseIn(units[u], iv);
+      if (resident_until[u] != none) continue;  // pinned
+      int64_t last = LastUseIn(units[u], iv);
+      if (last < 0 && variant.wait_in_dram) {
+        // Not used in the interval that creates it: with room to spare it
+        // waits in DRAM for its first use rather than being prefetched.
+        auto first = std::upper_bound(units[u].uses.begin(), units[u].uses.end(), iv.last);
+        if (first != units[u].uses.end()) last = *first;
+      }
       if (last < 0) continue;
       const uint32_t hold = hold_until(units[u], last);
       if (!book(u, units[u].alloc_kernel, hold)) continue;
@@ -310,9 +331,29 @@ SentinelRun SimulateSentinel(const Workload& w, const std::vector<SentinelUnit>&
     }
 
     // 4. Evict, right after their last use here, tensors no later interval
-    //    keeps in DRAM.
+    //    keeps in DRAM. With lazy eviction a tensor that still fits until
+    //    its next use (or its end) after this interval's prefetches were
+    //    booked stays: a copy out and back costs time and frees room nobody
+    //    takes.
     for (uint32_t u : resident) {
       if (resident_until[u] > iv.last || resident_until[u] >= units[u].free_kernel) continue;
+      const SentinelUnit& x = units[u];
+      auto next_use = std::upper_bound(x.uses.begin(), x.uses.end(), iv.last);
+      uint32_t keep_until = none;
+      if (next_use != x.uses.end())
+        keep_until = *next_use;
+      else if (x.persistent && initial[u] == Tier::kDram)
+        keep_until = static_cast<uint32_t>(K - 1);
+      else if (!x.persistent)
+        keep_until = x.free_kernel;  // no use left: it dies where it is
+      if (variant.lazy_eviction && keep_until != none && keep_until > resident_until[u]) {
+        const uint32_t hold = hold_until(x, keep_until);
+        if (book(u, reserved_until[u] + 1, hold)) {
+          resident_until[u] = keep_until;
+          reserved_until[u] = std::max(reserved_until[u], hold);
+          continue;
+        }
+      }
       migrate(units[u], static_cast<int32_t>(resident_until[u]), Tier::kSlow);
       resident_until[u] = none;
       reserved_until[u] = none;
@@ -345,26 +386,47 @@ PolicyResult SentinelPolicy::DecideImpl(const Workload& w, const PolicyContext& 
 
   // Test-and-trial: where migration for the next interval is late, one
   // "step" waits for it and one leaves those tensors in slow memory; keep
-  // the faster. Our steps are cost-model evaluations.
-  std::set<std::pair<uint32_t, int>> left_in_slow;
-  SentinelRun best = SimulateSentinel(w, units, mil, ctx.mode, ctx.dram_limit_bytes, left_in_slow);
-  double best_ns = EvaluatePlan(w, best.plan).total_ns;
-  int trials = 0, kept_in_slow = 0;
-  for (size_t i = 0; i + 1 < best.late_prefetches.size() && trials < ctx.sentinel_max_trials; ++i) {
-    if (best.late_prefetches[i].empty()) continue;
-    std::set<std::pair<uint32_t, int>> trial = left_in_slow;
-    for (uint32_t u : best.late_prefetches[i]) trial.insert({u, static_cast<int>(i) + 1});
-    SentinelRun run = SimulateSentinel(w, units, mil, ctx.mode, ctx.dram_limit_bytes, trial);
-    const double ns = EvaluatePlan(w, run.plan).total_ns;
-    ++trials;
-    if (ns < best_ns) {
-      best_ns = ns;
-      best = std::move(run);
-      left_in_slow = std::move(trial);
-      ++kept_in_slow;
+  // the faster. Our steps are cost-model evaluations. The same trial picks
+  // the variant (SentinelVariant).
+  struct Outcome {
+    SentinelRun run;
+    double ns = 0;
+    int trials = 0, kept_in_slow = 0;
+  };
+  auto trial_and_error = [&](SentinelVariant variant) {
+    Outcome o;
+    std::set<std::pair<uint32_t, int>> left_in_slow;
+    o.run = SimulateSentinel(w, units, mil, ctx.mode, ctx.dram_limit_bytes, left_in_slow, variant);
+    o.ns = EvaluatePlan(w, o.run.plan).total_ns;
+    for (size_t i = 0; i + 1 < o.run.late_prefetches.size() && o.trials < ctx.sentinel_max_trials; ++i) {
+      if (o.run.late_prefetches[i].empty()) continue;
+      std::set<std::pair<uint32_t, int>> trial = left_in_slow;
+      for (uint32_t u : o.run.late_prefetches[i]) trial.insert({u, static_cast<int>(i) + 1});
+      SentinelRun run = SimulateSentinel(w, units, mil, ctx.mode, ctx.dram_limit_bytes, trial, variant);
+      const double ns = EvaluatePlan(w, run.plan).total_ns;
+      ++o.trials;
+      if (ns < o.ns) {
+        o.ns = ns;
+        o.run = std::move(run);
+        left_in_slow = std::move(trial);
+        ++o.kept_in_slow;
+      }
+    }
+    return o;
+  };
+  Outcome best;
+  int variant = -1, trials = 0;
+  const SentinelVariant variants[] = {{false, false, false}, {true, false, false}, {true, true, false},
+                                      {true, true, true}};
+  for (int v = 0; v < (ctx.sentinel_as_published ? 1 : 4); ++v) {
+    Outcome o = trial_and_error(variants[v]);
+    trials += o.trials;
+    if (variant < 0 || o.ns < best.ns) {
+      best = std::move(o);
+      variant = v;
     }
   }
-  result.plan = std::move(best.plan);
+  result.plan = std::move(best.run.plan);
   result.stats["repairs"] = RepairToLimit(w, &result.plan);
   result.stats["mil"] = mil;
   result.stats["mil_feasible"] = choice.feasible ? 1 : 0;
@@ -372,8 +434,11 @@ PolicyResult SentinelPolicy::DecideImpl(const Workload& w, const PolicyContext& 
     if (c.mil == mil) result.stats["mil_exposed_migration_ns"] = c.exposed_ns;
   result.stats["units"] = static_cast<double>(units.size());
   result.stats["trials"] = trials;
-  result.stats["trials_left_in_slow"] = kept_in_slow;
-  result.stats["no_space_prefetches"] = best.no_space;
+  result.stats["trials_left_in_slow"] = best.kept_in_slow;
+  result.stats["no_space_prefetches"] = best.run.no_space;
+  result.stats["lazy_eviction"] = variants[variant].lazy_eviction ? 1 : 0;
+  result.stats["persistent_pinned"] = variants[variant].pin_persistent ? 1 : 0;
+  result.stats["waits_in_dram"] = variants[variant].wait_in_dram ? 1 : 0;
   return result;
 }
 

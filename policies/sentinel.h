@@ -67,9 +67,26 @@ struct SentinelRun {
 
 // One pass of Sentinel's runtime at a fixed MIL. `left_in_slow` holds the
 // (unit, interval) prefetches test-and-trial decided against.
+// What the paper leaves open about room to spare. Each switch keeps more in
+// DRAM when it fits; SentinelPolicy tries them in turn (its test-and-trial)
+// and keeps the fastest, so that Sentinel stops migrating when DRAM holds
+// the whole iteration.
+struct SentinelVariant {
+  // A tensor no later interval keeps is evicted only when the DRAM it holds
+  // until its next use is needed (otherwise right after its last use here).
+  bool lazy_eviction = false;
+  // Persistent units (weights, optimizer state), hottest first, start the
+  // iteration in DRAM and stay when the whole iteration has room for them.
+  bool pin_persistent = false;
+  // A long-lived tensor its creating interval does not use waits in DRAM
+  // for its first use when there is room.
+  bool wait_in_dram = false;
+};
+
 SentinelRun SimulateSentinel(const Workload& w, const std::vector<SentinelUnit>& units, int mil,
                              MigrationMode mode, uint64_t dram_limit_bytes,
-                             const std::set<std::pair<uint32_t, int>>& left_in_slow = {});
+                             const std::set<std::pair<uint32_t, int>>& left_in_slow = {},
+                             SentinelVariant variant = {});
 
 class SentinelPolicy : public PlacementPolicy {
  public:

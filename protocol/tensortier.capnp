@@ -55,6 +55,8 @@ struct DeviceModel {
   dramToSlowBytesPerSecond @1 :Float64;
   slowToDramBytesPerSecond @2 :Float64;
   slowCapacityBytes @3 :UInt64;        # 0 = unbounded
+  dramToSlowCopySetupNs @4 :Float64;   # fixed cost per copy (0 in files written before it existed)
+  slowToDramCopySetupNs @5 :Float64;
 }
 
 # How to rebuild the training job a workload was profiled from, so that a

@@ -381,20 +381,7 @@ struct TieredTraining::Impl {
           return loss;
         }
         const std::vector<double>& kernel_slow_ns = ex.kernel_times_ns();
-        for (size_t k = 0; k < w.num_kernels(); ++k) {
-          w.kernels[k].dram_time_ns = kernel_dram_ns[k];
-          const double extra = std::max(0.0, kernel_slow_ns[k] - kernel_dram_ns[k]);
-          double total = 0;
-          for (uint32_t ai : w.accesses_of_kernel(k))
-            total += static_cast<double>(w.tensors[w.accesses[ai].tensor].size_bytes) *
-                     (w.accesses[ai].reads + w.accesses[ai].writes);
-          for (uint32_t ai : w.accesses_of_kernel(k)) {
-            Access& x = w.accesses[ai];
-            const double share = static_cast<double>(w.tensors[x.tensor].size_bytes) * (x.reads + x.writes);
-            x.slow_penalty_ns = total > 0 ? extra * share / total : 0;
-          }
-        }
-        w.Finalize();
+        AssignKernelTimes(w, kernel_dram_ns, kernel_slow_ns);
       }
     } catch (...) {
       GiveUp("the job's step failed while measuring kernels");

@@ -63,6 +63,22 @@ TEST(CostModel, SyncMigrationBlocksAndMovesBeforeTheNextKernel) {
   EXPECT_DOUBLE_EQ(r.kernel_ns[2], 800);
 }
 
+// A copy costs its setup (allocation, device latency) plus its bytes over
+// the bandwidth, per direction.
+TEST(CostModel, CopiesPayTheirSetupTime) {
+  Workload w = HandGraph();
+  w.device.slow_to_dram_copy_setup_ns = 70;
+  w.device.dram_to_slow_copy_setup_ns = 1e6;  // the other direction is not used
+  w.Finalize();
+  EXPECT_DOUBLE_EQ(CopyTimeNs(w, 1000, Tier::kDram), 570);
+  PlacementPlan p = Plan(w, {S, D, D, D}, {{1, kA, D}}, MigrationMode::kSync);
+  CostReport r = EvaluatePlan(w, p);
+  EXPECT_DOUBLE_EQ(r.migration_ns, 570);
+  EXPECT_DOUBLE_EQ(r.total_ns, 1220);
+  w.device.slow_to_dram_copy_setup_ns = -1;
+  EXPECT_THROW(w.Finalize(), std::invalid_argument);
+}
+
 TEST(CostModel, AsyncMigrationOverlapsTheNextKernelAndHoldsBothCopies) {
   Workload w = HandGraph();
   PlacementPlan p = Plan(w, {S, D, D, D}, {{1, kA, D}}, MigrationMode::kAsync);

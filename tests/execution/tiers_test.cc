@@ -3,6 +3,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "executor/copy_calibration.h"
 #include "tiers/device_profile.h"
 #include "tiers/memory_tier.h"
 
@@ -143,6 +144,34 @@ TEST(DeviceProfiles, ExtraTimeGrowsWithBytesAndAccesses) {
   EXPECT_THROW(FindDeviceProfile("nvme"), std::invalid_argument);
   const DeviceProfile& c = FindDeviceProfile("cxl");
   EXPECT_LT(c.ExtraAccessNs(1 << 20, 1, 1), p.ExtraAccessNs(1 << 20, 1, 1));
+}
+
+}  // namespace
+}  // namespace tensortier
+
+namespace tensortier {
+namespace {
+
+// The profiler prices copies as the executor pays them: on an emulated
+// device never faster than the device (pacing), and a fit that the cost
+// model can use.
+TEST(CopyCalibration, EmulatedCopiesAreNoFasterThanTheDevice) {
+  auto dram = MakeDramTier();
+  auto slow = MakeSlowTier("emulated:optane-dcpmm");
+  const DeviceProfile& dev = *slow->emulation();
+  const CopyCost to_slow = MeasureCopyCost(*dram, *slow, &dev, true, 3);
+  const CopyCost to_dram = MeasureCopyCost(*slow, *dram, &dev, false, 3);
+  for (const CopyCost& c : {to_slow, to_dram}) {
+    EXPECT_GT(c.bytes_per_second, 0);
+    EXPECT_GE(c.setup_ns, 0);
+    EXPECT_GT(c.Ns(2 << 20), c.Ns(1 << 20));
+  }
+  // 16 MiB cannot go faster than the paced time (small slack for the fit).
+  EXPECT_GE(to_slow.Ns(16 << 20), 0.95 * dev.CopyToDeviceNs(16 << 20));
+  EXPECT_GE(to_dram.Ns(16 << 20), 0.95 * dev.CopyFromDeviceNs(16 << 20));
+  // Every byte is accounted back: nothing leaked in either tier.
+  EXPECT_EQ(dram->stats().bytes_in_use, 0u);
+  EXPECT_EQ(slow->stats().bytes_in_use, 0u);
 }
 
 }  // namespace

@@ -1,0 +1,56 @@
+#include "executor/copy_calibration.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "common/stats.h"
+#include "executor/plan_executor.h"
+#include "tiers/device_profile.h"
+#include "tiers/memory_tier.h"
+
+namespace tensortier {
+namespace {
+
+// One migration of `bytes` as the executor does it: the destination is a
+// fresh allocation (first-touch page faults included), the source is freed.
+double TimeOneCopyNs(MemoryTier& from, MemoryTier& to, const DeviceProfile* pace, bool to_slow, size_t bytes) {
+  void* src = from.Allocate(bytes);
+  if (src == nullptr) throw std::runtime_error("copy calibration: the source tier cannot allocate");
+  std::memset(src, 1, bytes);
+  const double target_ns = pace == nullptr ? 0 : to_slow ? pace->CopyToDeviceNs(bytes) : pace->CopyFromDeviceNs(bytes);
+  const double t0 = SteadyNowNs();
+  void* dst = to.Allocate(bytes);
+  if (dst == nullptr) {
+    from.Free(src, bytes);
+    throw std::runtime_error("copy calibration: the destination tier cannot allocate");
+  }
+  PacedCopy(dst, src, bytes, target_ns);
+  from.Free(src, bytes);
+  const double ns = SteadyNowNs() - t0;
+  to.Free(dst, bytes);
+  return ns;
+}
+
+}  // namespace
+
+CopyCost MeasureCopyCost(MemoryTier& from, MemoryTier& to, const DeviceProfile* pace, bool to_slow, int rounds) {
+  constexpr size_t kSmall = 64 << 10, kLarge = 16 << 20;
+  std::vector<double> small, large;
+  for (int i = 0; i < std::max(1, rounds); ++i) {
+    small.push_back(TimeOneCopyNs(from, to, pace, to_slow, kSmall));
+    large.push_back(TimeOneCopyNs(from, to, pace, to_slow, kLarge));
+  }
+  const double t_small = Median(small), t_large = Median(large);
+  CopyCost c;
+  if (t_large > t_small) {
+    c.bytes_per_second = static_cast<double>(kLarge - kSmall) * 1e9 / (t_large - t_small);
+    c.setup_ns = std::max(0.0, t_small - static_cast<double>(kSmall) * 1e9 / c.bytes_per_second);
+  } else {  // noise swamped the difference: all of it as bandwidth
+    c.bytes_per_second = static_cast<double>(kLarge) * 1e9 / t_large;
+  }
+  return c;
+}
+
+}  // namespace tensortier

@@ -1,0 +1,28 @@
+// What a migration costs on this host, measured on the executor's own copy
+// path (allocate in the destination tier, copy, free the source), so that
+// the cost model prices copies as the executor pays them. On an emulated
+// tier the copy is paced at the device's speed but can never be faster
+// than the host's memcpy into freshly allocated pages; on real PM or CXL
+// memory it is what it is.
+#pragma once
+
+#include <cstdint>
+
+namespace tensortier {
+
+class MemoryTier;
+struct DeviceProfile;
+
+struct CopyCost {
+  double bytes_per_second = 0;  // marginal bandwidth of a large copy
+  double setup_ns = 0;          // fixed cost per copy: allocation, latency, bookkeeping
+  double Ns(uint64_t bytes) const { return setup_ns + static_cast<double>(bytes) * 1e9 / bytes_per_second; }
+};
+
+// Times copies of two sizes from `from` to `to` (medians of `rounds`) and
+// fits setup + bytes / bandwidth. `pace` is the emulated device of the
+// slow tier (nullptr: no pacing); `to_slow` says which way the copy goes
+// for it. Throws std::runtime_error when a tier cannot allocate.
+CopyCost MeasureCopyCost(MemoryTier& from, MemoryTier& to, const DeviceProfile* pace, bool to_slow, int rounds = 5);
+
+}  // namespace tensortier

@@ -1,0 +1,166 @@
+// `tensortier bench`: every row, column and file it promises, for baselines
+// and learned agents, on the cost model and on real iterations.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "agents/agent.h"
+#include "common/files.h"
+#include "envs/workload_spec.h"
+#include "evaluation/benchmark.h"
+#include "executor/executor.h"
+
+namespace tensortier {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/bench_test_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  return dir + "/" + name;
+}
+
+std::vector<std::string> SplitCsvLine(const std::string& line) {
+  std::vector<std::string> cells;
+  std::stringstream in(line);
+  for (std::string cell; std::getline(in, cell, ',');) cells.push_back(cell);
+  if (!line.empty() && line.back() == ',') cells.emplace_back();
+  return cells;
+}
+
+// An untrained agent is still an agent: its greedy rollout is a plan.
+std::string SaveAgent(const std::string& kind) {
+  const std::string path = TempPath(kind + ".ckpt");
+  MakeAgent(kind, "")->SaveCheckpoint(path);
+  return path;
+}
+
+TEST(Benchmark, CostModelFilesAreCompleteAndParseable) {
+  const Workload a = LoadWorkloadSpec("synthetic:resnet:3");
+  const Workload b = LoadWorkloadSpec("synthetic:vgg:3");
+  BenchmarkOptions o;
+  o.policies = {"all-slow", "first-touch", "sentinel", "autotm-sync", "learned"};
+  o.dram_fractions = {1.0, 0.3};
+  o.measure = false;
+  o.solver_time_limit_seconds = 10;
+  // A DQN for every workload, a SAC for `a` only.
+  o.checkpoints = {SaveAgent("dqn"), a.name + "=" + SaveAgent("sac")};
+  std::vector<BenchmarkRow> rows = RunBenchmark(a, o);
+  std::vector<BenchmarkRow> more = RunBenchmark(b, o);
+  EXPECT_EQ(rows.size(), 2u * 6);  // four baselines, dqn and sac
+  EXPECT_EQ(more.size(), 2u * 5);  // no sac for b
+  rows.insert(rows.end(), more.begin(), more.end());
+  for (const BenchmarkRow& r : rows) {
+    EXPECT_TRUE(r.note.empty()) << r.policy << ": " << r.note;
+    EXPECT_GT(r.predicted_ns, 0) << r.policy;
+    EXPECT_NEAR(r.predicted_exec_ns + r.predicted_migration_ns, r.predicted_ns, 1e-6 * r.predicted_ns) << r.policy;
+    EXPECT_LE(r.dram_peak_bytes, r.dram_limit_bytes) << r.policy << " at " << r.dram_fraction;
+    EXPECT_EQ(r.backend, "cost-model");
+    EXPECT_FALSE(r.measured);
+  }
+
+  const std::string dir = TempPath("out");
+  WriteBenchmarkResults(dir, rows);
+  std::ifstream csv(dir + "/bench.csv");
+  std::string header;
+  ASSERT_TRUE(std::getline(csv, header));
+  const std::vector<std::string> columns = SplitCsvLine(header);
+  for (const char* c : {"workload", "policy", "dram_fraction", "predicted_ns", "measured_ns", "prediction_error",
+                        "bytes_migrated", "oom_events", "memory_cost_dollars", "decision_seconds",
+                        "predicted_migration_ns", "measured_exposed_migration_ns", "note"})
+    EXPECT_NE(std::find(columns.begin(), columns.end(), c), columns.end()) << c;
+  size_t lines = 0;
+  std::set<std::string> policies;
+  for (std::string line; std::getline(csv, line); ++lines) {
+    const std::vector<std::string> cells = SplitCsvLine(line);
+    ASSERT_EQ(cells.size(), columns.size()) << line;
+    policies.insert(cells[1]);
+    EXPECT_GT(std::stod(cells[5]), 0) << line;  // predicted_ns
+  }
+  EXPECT_EQ(lines, rows.size());
+  EXPECT_EQ(policies, (std::set<std::string>{"all-slow", "first-touch", "sentinel", "autotm-sync", "dqn", "sac"}));
+
+  const nlohmann::json json = nlohmann::json::parse(ReadFile(dir + "/bench.json"));
+  ASSERT_EQ(json.size(), rows.size());
+  for (const auto& row : json) EXPECT_EQ(row.size(), columns.size());
+  const std::string md = ReadFile(dir + "/bench.md");
+  EXPECT_NE(md.find("### " + a.name), std::string::npos);
+  EXPECT_NE(md.find("| sac |"), std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/bench-" + a.name + ".svg"));
+}
+
+TEST(Benchmark, LearnedPolicyWithoutCheckpointIsAClearError) {
+  BenchmarkOptions o;
+  o.policies = {"dqn"};
+  o.measure = false;
+  const Workload w = LoadWorkloadSpec("synthetic:tiny");
+  try {
+    RunBenchmark(w, o);
+    FAIL() << "no checkpoint given";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--checkpoint"), std::string::npos) << e.what();
+  }
+  // A checkpoint for another workload leaves this one without an agent: the
+  // row says so and the other policies still run.
+  o.policies = {"all-slow", "dqn"};
+  o.checkpoints = {"some-other-model=" + SaveAgent("dqn")};
+  std::vector<BenchmarkRow> rows = RunBenchmark(w, o);
+  ASSERT_EQ(rows.size(), o.dram_fractions.size() * 2);
+  for (const BenchmarkRow& r : rows) {
+    if (r.policy == "dqn") EXPECT_NE(r.note.find("needs --checkpoint"), std::string::npos) << r.note;
+    else EXPECT_TRUE(r.note.empty()) << r.note;
+  }
+  // A file that is no checkpoint is refused with both formats named.
+  const std::string junk = TempPath("junk.ckpt");
+  WriteFileAtomically(junk, "not a checkpoint");
+  o.checkpoints = {junk};
+  EXPECT_THROW(RunBenchmark(w, o), std::runtime_error);
+}
+
+// Real iterations of a real model on this host's slow tier: the measured
+// columns are filled and name their backend.
+TEST(Benchmark, MeasuredRowsOnRealIterations) {
+  Workload w;
+  {
+    RunnerOptions r;
+    r.model.name = "alexnet";
+    r.model.batch_size = 1;
+    r.model.image_size = 32;
+    r.slow_tier = "emulated:optane-dcpmm";
+    r.profile_timing_iterations = 1;
+    r.threads = 1;
+    RealWorkloadRunner runner(r);
+    w = runner.Profile().workload;
+  }
+  BenchmarkOptions o;
+  o.policies = {"all-slow", "first-touch", "autotm-sync"};
+  o.dram_fractions = {0.3};
+  o.slow_tier = "emulated:optane-dcpmm";
+  o.repeats = 2;
+  o.solver_time_limit_seconds = 10;
+  const std::vector<BenchmarkRow> rows = RunBenchmark(w, o);
+  ASSERT_EQ(rows.size(), 3u);
+  for (const BenchmarkRow& r : rows) {
+    ASSERT_TRUE(r.measured) << r.policy << ": " << r.note;
+    EXPECT_EQ(r.backend, "emulated:optane-dcpmm");
+    EXPECT_GT(r.measured_ns, 0);
+    EXPECT_GT(r.measured_relative, 0);
+    EXPECT_LE(r.dram_peak_bytes, r.dram_limit_bytes) << r.policy;
+    EXPECT_EQ(r.oom_events, 0u) << r.policy;
+  }
+  // All-slow reads everything from the slow tier: the emulated device adds time.
+  EXPECT_GT(rows[0].measured_emulated_delay_ns, 0);
+  EXPECT_EQ(rows[0].measured_bytes_migrated, 0u);
+  // The ILP's plan migrates as predicted.
+  EXPECT_EQ(rows[2].measured_bytes_migrated, rows[2].bytes_migrated)
+      << "refused " << rows[2].migrations_refused << " skipped " << rows[2].migrations_skipped;
+}
+
+}  // namespace
+}  // namespace tensortier
