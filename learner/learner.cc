@@ -131,7 +131,14 @@ struct Learner::Impl {
   explicit Impl(LearnerConfig c) : config(std::move(c)), server(config.bind_endpoint, config.security) {
     if (!config.workload.finalized()) config.workload.Finalize();
     PlacementEnv probe(config.workload, config.env);  // validates the env settings up front
-    steps_per_episode = std::max<size_t>(1, probe.max_steps());
+    // The derived samples-per-insert ratio needs the length of a real
+    // episode: max_steps() is an upper bound several times too long (it
+    // counts tensors the decision scope skips). One random episode, as early
+    // exploration plays, tells.
+    std::mt19937_64 probe_rng(config.dqn.seed);
+    const EpisodeSummary probe_episode =
+        RunEpisode(probe, [&](const Observation&) { return static_cast<int>(probe_rng() & 1); });
+    steps_per_episode = std::max<size_t>(1, probe_episode.steps);
     if (config.replay != "uniform" && config.replay != "prioritized")
       throw std::invalid_argument("replay must be uniform or prioritized, not '" + config.replay + "'");
     if (config.exploration != "schedule" && config.exploration != "apex")
