@@ -44,9 +44,10 @@ TEST(LearnerTraining, DerivedRateMatchesTheOldUpdatesPerEpisode) {
   Learner learner(c);
   LearnerResult r = RunFleet(learner, 1);
   ASSERT_EQ(r.episodes, 30u);
-  // The ratio is set from one random episode's length; the episodes the
-  // fleet played are about as long, so each brought about the old 8 updates
-  // of batch 16 (not the several times fewer an upper bound on the length gave).
+  // The ratio is set from the lengths of a random and a DRAM-first episode;
+  // the episodes the fleet played are about as long on average, so each
+  // brought about the old 8 updates of batch 16 (not the several times fewer
+  // an upper bound on the length gave).
   double steps = 0;
   for (const EpisodeRecord& rec : r.records) steps += rec.steps;
   steps /= static_cast<double>(r.records.size());
