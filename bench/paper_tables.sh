@@ -9,6 +9,8 @@
 #   --train N      train each agent on each model first (cost model, DRAM = 0.2 x peak, N episodes;
 #                  runs go to runs/paper/MODEL-AGENT) and include them as learned policies
 #   --agents       which agents --train trains (default "dqn sac")
+#   --train-models which models --train trains on (default: all five; ResNet-152 and Inception
+#                  episodes are long: hundreds of thousands of decisions)
 #   --checkpoint   include the learned agent of a learner checkpoint (repeatable, MODEL= for one model)
 set -euo pipefail
 build=build
@@ -16,13 +18,15 @@ measure=--cost-model-only
 checkpoint=()
 train_episodes=0
 agents="dqn sac"
+train_models=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --measure) measure=""; shift ;;
     --train) train_episodes=$2; shift 2 ;;
     --agents) agents=$2; shift 2 ;;
+    --train-models) train_models=$2; shift 2 ;;
     --checkpoint) checkpoint+=(--checkpoint "$2"); shift 2 ;;
-    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,15p "$0"; exit 0 ;;
     *) build=$1; shift ;;
   esac
 done
@@ -39,14 +43,17 @@ for m in "${models[@]}"; do
   specs+=(--workload "$f")
 done
 if [ "$train_episodes" -gt 0 ]; then
-  for m in "${models[@]}"; do
+  for m in ${train_models:-${models[*]}}; do
     for a in $agents; do
       run=runs/paper/$m-$a
       echo "== training $a on $m ($train_episodes episodes, cost model, DRAM 0.2)"
       "$tt" train --workload "$out/workloads/$m.ttwl" --agent "$a" --episodes "$train_episodes" \
         --epsilon-decay-episodes $((train_episodes / 2)) --dram-fraction 0.2 --cost-model-only \
         --metrics-address off --out "$run" | tail -n 3
-      checkpoint+=(--checkpoint "$m=$run/checkpoints/$a.ckpt")
+      # The best greedy evaluation's weights when the learner kept them.
+      ckpt=$run/checkpoints/$a-best.ckpt
+      [ -f "$ckpt" ] || ckpt=$run/checkpoints/$a.ckpt
+      checkpoint+=(--checkpoint "$m=$ckpt")
     done
   done
 fi

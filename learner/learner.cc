@@ -877,8 +877,19 @@ struct Learner::Impl {
     const double reward = s.step_reward_sum + s.episodic_reward;
     result.evaluation_rewards.push_back(reward);
     evaluation_updates.push_back(agent->updates());
-    if (result.evaluation_rewards.size() == 1 || reward > result.best_evaluation_reward)
+    if (result.evaluation_rewards.size() == 1 || reward > result.best_evaluation_reward) {
       result.best_evaluation_reward = reward;
+      // Policies get worse as well as better during training: keep the
+      // weights of the best greedy evaluation, what bench and export want.
+      if (!config.run_dir.empty() && !s.oom) {
+        try {
+          MakeDirectories(CheckpointDir());
+          agent->SaveCheckpoint(CheckpointDir() + "/" + agent->name() + "-best.ckpt");
+        } catch (const std::exception& e) {
+          LogError("best_checkpoint_failed").kv("detail", e.what());
+        }
+      }
+    }
     if (!result.converged && Converged()) {
       result.converged = true;
       result.converged_at_episode = result.episodes;

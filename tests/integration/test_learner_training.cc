@@ -8,6 +8,12 @@
 #include <map>
 #include <set>
 
+#include <filesystem>
+#include <string>
+#include <unistd.h>
+
+#include "agents/agent.h"
+#include "envs/placement_env.h"
 #include "protocol/codec.h"
 #include "tests/integration/fleet_harness.h"
 #include "transport/channel.h"
@@ -17,6 +23,22 @@ namespace {
 
 using testing::RunFleet;
 using testing::TinyLearner;
+
+// The weights of the best greedy evaluation are kept beside the latest:
+// loaded back, they play exactly that evaluation again.
+TEST(LearnerTraining, KeepsTheBestEvaluatedPolicy) {
+  LearnerConfig c = TinyLearner(40);
+  c.run_dir = ::testing::TempDir() + "/best_policy_" + std::to_string(getpid());
+  Learner learner(c);
+  LearnerResult r = RunFleet(learner, 1);
+  const std::string path = c.run_dir + "/checkpoints/dqn-best.ckpt";
+  ASSERT_TRUE(std::filesystem::exists(path));
+  std::unique_ptr<PlacementAgent> best = LoadAgentCheckpoint(path);
+  PlacementEnv env(c.workload, c.env);
+  const EpisodeSummary s = RunEpisode(env, [&](const Observation& o) { return best->Greedy(o.data()); });
+  EXPECT_NEAR(s.step_reward_sum + s.episodic_reward, r.best_evaluation_reward, 1e-6);
+  std::filesystem::remove_all(c.run_dir);
+}
 
 TEST(LearnerTraining, RateLimiterKeepsSamplesPerInsertInItsBand) {
   LearnerConfig c = TinyLearner(40);
