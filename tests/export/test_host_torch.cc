@@ -152,7 +152,16 @@ TEST(HostTorchFidelity, LookupPlanMakesTheNetworksDecisionsOnRealIterations) {
   env.dram_limit_bytes = static_cast<uint64_t>(0.3 * w.peak_live_bytes());
   env.beta = 0.75;
 
-  // The training loop of test_export_fidelity.cc, on the real graph.
+  // The training loop of test_export_fidelity.cc, on the real graph. One
+  // intra-op thread: GEMM partitions, and with them the float sums and the
+  // trained network, must not depend on how busy the machine is (a CI run
+  // under load trained a network the lookup matched on 99.40% of states).
+  const int threads = torch::get_num_threads();
+  torch::set_num_threads(1);
+  struct RestoreThreads {
+    int n;
+    ~RestoreThreads() { torch::set_num_threads(n); }
+  } restore{threads};
   DqnAgent agent(AgentConfig());
   PlacementEnv train_env(w, env);
   ReplayBuffer replay(50000);
