@@ -15,6 +15,7 @@
 #include <random>
 #include <string>
 
+#include "common/hash.h"
 #include "envs/placement_env.h"
 #include "envs/workload_spec.h"
 
@@ -72,6 +73,19 @@ struct ActionSequence {
   }
 };
 
+// Every number of the episode's score, bit for bit.
+uint64_t CostHash(const EpisodeSummary& s) {
+  const CostReport& c = s.cost;
+  Fnv1a h;
+  h.Value(c.total_ns).Value(c.exec_ns).Value(c.migration_ns).Value(c.raw_migration_ns).Value(c.dram_peak_bytes)
+      .Value(c.slow_peak_bytes).Value(c.bytes_to_slow).Value(c.bytes_to_dram).Value(c.migrations_to_slow)
+      .Value(c.migrations_to_dram).Value(c.oom).Value(c.oom_kernel).Value(c.oom_excess_bytes);
+  for (double ns : c.kernel_ns) h.Value(ns);
+  h.Value(s.step_reward_sum).Value(s.episodic_reward).Value(s.normalised_cost).Value(s.price_score);
+  h.String(s.plan.produced_by);
+  return h.digest();
+}
+
 }  // namespace
 }  // namespace tensortier
 
@@ -80,13 +94,22 @@ int main(int argc, char** argv) {
   CLI::App app{"Placement-env steps per second; JSON dump and fixed-sequence check for the Python twin"};
   std::string spec = "synthetic:resnet:4";
   double dram_fraction = 0.2;
+  double slow_fraction = 0;
   std::string mode = "sync";
   double seconds = 2.0;
   std::string dump_json;
   int check_episodes = 0;
+  std::string scope = "relevant", step_reward = "time_saved", oom_handling = "spill_to_slow";
   app.add_option("--workload", spec, "workload file or synthetic:SHAPE[:LAYERS[:BASE_BYTES]]");
   app.add_option("--dram-fraction", dram_fraction, "DRAM limit as a fraction of peak live bytes");
+  app.add_option("--slow-capacity-fraction", slow_fraction,
+                 "slow-tier capacity as a fraction of peak live bytes (0: unbounded)");
   app.add_option("--mode", mode, "sync or async migrations")->check(CLI::IsMember({"sync", "async"}));
+  app.add_option("--scope", scope, "which live tensors get a decision")
+      ->check(CLI::IsMember({"relevant", "all_live"}));
+  app.add_option("--step-reward", step_reward, "step reward")->check(CLI::IsMember({"time_saved", "deeptm"}));
+  app.add_option("--oom-handling", oom_handling, "DRAM choice that does not fit")
+      ->check(CLI::IsMember({"spill_to_slow", "terminate"}));
   app.add_option("--seconds", seconds, "time the random-action loop this long");
   app.add_option("--dump-json", dump_json, "write the workload and env settings as JSON and exit");
   app.add_option("--check-episodes", check_episodes,
@@ -95,9 +118,14 @@ int main(int argc, char** argv) {
 
   Workload w = LoadWorkloadSpec(spec);
   if (!w.finalized()) w.Finalize();
+  if (slow_fraction > 0)
+    w.device.slow_capacity_bytes = static_cast<uint64_t>(std::llround(slow_fraction * w.peak_live_bytes()));
   EnvConfig config;
   config.dram_limit_bytes = static_cast<uint64_t>(std::llround(dram_fraction * w.peak_live_bytes()));
   config.mode = mode == "async" ? MigrationMode::kAsync : MigrationMode::kSync;
+  config.scope = scope == "all_live" ? DecisionScope::kAllLive : DecisionScope::kRelevant;
+  config.step_reward = step_reward == "deeptm" ? StepRewardKind::kDeepTm : StepRewardKind::kTimeSaved;
+  config.oom_handling = oom_handling == "terminate" ? OomHandling::kTerminate : OomHandling::kSpillToSlow;
 
   if (!dump_json.empty()) {
     std::ofstream out(dump_json);
@@ -119,18 +147,28 @@ int main(int argc, char** argv) {
       Observation obs = env.Reset();
       double ret = 0, obs_sum = 0;
       uint64_t steps = 0;
+      // Bit-exact fingerprints, for comparing two C++ builds (the Python
+      // twin prints neither).
+      Fnv1a obs_hash, reward_hash;
       while (!env.done()) {
         for (float x : obs) obs_sum += x;
+        obs_hash.Value(obs);
         StepResult r = env.Step(actions.Next());
+        reward_hash.Value(r.reward);
         ret += r.reward;
         obs = r.observation;
         ++steps;
       }
       const EpisodeSummary& s = env.summary();
       std::printf("{\"episode\": %d, \"steps\": %llu, \"return\": %.17g, \"observation_sum\": %.17g, "
-                  "\"normalised_cost\": %.17g, \"spills\": %u, \"oom\": %s, \"migrations\": %zu}\n",
+                  "\"normalised_cost\": %.17g, \"spills\": %u, \"oom\": %s, \"migrations\": %zu, "
+                  "\"observation_hash\": \"%016llx\", \"reward_hash\": \"%016llx\", \"plan_hash\": \"%016llx\", "
+                  "\"cost_hash\": \"%016llx\"}\n",
                   e, static_cast<unsigned long long>(steps), ret, obs_sum, s.normalised_cost, s.spills,
-                  s.oom ? "true" : "false", s.plan.migrations.size());
+                  s.oom ? "true" : "false", s.plan.migrations.size(),
+                  static_cast<unsigned long long>(obs_hash.digest()),
+                  static_cast<unsigned long long>(reward_hash.digest()),
+                  static_cast<unsigned long long>(s.plan.Hash()), static_cast<unsigned long long>(CostHash(s)));
     }
     return 0;
   }

@@ -32,12 +32,33 @@ double NormalisedCost(const Workload& w, double cost_ns) {
 CostReport EvaluatePlan(const Workload& w, const PlacementPlan& plan) {
   if (!w.finalized()) throw std::logic_error("EvaluatePlan: workload not finalized");
   plan.Validate(w);
-  const size_t K = w.num_kernels();
   CostReport r;
-  r.kernel_ns.assign(K, 0);
+  EvaluateValidPlan(w, plan, r);
+  return r;
+}
+
+void EvaluateValidPlan(const Workload& w, const PlacementPlan& plan, CostReport& r) {
+  const size_t K = w.num_kernels();
+  std::vector<double> kernel_ns = std::move(r.kernel_ns);
+  r = CostReport{};
+  kernel_ns.assign(K, 0);
+  r.kernel_ns = std::move(kernel_ns);
   std::vector<Tier> tier = plan.initial_tiers;
   std::vector<InFlight> in_flight;
   size_t next = 0;
+  // Bytes of the live tensors in each tier, carried from kernel to kernel
+  // instead of summed over live_at(k): on large graphs kernels x live
+  // tensors outweighs everything else here. Integers, so the same peaks.
+  uint64_t live_dram = 0, live_slow = 0;
+  auto live_sum = [&](uint32_t t) -> uint64_t& { return tier[t] == Tier::kDram ? live_dram : live_slow; };
+  // A valid plan moves only tensors live across the boundary, so the totals
+  // follow every tier change.
+  auto set_tier = [&](uint32_t t, Tier to) {
+    if (tier[t] == to) return;
+    live_sum(t) -= w.tensors[t].size_bytes;
+    tier[t] = to;
+    live_sum(t) += w.tensors[t].size_bytes;
+  };
 
   auto count_copy = [&](uint32_t t, Tier to) {
     uint64_t bytes = w.tensors[t].size_bytes;
@@ -54,6 +75,9 @@ CostReport EvaluatePlan(const Workload& w, const PlacementPlan& plan) {
   };
 
   for (size_t k = 0; k < K; ++k) {
+    if (k > 0)
+      for (uint32_t t : w.freed_at(k - 1)) live_sum(t) -= w.tensors[t].size_bytes;
+    for (uint32_t t : w.allocated_at(k)) live_sum(t) += w.tensors[t].size_bytes;
     double blocking_ns = 0, overlapped_ns = 0;
     in_flight.clear();
     const int32_t boundary = static_cast<int32_t>(k) - 1;
@@ -63,7 +87,7 @@ CostReport EvaluatePlan(const Workload& w, const PlacementPlan& plan) {
       double ns = count_copy(m.tensor, m.to);
       if (plan.mode == MigrationMode::kSync || w.KernelWrites(k, m.tensor)) {
         blocking_ns += ns;
-        tier[m.tensor] = m.to;
+        set_tier(m.tensor, m.to);
       } else {
         overlapped_ns += ns;
         in_flight.push_back({m.tensor, m.to});
@@ -74,8 +98,7 @@ CostReport EvaluatePlan(const Workload& w, const PlacementPlan& plan) {
     for (uint32_t i : w.accesses_of_kernel(k))
       if (tier[w.accesses[i].tensor] == Tier::kSlow) exec_ns += w.accesses[i].slow_penalty_ns;
 
-    uint64_t dram = 0, slow = 0;
-    for (uint32_t t : w.live_at(k)) (tier[t] == Tier::kDram ? dram : slow) += w.tensors[t].size_bytes;
+    uint64_t dram = live_dram, slow = live_slow;
     // A copy in flight holds space in both tiers (eq. 7).
     for (const InFlight& f : in_flight) (f.to == Tier::kDram ? dram : slow) += w.tensors[f.tensor].size_bytes;
     r.dram_peak_bytes = std::max(r.dram_peak_bytes, dram);
@@ -94,7 +117,7 @@ CostReport EvaluatePlan(const Workload& w, const PlacementPlan& plan) {
     r.exec_ns += exec_ns;
     r.migration_ns += exposed_ns;
     r.kernel_ns[k] = exec_ns + exposed_ns;
-    for (const InFlight& f : in_flight) tier[f.tensor] = f.to;
+    for (const InFlight& f : in_flight) set_tier(f.tensor, f.to);
   }
 
   // The plan repeats every iteration: persistent tensors go back to where
@@ -106,7 +129,6 @@ CostReport EvaluatePlan(const Workload& w, const PlacementPlan& plan) {
     r.kernel_ns[K - 1] += ns;
   }
   r.total_ns = r.exec_ns + r.migration_ns;
-  return r;
 }
 
 }  // namespace tensortier

@@ -33,6 +33,10 @@ struct CostReport {
 // than they started are moved back after the last kernel, as the next
 // iteration needs them where the plan starts them.
 CostReport EvaluatePlan(const Workload& w, const PlacementPlan& plan);
+// EvaluatePlan without plan.Validate(w), which hashes the whole workload:
+// for callers that score many plans valid by construction (PlacementEnv,
+// once per episode). Reuses out's buffers; `w` must be finalized.
+void EvaluateValidPlan(const Workload& w, const PlacementPlan& plan, CostReport& out);
 
 // Time of a copy of `bytes` towards `to` on the workload's device: its fixed
 // setup cost plus bytes over its bandwidth.

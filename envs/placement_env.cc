@@ -1,14 +1,13 @@
 #include "envs/placement_env.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
 
 namespace tensortier {
 namespace {
-
-// The access of tensor t by kernel k, or nullptr.
 
 uint64_t BytesTouched(const Workload& w, size_t k) {
   uint64_t sum = 0;
@@ -18,51 +17,124 @@ uint64_t BytesTouched(const Workload& w, size_t k) {
 
 constexpr float kNewTensor = 0.5f;
 
+// slot_word_: the tensor in the low bits (Workload::Finalize caps tensors
+// at 2^26) and whether it gets a decision even when it idles in the slow tier.
+constexpr uint32_t kSlotTensor = (1u << 26) - 1;
+constexpr uint32_t kSlotRelevant = 1u << 31;
+
+// state_ values: a tier (as Tier) or not placed yet.
+constexpr uint8_t kInDram = static_cast<uint8_t>(Tier::kDram);
+constexpr uint8_t kInSlow = static_cast<uint8_t>(Tier::kSlow);
+constexpr uint8_t kNotPlaced = 2;
+
 }  // namespace
 
 PlacementEnv::PlacementEnv(const Workload& w, EnvConfig config) : w_(w), config_(config) {
   if (!w.finalized()) throw std::invalid_argument("PlacementEnv: workload not finalized");
   if (config_.dram_limit_bytes == 0) throw std::invalid_argument("PlacementEnv: DRAM limit must be positive");
   if (!(config_.beta >= 0 && config_.beta <= 1)) throw std::invalid_argument("PlacementEnv: beta must be in [0, 1]");
-  heats_ = ComputeAllHeats(w, config_.dram_limit_bytes);
-  observed_heats_.resize(heats_.size());
-  for (size_t k = 0; k < heats_.size(); ++k)
-    for (double h : heats_[k]) observed_heats_[k].push_back(static_cast<float>(std::tanh(h)));
+  const size_t K = w.num_kernels(), T = w.num_tensors();
+  const double limit = static_cast<double>(config_.dram_limit_bytes);
   signature_ = w.Signature();
-  bottleneck_.resize(w.num_kernels());
-  decision_order_.resize(w.num_kernels());
-  for (size_t k = 0; k < w.num_kernels(); ++k) {
-    bottleneck_[k] = w.live_bytes_at(k) > config_.dram_limit_bytes;
-    if (!bottleneck_[k]) continue;
-    max_steps_ += static_cast<uint32_t>(w.live_at(k).size());
-    // Hottest first, so that D_left tells the agent what the hot tensors left.
-    auto& order = decision_order_[k];
-    order.resize(w.live_at(k).size());
-    std::iota(order.begin(), order.end(), 0u);
-    const auto& heat = heats_[k];
-    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return heat[a] > heat[b]; });
-  }
-  const double span = MaxCostNs(w) - MinCostNs(w);
+  min_cost_ns_ = MinCostNs(w);
+  max_cost_ns_ = MaxCostNs(w);
+  const double span = max_cost_ns_ - min_cost_ns_;
   // The performance part of eq. 13, beta R_fix (1 - C_normal), paid out
   // step by step as time is saved: see StepRewardKind::kTimeSaved.
   time_scale_ = span > 0 ? config_.beta * config_.reward_fix / span : 0.0;
-  touched_bytes_.resize(w.num_kernels());
-  for (size_t k = 0; k < w.num_kernels(); ++k) touched_bytes_[k] = BytesTouched(w, k);
+
+  kernel_ns_.resize(K);
+  position_.resize(K);
+  touched_bytes_.resize(K);
+  for (size_t k = 0; k < K; ++k) {
+    kernel_ns_[k] = std::max(w.kernels[k].dram_time_ns, 1.0);
+    position_[k] = static_cast<float>(static_cast<double>(k) / static_cast<double>(K));
+    touched_bytes_[k] = BytesTouched(w, k);
+  }
+  size_.resize(T);
+  size_of_limit_.resize(T);
+  copy_ns_.resize(2 * T);
+  use_begin_.assign(T + 1, 0);
+  for (uint32_t t = 0; t < T; ++t) {
+    size_[t] = w.tensors[t].size_bytes;
+    size_of_limit_[t] = static_cast<float>(std::min(1.0, static_cast<double>(size_[t]) / limit));
+    copy_ns_[2 * t + kInDram] = CopyTimeNs(w, size_[t], Tier::kDram);
+    copy_ns_[2 * t + kInSlow] = CopyTimeNs(w, size_[t], Tier::kSlow);
+    use_begin_[t + 1] = use_begin_[t] + static_cast<uint32_t>(w.kernels_of_tensor(t).size());
+  }
+  uses_.resize(w.accesses.size());
+  std::vector<uint32_t> cursor(use_begin_.begin(), use_begin_.end() - 1);
+  for (const Access& a : w.accesses) {  // by kernel, so each tensor's in kernel order
+    Use& u = uses_[cursor[a.tensor]++];
+    u.kernel = a.kernel;
+    u.writes = a.writes > 0;
+    u.penalty_share = static_cast<float>(std::min(1.0, a.slow_penalty_ns / kernel_ns_[a.kernel]));
+    u.penalty_ns = a.slow_penalty_ns;
+  }
+
+  bottleneck_.resize(K);
+  slot_begin_.resize(K + 1);
+  size_t slots = 0;
+  for (size_t k = 0; k < K; ++k) {
+    bottleneck_[k] = w.live_bytes_at(k) > config_.dram_limit_bytes;
+    if (bottleneck_[k]) slots += w.live_at(k).size();
+  }
+  slot_word_.reserve(slots);
+  slot_heat_.reserve(slots);
+  slot_use_.reserve(slots);
+  // Each tensor's first use at or after k, as k goes up.
+  cursor.assign(use_begin_.begin(), use_begin_.end() - 1);
+  std::vector<uint32_t> order;
+  HeatWeights weights;  // carried from kernel to kernel, as ComputeAllHeats does
+  for (size_t k = 0; k < K; ++k) {
+    slot_begin_[k] = static_cast<uint32_t>(slot_word_.size());
+    KernelHeats heats = AdjustHeats(w, k, config_.dram_limit_bytes, weights);
+    weights = heats.weights;
+    if (!bottleneck_[k]) continue;
+    const auto& live = w.live_at(k);
+    // Hottest first, so that D_left tells the agent what the hot tensors left.
+    const auto& heat = heats.heat;
+    order.resize(live.size());
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return heat[a] > heat[b]; });
+    for (uint32_t i : order) {
+      const uint32_t t = live[i];
+      uint32_t& u = cursor[t];
+      while (u < use_begin_[t + 1] && uses_[u].kernel < k) ++u;
+      const bool now = u < use_begin_[t + 1] && uses_[u].kernel == k;
+      const uint32_t after = now ? u + 1 : u;
+      const bool next = after < use_begin_[t + 1] && uses_[after].kernel == k + 1;
+      uint32_t word = t;
+      if (config_.scope == DecisionScope::kAllLive || now || (config_.mode == MigrationMode::kAsync && next))
+        word |= kSlotRelevant;
+      slot_word_.push_back(word);
+      slot_heat_.push_back(static_cast<float>(std::tanh(heat[i])));
+      slot_use_.push_back(u);
+    }
+  }
+  slot_begin_[K] = static_cast<uint32_t>(slot_word_.size());
+  max_steps_ = slot_begin_[K];
 }
 
 Observation PlacementEnv::Reset() {
   const size_t T = w_.num_tensors();
-  tier_.assign(T, Tier::kDram);
-  placed_.assign(T, false);
-  plan_ = PlacementPlan();
-  plan_.workload_signature = signature_;
-  plan_.dram_limit_bytes = config_.dram_limit_bytes;
-  plan_.initial_tiers.assign(T, Tier::kDram);
-  plan_.mode = config_.mode;
-  plan_.produced_by = "placement-env";
+  state_.assign(T, kNotPlaced);
+  // A fresh summary that keeps the last episode's buffers.
+  PlacementPlan plan = std::move(summary_.plan);
+  std::vector<double> kernel_ns = std::move(summary_.cost.kernel_ns);
   summary_ = EpisodeSummary{};
+  plan.workload_signature = signature_;
+  plan.dram_limit_bytes = config_.dram_limit_bytes;
+  plan.initial_tiers.assign(T, Tier::kDram);
+  plan.migrations.clear();
+  plan.mode = config_.mode;
+  plan.produced_by = "placement-env";
+  summary_.plan = std::move(plan);
+  kernel_ns.clear();
+  summary_.cost.kernel_ns = std::move(kernel_ns);
   kernel_ = 0;
-  cursor_ = 0;
+  slot_ = slot_end_ = 0;
+  resident_live_bytes_ = 0;
   in_kernel_ = false;
   done_ = false;
   AdvanceToDecision();
@@ -75,93 +147,100 @@ void PlacementEnv::AdvanceToDecision() {
   while (kernel_ < w_.num_kernels()) {
     if (!in_kernel_) {
       if (!bottleneck_[kernel_]) {
-        for (uint32_t t : w_.allocated_at(kernel_)) placed_[t] = true;  // new tensors start in DRAM
-        ++kernel_;
+        for (uint32_t t : w_.allocated_at(kernel_)) {  // new tensors start in DRAM
+          state_[t] = kInDram;
+          resident_live_bytes_ += size_[t];
+        }
+        LeaveKernel();
         continue;
       }
       in_kernel_ = true;
-      cursor_ = 0;
+      slot_ = slot_begin_[kernel_];
+      slot_end_ = slot_begin_[kernel_ + 1];
       dram_committed_ = 0;
       undecided_bytes_ = w_.live_bytes_at(kernel_);
-      resident_undecided_bytes_ = 0;
-      for (uint32_t t : w_.live_at(kernel_))
-        if (placed_[t] && tier_[t] == Tier::kDram) resident_undecided_bytes_ += w_.tensors[t].size_bytes;
+      resident_undecided_bytes_ = resident_live_bytes_;
+      kernel_migrations_ = summary_.plan.migrations.size();
     }
-    const auto& order = decision_order_[kernel_];
     // Skipped tensors are all in the slow tier: no resident bytes to drop.
-    while (cursor_ < order.size() && !NeedsDecision(CurrentTensor())) {
-      undecided_bytes_ -= w_.tensors[CurrentTensor()].size_bytes;
-      ++cursor_;
+    for (; slot_ < slot_end_; ++slot_) {
+      const uint32_t word = slot_word_[slot_];
+      if ((word & kSlotRelevant) || state_[word & kSlotTensor] != kInSlow) return;
+      undecided_bytes_ -= size_[word & kSlotTensor];
     }
-    if (cursor_ < order.size()) return;
+    SortKernelMigrations();
     in_kernel_ = false;
-    ++kernel_;
+    LeaveKernel();
   }
   FinishEpisode(false);
 }
 
-bool PlacementEnv::NeedsDecision(uint32_t t) const {
-  if (config_.scope == DecisionScope::kAllLive || !placed_[t] || tier_[t] == Tier::kDram) return true;
-  if (w_.FindAccess(kernel_, t)) return true;
-  return config_.mode == MigrationMode::kAsync && kernel_ + 1 < w_.num_kernels() &&
-         w_.FindAccess(kernel_ + 1, t) != nullptr;
+// resident_live_bytes_ counts only live tensors: drop those that die here.
+void PlacementEnv::LeaveKernel() {
+  for (uint32_t t : w_.freed_at(kernel_))
+    if (state_[t] == kInDram) resident_live_bytes_ -= size_[t];
+  ++kernel_;
 }
 
-// DRAM that placing t in `tier` for the current kernel holds: its size if it
-// is in DRAM, and also if an async copy of it is in flight (one of the two
-// copies is in DRAM).
-uint64_t PlacementEnv::DramNeeded(uint32_t t, Tier tier) const {
-  if (tier == Tier::kDram) return w_.tensors[t].size_bytes;
-  const bool moves = placed_[t] && tier_[t] != tier;
-  if (!moves || config_.mode != MigrationMode::kAsync) return 0;
-  const Access* access = w_.FindAccess(kernel_, t);
-  return access && access->writes > 0 ? 0 : w_.tensors[t].size_bytes;
+// The plan's migrations go in (after_kernel, tensor) order; one kernel's
+// come in decision order, at most one per tensor, so sorting each kernel's
+// leaves nothing for PlacementPlan::Normalize to do.
+void PlacementEnv::SortKernelMigrations() {
+  auto& m = summary_.plan.migrations;
+  std::sort(m.begin() + static_cast<std::ptrdiff_t>(kernel_migrations_), m.end(),
+            [](const Migration& a, const Migration& b) { return a.tensor < b.tensor; });
 }
 
-uint32_t PlacementEnv::CurrentTensor() const {
-  return w_.live_at(kernel_)[decision_order_[kernel_][cursor_]];
-}
+uint32_t PlacementEnv::CurrentTensor() const { return slot_word_[slot_] & kSlotTensor; }
 
 Observation PlacementEnv::MakeObservation() const {
   Observation o{};
   const size_t k = kernel_;
   const uint32_t t = CurrentTensor();
-  const Tensor& x = w_.tensors[t];
+  const double size = static_cast<double>(size_[t]);
   const double limit = static_cast<double>(config_.dram_limit_bytes);
-  const double kernel_ns = std::max(w_.kernels[k].dram_time_ns, 1.0);
-  const Access* access = w_.FindAccess(k, t);
+  const double kernel_ns = kernel_ns_[k];
+  const uint32_t end = use_begin_[t + 1];
+  uint32_t u = slot_use_[slot_];
+  const bool now = u < end && uses_[u].kernel == k;
 
-  o[kObsTier] = placed_[t] ? static_cast<float>(tier_[t]) : kNewTensor;
-  o[kObsHeat] = observed_heats_[k][decision_order_[k][cursor_]];
+  switch (state_[t]) {
+    case kInDram:
+      o[kObsTier] = 0.0f;
+      o[kObsCopyCost] = static_cast<float>(std::min(1.0, copy_ns_[2 * t + kInSlow] / kernel_ns));
+      break;
+    case kInSlow:
+      o[kObsTier] = 1.0f;
+      o[kObsCopyCost] = static_cast<float>(std::min(1.0, copy_ns_[2 * t + kInDram] / kernel_ns));
+      break;
+    default:
+      o[kObsTier] = kNewTensor;
+  }
+  o[kObsHeat] = slot_heat_[slot_];
   o[kObsDramLeft] = static_cast<float>((limit - static_cast<double>(dram_committed_)) / limit);
   o[kObsSlowLeft] = 1.0f;
   if (w_.device.slow_capacity_bytes > 0)
     o[kObsSlowLeft] = static_cast<float>(1.0 - static_cast<double>(w_.live_bytes_at(k) - dram_committed_) /
                                                    static_cast<double>(w_.device.slow_capacity_bytes));
-  o[kObsSizeShare] = static_cast<float>(static_cast<double>(x.size_bytes) / static_cast<double>(w_.live_bytes_at(k)));
-  o[kObsAccessedNow] = access ? 1.0f : 0.0f;
-  o[kObsInputShare] = access ? static_cast<float>(static_cast<double>(x.size_bytes) /
-                                                  static_cast<double>(touched_bytes_[k]))
-                             : 0.0f;
-  o[kObsPenaltyShare] = access ? static_cast<float>(std::min(1.0, access->slow_penalty_ns / kernel_ns)) : 0.0f;
-  const auto& uses = w_.kernels_of_tensor(t);
-  auto next = std::upper_bound(uses.begin(), uses.end(), static_cast<uint32_t>(k));
-  o[kObsNextUse] = next == uses.end() ? 1.0f
-                                      : static_cast<float>(static_cast<double>(*next - k) /
-                                                           static_cast<double>(w_.num_kernels()));
-  o[kObsPosition] = static_cast<float>(static_cast<double>(k) / static_cast<double>(w_.num_kernels()));
-  Tier other = placed_[t] && tier_[t] == Tier::kDram ? Tier::kSlow : Tier::kDram;
-  o[kObsCopyCost] = placed_[t] ? static_cast<float>(std::min(1.0, CopyTimeNs(w_, x.size_bytes, other) / kernel_ns))
-                               : 0.0f;
+  o[kObsSizeShare] = static_cast<float>(size / static_cast<double>(w_.live_bytes_at(k)));
+  if (now) {
+    o[kObsAccessedNow] = 1.0f;
+    o[kObsInputShare] = static_cast<float>(size / static_cast<double>(touched_bytes_[k]));
+    o[kObsPenaltyShare] = uses_[u].penalty_share;
+    ++u;
+  }
+  if (u < end) {
+    o[kObsNextUse] =
+        static_cast<float>(static_cast<double>(uses_[u].kernel - k) / static_cast<double>(w_.num_kernels()));
+    o[kObsNextUsePenalty] = uses_[u].penalty_share;
+  } else {
+    o[kObsNextUse] = 1.0f;
+  }
+  o[kObsPosition] = position_[k];
   o[kObsPendingBytes] = static_cast<float>(std::min(4.0, static_cast<double>(undecided_bytes_) / limit) / 4.0);
-  o[kObsSizeOfLimit] = static_cast<float>(std::min(1.0, static_cast<double>(x.size_bytes) / limit));
+  o[kObsSizeOfLimit] = size_of_limit_[t];
   o[kObsResidentPending] =
       static_cast<float>(std::min(1.0, static_cast<double>(resident_undecided_bytes_) / limit));
-  if (next != uses.end()) {
-    const Access* a = w_.FindAccess(*next, t);
-    o[kObsNextUsePenalty] = static_cast<float>(
-        std::min(1.0, a->slow_penalty_ns / std::max(w_.kernels[*next].dram_time_ns, 1.0)));
-  }
   return o;
 }
 
@@ -171,32 +250,44 @@ StepResult PlacementEnv::Step(int action) {
   const Tier requested = static_cast<Tier>(action);
   const size_t k = kernel_;
   const uint32_t t = CurrentTensor();
-  const Tensor& x = w_.tensors[t];
-  const Access* access = w_.FindAccess(k, t);
-  const double kernel_ns = std::max(w_.kernels[k].dram_time_ns, 1.0);
+  const uint32_t u = slot_use_[slot_];
+  const Use* use = u < use_begin_[t + 1] && uses_[u].kernel == k ? &uses_[u] : nullptr;  // k's access to t
+  const bool writes = use && use->writes;
+  const uint64_t size = size_[t];
+  const uint8_t state = state_[t];
+  const bool async = config_.mode == MigrationMode::kAsync;
+  const double kernel_ns = kernel_ns_[k];
 
   StepResult result;
   double reward = 0;
   Tier chosen = requested;
   if (chosen == Tier::kDram && config_.oom_handling == OomHandling::kSpillToSlow &&
-      DramNeeded(t, Tier::kDram) > config_.dram_limit_bytes - dram_committed_) {
+      size > config_.dram_limit_bytes - dram_committed_) {
     chosen = Tier::kSlow;
     reward -= config_.spill_penalty;
     ++summary_.spills;
   }
-  const uint64_t needed = DramNeeded(t, chosen);
-  if (placed_[t] && tier_[t] == Tier::kDram) resident_undecided_bytes_ -= x.size_bytes;
+  const uint8_t chosen_state = static_cast<uint8_t>(chosen);
+  // DRAM that placing t in `chosen` holds during kernel k: its size if it
+  // is in DRAM, and also if an async copy of it is in flight (one of the two
+  // copies is in DRAM).
+  const bool copy_in_flight = state != kNotPlaced && state != chosen_state && async && !writes;
+  const uint64_t needed = chosen == Tier::kDram || copy_in_flight ? size : 0;
+  if (state == kInDram) {
+    resident_undecided_bytes_ -= size;
+    resident_live_bytes_ -= size;
+  }
+  if (chosen == Tier::kDram) resident_live_bytes_ += size;
   Tier effective = chosen;  // the tier kernel k reads t from
-  if (!placed_[t]) {
-    plan_.initial_tiers[t] = chosen;
-    placed_[t] = true;
-  } else if (tier_[t] != chosen) {
-    plan_.migrations.push_back({static_cast<int32_t>(k) - 1, t, chosen});
+  if (state == kNotPlaced) {
+    summary_.plan.initial_tiers[t] = chosen;
+  } else if (state != chosen_state) {
+    summary_.plan.migrations.push_back({static_cast<int32_t>(k) - 1, t, chosen});
     // An async copy overlaps kernel k, which still uses the source copy
     // unless it writes the tensor (then the copy is synchronous).
-    bool overlapped = config_.mode == MigrationMode::kAsync && !(access && access->writes > 0);
-    if (overlapped) effective = tier_[t];
-    const double copy_ns = CopyTimeNs(w_, x.size_bytes, chosen);
+    bool overlapped = async && !writes;
+    if (overlapped) effective = static_cast<Tier>(state);
+    const double copy_ns = copy_ns_[2 * t + chosen_state];
     if (config_.step_reward == StepRewardKind::kDeepTm) {
       reward -= std::min(1.0, copy_ns / kernel_ns);  // m_nor
     } else {
@@ -207,9 +298,9 @@ StepResult PlacementEnv::Step(int action) {
   // DRAM held during kernel k: DRAM-placed tensors and, with async copies,
   // every tensor in flight (one of its two copies is in DRAM). An eviction
   // in flight can overflow DRAM even after a spill: that is an OOM.
-  tier_[t] = chosen;
+  state_[t] = chosen_state;
   dram_committed_ += needed;
-  undecided_bytes_ -= x.size_bytes;
+  undecided_bytes_ -= size;
   ++summary_.steps;
 
   if (dram_committed_ > config_.dram_limit_bytes) {
@@ -220,15 +311,15 @@ StepResult PlacementEnv::Step(int action) {
     result.done = true;
     return result;
   }
-  if (effective == Tier::kDram && access) {
+  if (effective == Tier::kDram && use) {
     if (config_.step_reward == StepRewardKind::kDeepTm)
-      reward += static_cast<double>(x.size_bytes) / static_cast<double>(touched_bytes_[k]);  // eq. 8
+      reward += static_cast<double>(size) / static_cast<double>(touched_bytes_[k]);  // eq. 8
     else
-      reward += time_scale_ * access->slow_penalty_ns;
+      reward += time_scale_ * use->penalty_ns;
   }
   summary_.step_reward_sum += reward;
 
-  ++cursor_;
+  ++slot_;
   AdvanceToDecision();
   if (done_) {
     reward += terminal_reward_;
@@ -252,15 +343,24 @@ double PlacementEnv::EpisodicReward(double normalised_cost, uint64_t dram_peak_b
 
 void PlacementEnv::FinishEpisode(bool oom) {
   done_ = true;
+  PlacementPlan& plan = summary_.plan;
+  if (in_kernel_) SortKernelMigrations();
   // Tensors never reached (the episode ended early) go to the slow tier, so
   // the plan is complete and can still be scored.
-  for (uint32_t t = 0; t < w_.num_tensors(); ++t)
-    if (!placed_[t] && w_.tensors[t].alloc_kernel >= kernel_) plan_.initial_tiers[t] = Tier::kSlow;
-  plan_.Normalize();
+  if (kernel_ < w_.num_kernels())
+    for (uint32_t t = 0; t < w_.num_tensors(); ++t)
+      if (state_[t] == kNotPlaced && w_.tensors[t].alloc_kernel >= kernel_) plan.initial_tiers[t] = Tier::kSlow;
+#ifndef NDEBUG
+  PlacementPlan normalized = plan;
+  normalized.Normalize();
+  assert(normalized == plan);
+  plan.Validate(w_);
+#endif
   summary_.oom = oom;
-  summary_.plan = plan_;
-  summary_.cost = EvaluatePlan(w_, plan_);
-  summary_.normalised_cost = NormalisedCost(w_, summary_.cost.total_ns);
+  // The plan is valid by construction: no need to hash the workload again.
+  EvaluateValidPlan(w_, plan, summary_.cost);
+  const double span = max_cost_ns_ - min_cost_ns_;  // as NormalisedCost, without re-summing the workload
+  summary_.normalised_cost = span <= 0 ? 0 : (summary_.cost.total_ns - min_cost_ns_) / span;
   double peak = static_cast<double>(w_.peak_live_bytes());
   summary_.price_score =
       peak > 0 ? std::clamp(1.0 - static_cast<double>(summary_.cost.dram_peak_bytes) / peak, 0.0, 1.0) : 0.0;

@@ -133,37 +133,60 @@ class PlacementEnv {
   double EpisodicReward(double normalised_cost, uint64_t dram_peak_bytes) const;
 
  private:
+  // One kernel's access to a tensor, for the tensor's decisions.
+  struct Use {
+    uint32_t kernel = 0;
+    bool writes = false;
+    float penalty_share = 0;  // slow penalty / the kernel's DRAM time, capped at 1
+    double penalty_ns = 0;
+  };
+
   void AdvanceToDecision();
-  bool NeedsDecision(uint32_t t) const;
+  void LeaveKernel();
+  void SortKernelMigrations();
   void FinishEpisode(bool oom);
   Observation MakeObservation() const;
   uint32_t CurrentTensor() const;
-  uint64_t DramNeeded(uint32_t t, Tier tier) const;
 
   const Workload& w_;
   EnvConfig config_;
-  std::vector<std::vector<double>> heats_;        // [kernel][index in live_at]
-  std::vector<std::vector<float>> observed_heats_;  // tanh of heats_: computed once, read every step
   uint64_t signature_ = 0;                        // the workload's, for every episode's plan
-  std::vector<bool> bottleneck_;
-  std::vector<std::vector<uint32_t>> decision_order_;  // indices into live_at(k), hottest first
+  std::vector<uint8_t> bottleneck_;
+  // Decision slots: one per live tensor of each bottleneck kernel, hottest
+  // first, kernel after kernel; kernel k's are [slot_begin_[k],
+  // slot_begin_[k + 1]). Steps read these instead of searching the workload;
+  // a few bytes each, as large graphs have millions.
+  std::vector<uint32_t> slot_begin_;
+  std::vector<uint32_t> slot_word_;               // tensor id and a flag, see placement_env.cc
+  std::vector<float> slot_heat_;                  // the squashed heat
+  std::vector<uint32_t> slot_use_;                // the tensor's first use at or after the kernel
+  // Every tensor's uses in kernel order; tensor t's are
+  // [use_begin_[t], use_begin_[t + 1]).
+  std::vector<uint32_t> use_begin_;
+  std::vector<Use> uses_;
+  std::vector<uint64_t> size_;                    // per tensor: contiguous, unlike Tensor
+  std::vector<float> size_of_limit_;              // per tensor, the observation's
+  std::vector<double> copy_ns_;                   // [2 t + tier]: copy of t towards tier
+  std::vector<double> kernel_ns_;                 // max(DRAM time, 1) per kernel
+  std::vector<float> position_;                   // k / K
   std::vector<uint64_t> touched_bytes_;           // bytes each kernel reads or writes
   uint32_t max_steps_ = 0;
   double time_scale_ = 0;                         // beta R_fix / (C_max - C_min), per ns
+  double min_cost_ns_ = 0, max_cost_ns_ = 0;      // C_min, C_max
   double terminal_reward_ = 0;                    // added to the last step's reward
 
   // Episode state.
   size_t kernel_ = 0;
-  size_t cursor_ = 0;                  // position in decision_order_[kernel_]
-  std::vector<Tier> tier_;             // tier of each tensor from the current kernel on
-  std::vector<bool> placed_;           // whether the tensor has a tier yet
+  size_t slot_ = 0, slot_end_ = 0;     // the current decision and the end of kernel_'s
+  std::vector<uint8_t> state_;         // per tensor: its tier, or not placed yet
   uint64_t dram_committed_ = 0;        // DRAM held during kernel_ by decisions so far
   uint64_t undecided_bytes_ = 0;
   uint64_t resident_undecided_bytes_ = 0;  // of those, bytes now in DRAM
+  uint64_t resident_live_bytes_ = 0;   // DRAM bytes of placed tensors live at kernel_
+  size_t kernel_migrations_ = 0;       // kernel_'s first migration in the plan
   bool done_ = true;
   bool in_kernel_ = false;             // kernel_'s decisions have begun
-  PlacementPlan plan_;
-  EpisodeSummary summary_;
+  EpisodeSummary summary_;             // its plan is built as the episode goes
 };
 
 // Runs `policy(observation) -> action` through one episode and returns it.

@@ -71,6 +71,7 @@ void Workload::Finalize() {
   kernel_accesses_.assign(K, {});
   live_.assign(K, {});
   allocated_.assign(K, {});
+  freed_.assign(K, {});
   tensor_kernels_.assign(T, {});
   live_bytes_.assign(K, 0);
   for (uint32_t i = 0; i < accesses.size(); ++i) {
@@ -79,6 +80,7 @@ void Workload::Finalize() {
   }
   for (uint32_t t = 0; t < T; ++t) {
     allocated_[tensors[t].alloc_kernel].push_back(t);
+    freed_[tensors[t].free_kernel].push_back(t);
     for (uint32_t k = tensors[t].alloc_kernel; k <= tensors[t].free_kernel; ++k) {
       live_[k].push_back(t);
       live_bytes_[k] += tensors[t].size_bytes;

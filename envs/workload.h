@@ -102,6 +102,8 @@ class Workload {
   const std::vector<uint32_t>& live_at(size_t k) const { return live_[k]; }
   // Tensors allocated at kernel k.
   const std::vector<uint32_t>& allocated_at(size_t k) const { return allocated_[k]; }
+  // Tensors whose last live kernel is k.
+  const std::vector<uint32_t>& freed_at(size_t k) const { return freed_[k]; }
   // Kernels that access tensor t, ascending.
   const std::vector<uint32_t>& kernels_of_tensor(size_t t) const { return tensor_kernels_[t]; }
 
@@ -127,6 +129,7 @@ class Workload {
   std::vector<std::vector<uint32_t>> kernel_accesses_;
   std::vector<std::vector<uint32_t>> live_;
   std::vector<std::vector<uint32_t>> allocated_;
+  std::vector<std::vector<uint32_t>> freed_;
   std::vector<std::vector<uint32_t>> tensor_kernels_;
   std::vector<uint64_t> live_bytes_;
   uint64_t peak_live_bytes_ = 0;
