@@ -17,29 +17,46 @@ void RateLimiterConfig::Validate() const {
         ", or inserts and samples can block each other forever");
 }
 
-RateLimiter::RateLimiter(RateLimiterConfig config) : config_(config) {
-  config_.Validate();
-  const double offset = config_.samples_per_insert * static_cast<double>(config_.min_size_to_sample);
-  min_diff_ = offset - config_.error_buffer;
-  max_diff_ = offset + config_.error_buffer;
+RateLimiter::RateLimiter(RateLimiterConfig config) : config_(config) { config_.Validate(); }
+
+RateLimiterConfig RateLimiter::config() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return config_;
+}
+
+void RateLimiter::SetSamplesPerInsert(double samples_per_insert, double error_buffer) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    RateLimiterConfig next = config_;
+    next.samples_per_insert = samples_per_insert;
+    next.error_buffer = error_buffer;
+    next.Validate();
+    config_ = next;
+  }
+  cv_.notify_all();
+}
+
+uint64_t RateLimiter::EarningInsertsLocked(uint64_t n) const {
+  const uint64_t min = config_.min_size_to_sample;
+  const uint64_t before = c_.inserts > min ? c_.inserts - min : 0;
+  const uint64_t after = c_.inserts + n > min ? c_.inserts + n - min : 0;
+  return after - before;
 }
 
 bool RateLimiter::InsertAllowedLocked(uint64_t n) const {
   if (closed_) return false;
   const uint64_t size = c_.inserts - c_.deletes;
   if (size + n <= config_.min_size_to_sample) return true;
-  const double diff = static_cast<double>(c_.inserts + n) * config_.samples_per_insert -
+  const double diff = credit_ + static_cast<double>(EarningInsertsLocked(n)) * config_.samples_per_insert -
                       static_cast<double>(c_.samples);
-  return diff <= max_diff_;
+  return diff <= config_.error_buffer;
 }
 
 bool RateLimiter::SampleAllowedLocked(uint64_t n) const {
   if (closed_) return false;
   const uint64_t size = c_.inserts - c_.deletes;
   if (size < config_.min_size_to_sample || size == 0) return false;
-  const double diff = static_cast<double>(c_.inserts) * config_.samples_per_insert -
-                      static_cast<double>(c_.samples + n);
-  return diff >= min_diff_;
+  return credit_ - static_cast<double>(c_.samples + n) >= -config_.error_buffer;
 }
 
 bool RateLimiter::InsertAllowed(uint64_t n) const {
@@ -69,7 +86,7 @@ bool RateLimiter::CanSample(uint64_t n) {
 void RateLimiter::OnInsert(uint64_t n) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    c_.inserts += n;
+    RecordInsertLocked(n);
   }
   cv_.notify_all();
 }
@@ -99,7 +116,7 @@ bool RateLimiter::TryInsert(uint64_t n) {
       ++c_.blocked_inserts;
       return false;
     }
-    c_.inserts += n;
+    RecordInsertLocked(n);
   }
   cv_.notify_all();
   return true;
@@ -126,7 +143,7 @@ bool RateLimiter::AwaitInsert(uint64_t n, std::chrono::milliseconds timeout) {
       ++c_.blocked_inserts;
       return false;
     }
-    c_.inserts += n;
+    RecordInsertLocked(n);
   }
   cv_.notify_all();
   return true;
@@ -169,28 +186,44 @@ RateLimiterCounters RateLimiter::counters() const {
   return c_;
 }
 
-double RateLimiter::diff() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return static_cast<double>(c_.inserts) * config_.samples_per_insert -
-         static_cast<double>(c_.samples);
+void RateLimiter::RecordInsertLocked(uint64_t n) {
+  credit_ += static_cast<double>(EarningInsertsLocked(n)) * config_.samples_per_insert;
+  c_.inserts += n;
 }
 
-void RateLimiter::Restore(const RateLimiterCounters& counters) {
+double RateLimiter::diff() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return credit_ - static_cast<double>(c_.samples);
+}
+
+double RateLimiter::credit() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return credit_;
+}
+
+void RateLimiter::Restore(const RateLimiterCounters& counters, std::optional<double> credit) {
   if (counters.deletes > counters.inserts)
     throw std::invalid_argument("RateLimiter::Restore: more deletes than inserts");
+  if (credit && !(std::isfinite(*credit) && *credit >= 0))
+    throw std::invalid_argument("RateLimiter::Restore: the credit must be finite and >= 0");
   {
     std::lock_guard<std::mutex> lock(mu_);
     c_ = counters;
+    const uint64_t min = config_.min_size_to_sample;
+    credit_ = credit ? *credit
+                     : static_cast<double>(c_.inserts > min ? c_.inserts - min : 0) * config_.samples_per_insert;
   }
   cv_.notify_all();
 }
 
 std::string RateLimiter::ToJson() const {
-  RateLimiterCounters c = counters();
+  std::lock_guard<std::mutex> lock(mu_);
+  const RateLimiterCounters& c = c_;
   std::ostringstream os;
   os << "{\"samples_per_insert\": " << config_.samples_per_insert
      << ", \"min_size_to_sample\": " << config_.min_size_to_sample
-     << ", \"error_buffer\": " << config_.error_buffer << ", \"inserts\": " << c.inserts
+     << ", \"error_buffer\": " << config_.error_buffer << ", \"credit\": " << credit_
+     << ", \"inserts\": " << c.inserts
      << ", \"samples\": " << c.samples << ", \"deletes\": " << c.deletes
      << ", \"blocked_inserts\": " << c.blocked_inserts
      << ", \"blocked_samples\": " << c.blocked_samples << "}";

@@ -9,15 +9,20 @@
 // 32 samples), one insert is one item added, and the table's size is
 // inserts - deletes (a ring buffer that overwrites an item reports a delete).
 //
-// With offset = samples_per_insert * min_size_to_sample and
-// diff = inserts * samples_per_insert - samples:
+// The ratio may change while the table is in use (the learner derives it
+// from the episode lengths it observes, and those change as the policy
+// does), so the limiter integrates: every insert beyond the first
+// min_size_to_sample earns `credit` at the ratio in force when it was made,
+// and a later change of ratio applies to later inserts only. With
+// diff = credit - samples:
 //   CanInsert(n): size + n <= min_size_to_sample, or
-//                 (inserts + n) * samples_per_insert - samples <= offset + error_buffer
-//   CanSample(n): size >= min_size_to_sample and
-//                 inserts * samples_per_insert - (samples + n) >= offset - error_buffer
-// so as long as every insert and sample goes through the limiter,
-//   samples <= (inserts - min_size_to_sample) * samples_per_insert + error_buffer
-//           <= inserts * samples_per_insert + error_buffer.
+//                 diff + (credit the n inserts would earn) <= error_buffer
+//   CanSample(n): size >= min_size_to_sample and diff - n >= -error_buffer
+// With a constant ratio, credit = (inserts - min_size_to_sample) *
+// samples_per_insert and these are exactly Reverb's conditions (its offset
+// of samples_per_insert * min_size_to_sample is the credit not earned by
+// the first min_size_to_sample inserts). So as long as every insert and
+// sample goes through the limiter, samples <= credit + error_buffer.
 // The window between the two bounds is 2 * error_buffer; Validate insists on
 // error_buffer >= max(1, samples_per_insert) (and, for batched sampling,
 // the learner's batch should fit in it) so that neither side can deadlock.
@@ -31,6 +36,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace tensortier {
@@ -56,7 +62,11 @@ class RateLimiter {
  public:
   explicit RateLimiter(RateLimiterConfig config);
 
-  const RateLimiterConfig& config() const { return config_; }
+  RateLimiterConfig config() const;  // the ratio and buffer in force now
+
+  // A new ratio (and error buffer, validated as in the config) for the
+  // inserts from now on; the credit earned so far stays.
+  void SetSamplesPerInsert(double samples_per_insert, double error_buffer);
 
   // Whether n more inserts (samples) are allowed now; a refusal counts as a
   // blocked call. Nothing is recorded on success: call OnInsert / OnSample
@@ -84,21 +94,28 @@ class RateLimiter {
 
   uint64_t size() const;  // inserts - deletes
   RateLimiterCounters counters() const;
-  // inserts * samples_per_insert - samples (Reverb's "diff").
+  // Samples owed (positive) or taken ahead (negative): credit - samples.
   double diff() const;
+  // The samples that the inserts so far have earned.
+  double credit() const;
   // For checkpoints: the insert, sample and delete counts (blocked counters
-  // are restored too). Throws std::invalid_argument if deletes > inserts.
-  void Restore(const RateLimiterCounters& counters);
+  // are restored too) and the credit. Without a credit (a checkpoint from
+  // before the ratio could change), the inserts earn the current ratio.
+  // Throws std::invalid_argument if deletes > inserts or the credit is
+  // negative or not finite.
+  void Restore(const RateLimiterCounters& counters, std::optional<double> credit = std::nullopt);
 
   std::string ToJson() const;  // config and counters, for logs and /metrics
 
  private:
   bool InsertAllowedLocked(uint64_t n) const;
   bool SampleAllowedLocked(uint64_t n) const;
+  // Inserts among the next n that earn credit (those beyond min size).
+  uint64_t EarningInsertsLocked(uint64_t n) const;
+  void RecordInsertLocked(uint64_t n);
 
   RateLimiterConfig config_;
-  double min_diff_ = 0;
-  double max_diff_ = 0;
+  double credit_ = 0;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   RateLimiterCounters c_;

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <set>
@@ -57,7 +58,9 @@ struct WorkerSlot {
   uint32_t exploration_index = 0;
 };
 
-constexpr uint64_t kCheckpointPayloadVersion = 1;
+// 2: the rate limiter's credit, ratio and recent episode lengths follow
+// its counters. Version 1 payloads are still read.
+constexpr uint64_t kCheckpointPayloadVersion = 2;
 
 void SaveTransition(ByteWriter& w, const Transition& t) {
   w.PodVector(t.observation);
@@ -132,13 +135,11 @@ struct Learner::Impl {
     if (!config.workload.finalized()) config.workload.Finalize();
     PlacementEnv probe(config.workload, config.env);  // validates the env settings up front
     // The derived samples-per-insert ratio needs the length of a typical
-    // episode. max_steps() is an upper bound (it counts tensors the decision
-    // scope skips), and lengths vary 50x with the policy: random play, as
-    // early exploration, is short (slow-tier tensors leave the scope), a
-    // DRAM-first policy, as learned ones tend to be, is long. The midpoint of
-    // the two is within 20% of the mean length over a make-run training, but
-    // 40x too long for SAC on MobileNetV2 (short, slow-leaning episodes): the
-    // rate should follow the observed lengths instead.
+    // episode, and lengths vary 50x with the policy: random play, as early
+    // exploration, is short (slow-tier tensors leave the decision scope), a
+    // DRAM-first policy is long. Until episodes arrive, the start-up guess
+    // is the midpoint of the two; then the ratio follows the mean length of
+    // the last kRateWindowEpisodes reported episodes (ObserveEpisodeLength).
     std::mt19937_64 probe_rng(config.dqn.seed);
     const uint32_t random_steps =
         RunEpisode(probe, [&](const Observation&) { return static_cast<int>(probe_rng() & 1); }).steps;
@@ -175,18 +176,13 @@ struct Learner::Impl {
       uniform = std::make_unique<ReplayBuffer>(static_cast<size_t>(schedule.replay_capacity));
     }
     samples_per_insert = config.samples_per_insert;
-    if (samples_per_insert < 0)
-      samples_per_insert = static_cast<double>(schedule.updates_per_episode) * static_cast<double>(batch_size) /
-                           static_cast<double>(steps_per_episode);
+    derive_rate = samples_per_insert < 0;
+    if (derive_rate) samples_per_insert = DerivedRate(static_cast<double>(steps_per_episode));
     if (samples_per_insert > 0) {
       RateLimiterConfig rc;
       rc.samples_per_insert = samples_per_insert;
       rc.min_size_to_sample = static_cast<uint64_t>(std::max(1, schedule.learning_starts));
-      // Slack for one insert and one batch either side, so that neither
-      // side can wait on the other forever (rate_limiter.h).
-      rc.error_buffer = config.rate_limit_error_buffer > 0
-                            ? config.rate_limit_error_buffer
-                            : samples_per_insert + static_cast<double>(batch_size) + 1;
+      rc.error_buffer = ErrorBufferFor(samples_per_insert);
       limiter = std::make_unique<RateLimiter>(rc);
     }
     rng.seed(config.dqn.seed ^ 0x9e3779b97f4a7c15ull);
@@ -226,7 +222,12 @@ struct Learner::Impl {
   std::unique_ptr<ReplayBuffer> uniform;           // one of these two
   std::unique_ptr<PrioritizedReplay> prioritized;
   std::unique_ptr<RateLimiter> limiter;            // null: updates_per_episode per report
-  double samples_per_insert = 0;
+  double samples_per_insert = 0;                   // the ratio in force
+  bool derive_rate = false;                        // from episode lengths (no --samples-per-insert)
+  static constexpr size_t kRateWindowEpisodes = 32;
+  std::deque<uint32_t> recent_steps;               // lengths of the last reported episodes
+  uint64_t recent_steps_sum = 0;
+  double rate_logged = 0;
   uint64_t batch_size = 32;
   size_t steps_per_episode = 1;
   std::mt19937_64 rng;
@@ -274,6 +275,10 @@ struct Learner::Impl {
     std::vector<Transition> transitions;
     std::vector<float> priorities;
     size_t next = 0;  // transitions already inserted
+    // An episode in several chunks is staged chunk by chunk; only its last
+    // chunk, once inserted, makes the episode count as taken in.
+    bool completes_episode = true;
+    uint64_t episode_transitions = 0;
 
     const std::vector<float>& row_priorities() const { return frame ? frame->priorities() : priorities; }
     std::optional<double> priority(size_t i) const {
@@ -281,11 +286,19 @@ struct Learner::Impl {
       return p.empty() ? std::nullopt : std::optional<double>(p[i]);
     }
   };
+  struct Assembly {  // an episode's chunks as they arrive
+    std::vector<std::unique_ptr<StagedBatch>> chunks;
+    uint32_t received = 0;
+    uint64_t transitions = 0;
+  };
+  std::map<std::pair<uint64_t, uint64_t>, Assembly> assembling;  // (incarnation, episode)
   struct InsertedBatch {
     uint32_t worker_id = 0;
     uint64_t incarnation = 0;
     uint64_t episode_id = 0;
     uint64_t transitions = 0;
+    bool completes_episode = true;
+    uint64_t episode_transitions = 0;
   };
   std::mutex train_mu;
   double loss_sum = 0, q_sum = 0;  // of the updates since the last episode report
@@ -570,14 +583,78 @@ struct Learner::Impl {
       return;
     }
     if (!PrioritiesValid(worker, frame->priorities(), frame->size())) return;
-    batches_in.Insert(worker.incarnation, episode_id);
     StagedBatch staged_batch;
     staged_batch.worker_id = worker.id;
     staged_batch.incarnation = worker.incarnation;
     staged_batch.episode_id = episode_id;
     staged_batch.size = frame->size();
+    const uint32_t chunk_index = frame->chunk_index(), chunk_count = frame->chunk_count();
     staged_batch.frame = std::move(frame);
-    Stage(std::move(staged_batch));
+    AcceptChunk(worker, chunk_index, chunk_count, std::move(staged_batch));
+  }
+
+  // Stages a whole episode's batch now, or a chunk of one once all of its
+  // chunks are here (in any order; a resent chunk counts as a duplicate).
+  void AcceptChunk(WorkerState& worker, uint32_t chunk_index, uint32_t chunk_count, StagedBatch batch) {
+    if (chunk_count > kMaxBatchChunks || chunk_index >= chunk_count) {
+      ++result.counters.malformed_frames;
+      Reply(worker.peer, ErrorCode::kMalformed,
+            "chunk " + std::to_string(chunk_index) + " of " + std::to_string(chunk_count) + " is out of range");
+      return;
+    }
+    const uint64_t episode_id = batch.episode_id;
+    if (chunk_count == 1) {
+      batches_in.Insert(worker.incarnation, episode_id);
+      batch.episode_transitions = batch.size;
+      Stage(std::move(batch));
+      return;
+    }
+    const auto key = std::make_pair(worker.incarnation, episode_id);
+    auto it = assembling.find(key);
+    if (it == assembling.end()) {
+      DropStaleAssemblies(worker.incarnation);
+      it = assembling.emplace(key, Assembly{}).first;
+      it->second.chunks.resize(chunk_count);
+    }
+    Assembly& a = it->second;
+    if (a.chunks.size() != chunk_count) {
+      ++result.counters.malformed_frames;
+      Reply(worker.peer, ErrorCode::kMalformed, "the chunks of episode " + std::to_string(episode_id) +
+                                                    " disagree on their count");
+      assembling.erase(it);
+      return;
+    }
+    if (a.chunks[chunk_index]) {
+      ++result.counters.duplicate_batches;
+      return;
+    }
+    a.transitions += batch.size;
+    a.chunks[chunk_index] = std::make_unique<StagedBatch>(std::move(batch));
+    if (++a.received < chunk_count) return;
+    batches_in.Insert(worker.incarnation, episode_id);
+    const uint64_t transitions = a.transitions;
+    std::vector<std::unique_ptr<StagedBatch>> chunks = std::move(a.chunks);
+    assembling.erase(it);
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      chunks[i]->completes_episode = i + 1 == chunks.size();
+      chunks[i]->episode_transitions = transitions;
+      Stage(std::move(*chunks[i]));
+    }
+  }
+
+  // Flow control keeps a worker to two episodes in flight; partial episodes
+  // beyond a few per incarnation were abandoned (the worker restarted and
+  // will resend whole episodes): their memory is freed.
+  void DropStaleAssemblies(uint64_t incarnation) {
+    constexpr size_t kMaxAssembling = 4;
+    auto first = assembling.lower_bound({incarnation, 0});
+    size_t n = 0;
+    for (auto it = first; it != assembling.end() && it->first.first == incarnation; ++it) ++n;
+    while (n-- >= kMaxAssembling) {
+      LogWarn("partial_episode_dropped").kv("incarnation", incarnation).kv("episode", first->first.second)
+          .kv("chunks_received", first->second.received).kv("chunks", first->second.chunks.size());
+      first = assembling.erase(first);
+    }
   }
 
   bool PrioritiesValid(WorkerState& worker, const std::vector<float>& priorities, size_t transitions) {
@@ -625,7 +702,6 @@ struct Learner::Impl {
       }
     }
     if (!PrioritiesValid(worker, batch.priorities, batch.transitions.size())) return;
-    batches_in.Insert(worker.incarnation, batch.episode_id);
     StagedBatch staged_batch;
     staged_batch.worker_id = worker.id;
     staged_batch.incarnation = worker.incarnation;
@@ -633,7 +709,7 @@ struct Learner::Impl {
     staged_batch.size = batch.transitions.size();
     staged_batch.transitions = std::move(batch.transitions);
     staged_batch.priorities = std::move(batch.priorities);
-    Stage(std::move(staged_batch));
+    AcceptChunk(worker, batch.chunk_index, std::max<uint32_t>(1, batch.chunk_count), std::move(staged_batch));
   }
 
   // Counts what the training thread put into replay and acknowledges the
@@ -645,9 +721,11 @@ struct Learner::Impl {
       done.swap(inserted);
     }
     for (const InsertedBatch& b : done) {
-      batches_inserted.Insert(b.incarnation, b.episode_id);
       result.counters.transitions_ingested += b.transitions;
-      if (config.keep_batch_log) result.batches.push_back({b.worker_id, b.incarnation, b.episode_id, b.transitions});
+      if (!b.completes_episode) continue;
+      batches_inserted.Insert(b.incarnation, b.episode_id);
+      if (config.keep_batch_log)
+        result.batches.push_back({b.worker_id, b.incarnation, b.episode_id, b.episode_transitions});
       auto peer = peer_of.find(b.incarnation);
       if (peer == peer_of.end()) continue;  // gone: it will resend, and be acked then
       auto w = workers.find(peer->second);
@@ -697,6 +775,42 @@ struct Learner::Impl {
   // a backlog of staged transitions at the configured rate would hold the
   // stop up for as long as those updates take. A run that ends on its
   // episode count keeps the rate to the end.
+  // updates_per_episode gradient steps of batch_size per episode of the
+  // given length: what the fixed schedule trains, paced per transition.
+  double DerivedRate(double steps_per_episode_now) const {
+    return static_cast<double>(agent->schedule().updates_per_episode) * static_cast<double>(batch_size) /
+           std::max(1.0, steps_per_episode_now);
+  }
+
+  // Slack for one insert and one batch either side, so that neither side
+  // can wait on the other forever (rate_limiter.h); a configured buffer is
+  // raised to that when the ratio outgrows it.
+  double ErrorBufferFor(double rate) const {
+    const double needed = rate + static_cast<double>(batch_size) + 1;
+    return config.rate_limit_error_buffer > 0 ? std::max(config.rate_limit_error_buffer, std::max(1.0, rate))
+                                              : needed;
+  }
+
+  // Network thread, per report: the derived ratio follows the mean length
+  // of the recent episodes, for the inserts still to come.
+  void ObserveEpisodeLength(uint32_t steps) {
+    if (!limiter || !derive_rate || steps == 0) return;
+    recent_steps.push_back(steps);
+    recent_steps_sum += steps;
+    if (recent_steps.size() > kRateWindowEpisodes) {
+      recent_steps_sum -= recent_steps.front();
+      recent_steps.pop_front();
+    }
+    const double mean_steps = static_cast<double>(recent_steps_sum) / static_cast<double>(recent_steps.size());
+    samples_per_insert = DerivedRate(mean_steps);
+    limiter->SetSamplesPerInsert(samples_per_insert, ErrorBufferFor(samples_per_insert));
+    if (rate_logged == 0 || std::abs(samples_per_insert / rate_logged - 1) > 0.25) {
+      rate_logged = samples_per_insert;
+      LogInfo("replay_rate").kv("samples_per_insert", samples_per_insert).kv("mean_episode_steps", mean_steps)
+          .kv("episodes_in_window", recent_steps.size());
+    }
+  }
+
   bool InsertAllowed(bool hurry = false) {
     bool any = false;
     while (!trainer_pending.empty()) {
@@ -710,7 +824,7 @@ struct Learner::Impl {
       }
       {
         std::lock_guard<std::mutex> lock(staging_mu);
-        inserted.push_back({b.worker_id, b.incarnation, b.episode_id, b.size});
+        inserted.push_back({b.worker_id, b.incarnation, b.episode_id, b.size, b.completes_episode, b.episode_transitions});
       }
       trainer_pending.pop_front();
     }
@@ -807,6 +921,7 @@ struct Learner::Impl {
     rec.backend = report.backend;
     if (!report.oom) ConsiderPlan(report.plan);
     CacheMeasurement(report);
+    ObserveEpisodeLength(report.steps);
 
     if (!limiter) {
       {
@@ -968,7 +1083,12 @@ struct Learner::Impl {
       w.U64(prioritized->total_added());
     }
     w.Bool(limiter != nullptr);
-    if (limiter) w.Pod(limiter->counters());
+    if (limiter) {
+      w.Pod(limiter->counters());
+      w.F64(limiter->credit());
+      w.F64(samples_per_insert);
+      w.PodVector(std::vector<uint32_t>(recent_steps.begin(), recent_steps.end()));
+    }
     batches_inserted.Save(w);
     reports_in.Save(w);
     w.U64(slots.size());
@@ -1036,7 +1156,10 @@ struct Learner::Impl {
   // config's device, with its networks and optimisers loaded.
   std::unique_ptr<PlacementAgent> ParseAgent(const std::string& payload, LearnerConfig& c) {
     ByteReader r(payload);
-    if (r.U64() != kCheckpointPayloadVersion) throw CheckpointError("checkpoint payload of another version");
+    const uint64_t payload_version = r.U64();
+    if (payload_version < 1 || payload_version > kCheckpointPayloadVersion)
+      throw CheckpointError("checkpoint payload version " + std::to_string(payload_version) + "; this learner reads 1 to " +
+                            std::to_string(kCheckpointPayloadVersion));
     const std::string name = r.String();
     const std::string json = r.String();
     const std::string bytes = r.String();
@@ -1073,7 +1196,7 @@ struct Learner::Impl {
 
   void RestoreStateFrom(const std::string& payload) {
     ByteReader r(payload);
-    r.U64();
+    const uint64_t payload_version = r.U64();  // checked by ParseAgent
     r.String();
     r.String();
     r.String();
@@ -1105,7 +1228,22 @@ struct Learner::Impl {
     }
     if (r.Bool()) {
       const RateLimiterCounters counters = r.Pod<RateLimiterCounters>();
-      if (limiter) limiter->Restore(counters);
+      std::optional<double> credit;
+      if (payload_version >= 2) {
+        credit = r.F64();
+        const double saved_rate = r.F64();
+        const std::vector<uint32_t> steps = r.PodVector<uint32_t>();
+        if (limiter && derive_rate) {
+          // Resume at the ratio the run had reached, not the start-up guess.
+          recent_steps.assign(steps.begin(), steps.end());
+          recent_steps_sum = std::accumulate(recent_steps.begin(), recent_steps.end(), uint64_t{0});
+          if (std::isfinite(saved_rate) && saved_rate > 0) {
+            samples_per_insert = saved_rate;
+            limiter->SetSamplesPerInsert(samples_per_insert, ErrorBufferFor(samples_per_insert));
+          }
+        }
+      }
+      if (limiter) limiter->Restore(counters, credit);
     } else if (limiter) {
       // Started without a limiter: count what replay holds as inserted and
       // trained on, so that training picks up at the configured rate.
@@ -1255,6 +1393,7 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
   m.result.weights_version = m.weights_version;
   m.result.wall_seconds = m.Elapsed();
   if (m.limiter) m.result.rate_limiter = m.limiter->counters();
+  m.result.samples_per_insert = m.samples_per_insert;
   if (m.prioritized) m.result.replay_max_priority = m.prioritized->max_priority();
   m.result.prioritized_updates = m.prioritized_updates.load();
   m.SyncStatus(false);

@@ -62,13 +62,14 @@ struct LearnerConfig {
   double priority_alpha = 0.6;
   double priority_beta = 0.4;
   // Rate limiter (agents/rate_limiter.h): transitions drawn for gradient
-  // steps per transition inserted. < 0: derived from the agent's
-  // updates_per_episode * batch_size / the episode's steps (the old fixed
-  // rate); 0: no limiter, updates_per_episode steps per episode report (and
+  // steps per transition inserted. < 0: derived, updates_per_episode *
+  // batch_size / the mean length of the last 32 reported episodes (a
+  // start-up guess before any), so that each episode trains about
+  // updates_per_episode steps whatever its length; 0: no limiter, updates_per_episode steps per episode report (and
   // none for batches that come without reports, e.g. an ingest benchmark).
   // Sampling waits for the agent's learning_starts transitions.
   double samples_per_insert = -1;
-  double rate_limit_error_buffer = 0;    // items of slack; 0 = samples_per_insert + batch size + 1
+  double rate_limit_error_buffer = 0;    // items of slack; 0 = samples_per_insert + batch size + 1 (raised to the ratio if below)
   // Exploration of DQN workers: "schedule" (one epsilon decaying with the
   // weights version) or "apex" (worker i of N acts with a fixed
   // apex_epsilon^(1 + apex_alpha * i / (N - 1)), Ape-X).
@@ -169,7 +170,7 @@ struct LearnerResult {
   std::vector<uint32_t> workers_seen;
 
   std::string replay;               // "uniform", "prioritized"
-  double samples_per_insert = 0;    // as used (derived or given); 0 = no limiter
+  double samples_per_insert = 0;    // in force at the end (derived or given); 0 = no limiter
   RateLimiterCounters rate_limiter;
   std::string exploration;
   bool resumed = false;

@@ -114,6 +114,8 @@ void EncodeBody(const TransitionBatchMsg& m, Body::Builder body) {
     o.setDone(t.done);
   }
   if (!m.priorities.empty()) FloatsToCapnp(m.priorities, out.initPriorities(m.priorities.size()));
+  out.setChunkIndex(m.chunk_index);
+  out.setChunkCount(m.chunk_count);
 }
 
 void CountersToCapnp(const MemoryCounters& c, schema::MemoryCounters::Builder out) {
@@ -251,6 +253,8 @@ TransitionBatchMsg TransitionsFromCapnp(schema::TransitionBatch::Reader in) {
                                        t.getDone()});
   }
   m.priorities = FloatsFromCapnp(in.getPriorities());
+  m.chunk_index = in.getChunkIndex();
+  m.chunk_count = std::max<uint32_t>(1, in.getChunkCount());
   return m;
 }
 
@@ -513,6 +517,8 @@ uint32_t TransitionBatchFrame::worker_id() const { return reader_->batch.getWork
 uint64_t TransitionBatchFrame::task_id() const { return reader_->batch.getTaskId(); }
 uint64_t TransitionBatchFrame::episode_id() const { return reader_->batch.getEpisodeId(); }
 uint64_t TransitionBatchFrame::policy_version() const { return reader_->batch.getPolicyVersion(); }
+uint32_t TransitionBatchFrame::chunk_index() const { return reader_->batch.getChunkIndex(); }
+uint32_t TransitionBatchFrame::chunk_count() const { return std::max<uint32_t>(1, reader_->batch.getChunkCount()); }
 size_t TransitionBatchFrame::size() const { return reader_->rows.size(); }
 
 void TransitionBatchFrame::CopyRow(size_t i, Transition& t) const {

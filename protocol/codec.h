@@ -50,6 +50,8 @@ class TransitionBatchFrame {
   uint64_t task_id() const;
   uint64_t episode_id() const;
   uint64_t policy_version() const;
+  uint32_t chunk_index() const;
+  uint32_t chunk_count() const;         // >= 1
   size_t size() const;                  // transitions
   // Every row has an observation and a next observation of this many
   // floats (0 if the rows disagree) and an action below max_action() + 1.

@@ -73,7 +73,22 @@ struct TransitionBatchMsg {
   uint64_t policy_version = 0;
   std::vector<Transition> transitions;
   std::vector<float> priorities;  // one per transition or empty
+  // An episode longer than kMaxTransitionsPerBatch is sent as several
+  // batches (tensortier.capnp); chunk_count 0 or 1 = the whole episode.
+  uint32_t chunk_index = 0;
+  uint32_t chunk_count = 1;
 };
+
+// Transitions per TransitionBatch frame: about 10 MB of frame, well under
+// the transport's 64 MiB limit (an episode of a large model under a
+// DRAM-first policy has up to millions of decisions).
+constexpr size_t kMaxTransitionsPerBatch = 65536;
+// Chunks one episode may span (kMaxTransitionsPerBatch * this transitions).
+constexpr uint32_t kMaxBatchChunks = 4096;
+
+// The episode's transitions as batches of at most `per_batch` transitions
+// (one batch, possibly empty, for a short episode), numbered as chunks.
+std::vector<TransitionBatchMsg> SplitIntoChunks(TransitionBatchMsg batch, size_t per_batch = kMaxTransitionsPerBatch);
 
 struct MemoryCounters {
   uint64_t dram_peak_bytes = 0;

@@ -193,6 +193,11 @@ struct TransitionBatch {
   policyVersion @3 :UInt64;
   transitions @4 :List(Transition);
   priorities @5 :List(Float32);   # optional initial replay priority per transition (Ape-X); empty = none
+  # An episode too long for one frame comes as chunkCount batches with the
+  # same episodeId, chunkIndex 0 .. chunkCount - 1, in any order; the learner
+  # takes the episode in once all are there. 0 (old senders) = 1.
+  chunkIndex @6 :UInt32;
+  chunkCount @7 :UInt32;
 }
 
 struct MemoryCounters {

@@ -122,7 +122,7 @@ struct Worker::Impl {
   // Episodes the learner has not acknowledged yet, resent after a timeout
   // and after every (re-)registration until it does.
   struct Unacked {
-    TransitionBatchMsg batch;
+    std::vector<TransitionBatchMsg> batches;  // the episode, in chunks (SplitIntoChunks)
     EpisodeReportMsg report;
     Clock::time_point sent;
   };
@@ -156,8 +156,11 @@ struct Worker::Impl {
 
   void SendEpisode(Unacked& e) {
     // The id may have changed if we re-registered meanwhile.
-    e.batch.worker_id = e.report.worker_id = worker_id;
-    client.Send(EncodeMessage(e.batch));
+    e.report.worker_id = worker_id;
+    for (TransitionBatchMsg& chunk : e.batches) {
+      chunk.worker_id = worker_id;
+      client.Send(EncodeMessage(chunk));
+    }
     client.Send(EncodeMessage(e.report));
     e.sent = last_sent = Clock::now();
   }
@@ -305,9 +308,18 @@ struct Worker::Impl {
     batch.task_id = task->task_id;
     batch.episode_id = episode_id;
     batch.policy_version = weights_version;
-    batch.transitions.reserve(env->max_steps());
+    batch.transitions.reserve(std::min<size_t>(env->max_steps(), kMaxTransitionsPerBatch));
     Observation obs = env->Reset();
+    // Long episodes (a large model under a DRAM-leaning policy: 10^5-10^6
+    // steps, seconds) must not silence the heartbeats: the connection is
+    // serviced every few thousand steps. Weights and tasks that arrive are
+    // only applied between episodes.
+    auto last_pump = Clock::now();
     while (!env->done()) {
+      if ((batch.transitions.size() & 4095) == 4095 && Clock::now() - last_pump > std::chrono::milliseconds(20)) {
+        Pump(std::chrono::milliseconds(0));
+        last_pump = Clock::now();
+      }
       int action = agent->Act(obs.data(), epsilon, rng);
       StepResult r = env->Step(action);
       Transition t;
@@ -372,7 +384,7 @@ struct Worker::Impl {
     report.min_runtime_ns = measured.min_runtime_ns;
     report.max_runtime_ns = measured.max_runtime_ns;
     Unacked& pending = unacked[episode_id];
-    pending.batch = std::move(batch);
+    pending.batches = SplitIntoChunks(std::move(batch));
     pending.report = std::move(report);
     SendEpisode(pending);
   }

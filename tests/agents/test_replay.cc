@@ -312,11 +312,79 @@ TEST(RateLimiter, ValidatesConfigAndRestoresCounters) {
   k.blocked_samples = 3;
   limiter.Restore(k);
   EXPECT_EQ(limiter.size(), 990u);
-  EXPECT_DOUBLE_EQ(limiter.diff(), 2000.0);
+  // Without a saved credit, the inserts beyond min size earn the current ratio.
+  EXPECT_DOUBLE_EQ(limiter.credit(), (1000.0 - 256.0) * 8);
+  EXPECT_DOUBLE_EQ(limiter.diff(), (1000.0 - 256.0) * 8 - 6000);
   EXPECT_EQ(limiter.counters().blocked_samples, 3u);
+  limiter.Restore(k, 6100.0);
+  EXPECT_DOUBLE_EQ(limiter.diff(), 100.0);
+  EXPECT_THROW(limiter.Restore(k, -1.0), std::invalid_argument);
   k.deletes = 2000;
   EXPECT_THROW(limiter.Restore(k), std::invalid_argument);
   EXPECT_NE(limiter.ToJson().find("\"inserts\": 1000"), std::string::npos);
+  // A new ratio is validated like the config.
+  EXPECT_THROW(limiter.SetSamplesPerInsert(16, 8), std::invalid_argument);
+  EXPECT_THROW(limiter.SetSamplesPerInsert(0, 8), std::invalid_argument);
+  EXPECT_DOUBLE_EQ(limiter.config().samples_per_insert, 8);
+}
+
+// The learner changes the ratio as episode lengths change: each insert
+// earns the ratio in force when it was made, the earned credit is never
+// re-priced, and the bounds hold against that credit whatever the changes.
+TEST(RateLimiter, RatioChangesApplyToLaterInsertsOnly) {
+  RateLimiterConfig c;
+  c.samples_per_insert = 1;
+  c.min_size_to_sample = 10;
+  c.error_buffer = 128;
+  RateLimiter limiter(c);
+  for (int i = 0; i < 110; ++i) ASSERT_TRUE(limiter.TryInsert(1));
+  EXPECT_DOUBLE_EQ(limiter.credit(), 100.0);  // the first 10 earn nothing
+  limiter.SetSamplesPerInsert(4, 128);
+  ASSERT_TRUE(limiter.TrySample(100));
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(limiter.TryInsert(1));
+  EXPECT_DOUBLE_EQ(limiter.credit(), 140.0);
+  EXPECT_DOUBLE_EQ(limiter.diff(), 40.0);
+  // Inserts stop once they would put sampling more than the buffer behind.
+  int more = 0;
+  while (limiter.TryInsert(1)) ++more;
+  EXPECT_EQ(more, 22);  // 40 + 22 * 4 = 128
+  // After a lower ratio, one batch of samples makes room for more inserts.
+  limiter.SetSamplesPerInsert(0.5, 128);
+  EXPECT_FALSE(limiter.TryInsert(1));  // 128.5 > 128
+  ASSERT_TRUE(limiter.TrySample(16));
+  more = 0;
+  while (limiter.TryInsert(1)) ++more;
+  EXPECT_EQ(more, 32);  // 112 + 32 * 0.5 = 128
+
+  // Random traffic with random ratio changes: the integrated bounds hold.
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> ratio(0.05, 40.0);
+  c.error_buffer = 64;
+  RateLimiter random_limiter(c);
+  double earned = 0;  // recomputed here from the ratio in force at each insert
+  double spi = c.samples_per_insert;
+  double buffer = c.error_buffer;
+  uint64_t inserts = 0, samples = 0;
+  for (int step = 0; step < 50000; ++step) {
+    const int what = static_cast<int>(rng() % 100);
+    if (what == 0) {
+      spi = ratio(rng);
+      buffer = std::max(64.0, spi + 17);
+      random_limiter.SetSamplesPerInsert(spi, buffer);
+    } else if (what < 50) {
+      if (random_limiter.TryInsert(1)) {
+        if (++inserts > c.min_size_to_sample) earned += spi;
+      }
+    } else if (random_limiter.TrySample(16)) {
+      samples += 16;
+    }
+    ASSERT_NEAR(random_limiter.credit(), earned, 1e-6 * std::max(1.0, earned));
+    ASSERT_LE(static_cast<double>(samples), earned + buffer + 1e-6);
+    ASSERT_LE(earned - static_cast<double>(samples), buffer + 1e-6);
+  }
+  EXPECT_GT(samples, 10000u);
+  // Neither side starves the other for long: the long-run ratio is the earned one.
+  EXPECT_NEAR(static_cast<double>(samples), earned, 64 + 1e-6);
 }
 
 }  // namespace

@@ -224,6 +224,45 @@ TEST(Protocol, TransitionBatchRoundTrips) {
   }
 }
 
+// Long episodes travel as several batches: every transition lands in
+// exactly one chunk, in order, and the chunk numbers survive the wire
+// (in both the decoded message and the in-place frame reader).
+TEST(Protocol, LongEpisodesSplitIntoNumberedChunks) {
+  TransitionBatchMsg m = MakeTransitions();
+  while (m.transitions.size() < 10) m.transitions.push_back(m.transitions[m.transitions.size() % 2]);
+  m.transitions.resize(10);
+  for (size_t i = 0; i < m.transitions.size(); ++i) m.transitions[i].reward = static_cast<float>(i);
+  m.priorities.assign(10, 0.0f);
+  for (size_t i = 0; i < 10; ++i) m.priorities[i] = static_cast<float>(i) + 0.5f;
+  const std::vector<TransitionBatchMsg> chunks = SplitIntoChunks(m, 4);
+  ASSERT_EQ(chunks.size(), 3u);
+  size_t next = 0;
+  for (uint32_t c = 0; c < chunks.size(); ++c) {
+    const std::string frame = EncodeMessage(chunks[c]);
+    TransitionBatchMsg back = RoundTrip(chunks[c]);
+    EXPECT_EQ(back.chunk_index, c);
+    EXPECT_EQ(back.chunk_count, 3u);
+    EXPECT_EQ(back.episode_id, m.episode_id);
+    auto f = TransitionBatchFrame::Open(frame.data(), frame.size());
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(f->chunk_index(), c);
+    EXPECT_EQ(f->chunk_count(), 3u);
+    ASSERT_EQ(back.priorities.size(), back.transitions.size());
+    for (size_t i = 0; i < back.transitions.size(); ++i, ++next) {
+      EXPECT_EQ(back.transitions[i].reward, static_cast<float>(next));
+      EXPECT_EQ(back.priorities[i], static_cast<float>(next) + 0.5f);
+    }
+  }
+  EXPECT_EQ(next, 10u);
+  EXPECT_EQ(chunks[2].transitions.size(), 2u);
+  // A short episode is one chunk, even an empty one; 0 from an old sender reads as 1.
+  EXPECT_EQ(SplitIntoChunks(TransitionBatchMsg{}, 4).size(), 1u);
+  TransitionBatchMsg old = MakeTransitions();
+  old.chunk_count = 0;
+  EXPECT_EQ(RoundTrip(old).chunk_count, 1u);
+  EXPECT_THROW(SplitIntoChunks(m, 0), std::invalid_argument);
+}
+
 TEST(Protocol, EpisodeReportRoundTrips) {
   const EpisodeReportMsg m = MakeEpisodeReport();
   EpisodeReportMsg back = RoundTrip(m);

@@ -115,5 +115,62 @@ TEST(LearnerRobustness, DuplicateBatchesAreIngestedOnce) {
   EXPECT_EQ(result.episodes, 1u);
 }
 
+// An episode longer than one frame comes in chunks: the learner takes it in
+// once every chunk is there, whatever their order, once, and refuses chunk
+// numbers out of range; an episode with a chunk missing is not taken in.
+TEST(LearnerRobustness, ChunkedEpisodesAreIngestedWholeAndOnce) {
+  LearnerConfig config = SmallLearner(2);
+  config.keep_batch_log = true;
+  Learner learner(config);
+  LearnerResult result;
+  std::thread serve([&] { result = learner.Run(); });
+  FleetClient client(learner.endpoint());
+  client.Send(EncodeMessage(RegisterMsg{"h", 1, "chunks", {}, "cost-model"}));
+  auto ack = ReceiveA<RegisterAckMsg>(client, std::chrono::seconds(5));
+  ASSERT_TRUE(ack.has_value());
+  auto episode = [&](uint64_t id, size_t transitions) {
+    TransitionBatchMsg batch;
+    batch.worker_id = ack->worker_id;
+    batch.episode_id = id;
+    for (size_t i = 0; i < transitions; ++i)
+      batch.transitions.push_back(Transition{std::vector<float>(kObservationSize, 0.5f), static_cast<uint8_t>(i & 1),
+                                             1.0f, std::vector<float>(kObservationSize, 0.0f), i + 1 == transitions});
+    return SplitIntoChunks(batch, 3);
+  };
+  auto report = [&](uint64_t id) {
+    EpisodeReportMsg r;
+    r.worker_id = ack->worker_id;
+    r.episode_id = id;
+    r.oom = true;
+    return EncodeMessage(r);
+  };
+  // Episode 8: chunks 0 and 1 of 3 only, then its report.
+  std::vector<TransitionBatchMsg> partial = episode(8, 7);
+  ASSERT_EQ(partial.size(), 3u);
+  client.Send(EncodeMessage(partial[0]));
+  client.Send(EncodeMessage(partial[1]));
+  client.Send(report(8));
+  // Episode 9: 10 transitions in 4 chunks, out of order, one twice, one bad.
+  std::vector<TransitionBatchMsg> whole = episode(9, 10);
+  ASSERT_EQ(whole.size(), 4u);
+  TransitionBatchMsg bad = whole[0];
+  bad.chunk_index = 9;
+  client.Send(EncodeMessage(whole[2]));
+  client.Send(EncodeMessage(whole[0]));
+  client.Send(EncodeMessage(whole[2]));
+  client.Send(EncodeMessage(bad));
+  client.Send(EncodeMessage(whole[3]));
+  client.Send(EncodeMessage(whole[1]));
+  client.Send(report(9));
+  serve.join();
+  EXPECT_EQ(result.episodes, 2u);
+  EXPECT_EQ(result.counters.transitions_ingested, 10u);
+  EXPECT_EQ(result.counters.duplicate_batches, 1u);
+  EXPECT_EQ(result.counters.malformed_frames, 1u);
+  ASSERT_EQ(result.batches.size(), 1u);
+  EXPECT_EQ(result.batches[0].episode_id, 9u);
+  EXPECT_EQ(result.batches[0].transitions, 10u);
+}
+
 }  // namespace
 }  // namespace tensortier
