@@ -123,6 +123,7 @@ struct CommonTraining {
   std::string agent = "dqn";
   std::string mode = "sync";
   double beta = 0.75;
+  double spill_penalty = 0.0;  // EnvConfig's default (docs/mdp.md)
   uint64_t seed = 1;
   std::vector<int> hidden = {128, 128};
   double learning_rate = 1e-3;
@@ -147,6 +148,13 @@ struct CommonTraining {
   uint32_t converge_window = 0;
   double converge_tolerance = 0.01;
   uint32_t eval_every = 10;
+  double gamma = 0.99;
+  // SAC only (agents/sac_agent.h); the defaults suit this MDP's rewards.
+  double sac_lr = 3e-4;
+  double sac_alpha_lr = 3e-3;
+  double sac_tau = 0.02;
+  double sac_target_entropy_scale = 0.1;
+  double sac_reward_scale = 0.05;
 };
 
 void AddTrainingOptions(CLI::App* cmd, CommonTraining& o) {
@@ -167,6 +175,10 @@ void AddTrainingOptions(CLI::App* cmd, CommonTraining& o) {
   cmd->add_option("--beta", o.beta, "Weight of performance against memory price in the episodic reward (eq. 13)")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
+  cmd->add_option("--spill-penalty", o.spill_penalty,
+                  "Step reward subtracted when the agent asks for DRAM that is full (the tensor goes to the slow tier)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--seed", o.seed, "Random seed")->capture_default_str();
   cmd->add_option("--hidden", o.hidden, "Hidden layer sizes of the Q-network")->capture_default_str();
   cmd->add_option("--lr", o.learning_rate, "Learning rate")->check(CLI::PositiveNumber)->capture_default_str();
@@ -181,6 +193,23 @@ void AddTrainingOptions(CLI::App* cmd, CommonTraining& o) {
       ->capture_default_str();
   cmd->add_option("--target-update-interval", o.target_update_interval, "Updates between target-network syncs")
       ->check(CLI::Range(1, 10000000))
+      ->capture_default_str();
+  cmd->add_option("--gamma", o.gamma, "Discount factor (DQN and SAC)")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  cmd->add_option("--sac-lr", o.sac_lr, "SAC: learning rate of the actor and both critics")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--sac-alpha-lr", o.sac_alpha_lr, "SAC: learning rate of the entropy temperature")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--sac-tau", o.sac_tau, "SAC: Polyak factor of the target critics")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--sac-target-entropy-scale", o.sac_target_entropy_scale,
+                  "SAC: target entropy as a fraction of log(2) nats")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--sac-reward-scale", o.sac_reward_scale, "SAC: rewards are multiplied by this in the critics' target")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--device", o.device, "Where the learner trains: auto (CUDA when present), cpu, cuda, cuda:N")
       ->capture_default_str();
@@ -202,7 +231,8 @@ void AddTrainingOptions(CLI::App* cmd, CommonTraining& o) {
       ->capture_default_str();
   cmd->add_option("--samples-per-insert", o.samples_per_insert,
                   "Rate limiter: transitions trained on per transition inserted (-1: updates-per-episode x "
-                  "batch-size / steps per episode; 0: no limiter, updates-per-episode per episode report)")
+                  "batch-size / mean length of the last 32 episodes, followed as it changes; 0: no limiter, "
+                  "updates-per-episode per episode report)")
       ->capture_default_str();
   cmd->add_option("--exploration", o.exploration,
                   "DQN workers' epsilon: schedule (decays over --epsilon-decay-episodes) or apex (worker i of N: "
@@ -252,6 +282,7 @@ LearnerConfig BuildLearnerConfig(const CommonTraining& o, const std::string& bin
   if (c.env.dram_limit_bytes == 0) throw std::invalid_argument("the DRAM limit works out at 0 bytes");
   c.env.mode = o.mode == "async" ? MigrationMode::kAsync : MigrationMode::kSync;
   c.env.beta = o.beta;
+  c.env.spill_penalty = o.spill_penalty;
   c.dqn.hidden = o.hidden;
   c.dqn.learning_rate = o.learning_rate;
   c.dqn.batch_size = o.batch_size;
@@ -268,12 +299,12 @@ LearnerConfig BuildLearnerConfig(const CommonTraining& o, const std::string& bin
   c.sac.learning_starts = o.learning_starts;
   c.sac.seed = o.seed;
   c.sac.device = o.device;
-  // Step rewards here span about +-200 (R_fix 50, time saved); SAC's critics
-  // fit them far better scaled down (tests/agents/test_sac.cc).
-  c.sac.reward_scale = 0.05;
-  c.sac.target_entropy_scale = 0.1;
-  c.sac.alpha_learning_rate = 3e-3;
-  c.sac.tau = 0.02;
+  c.dqn.gamma = c.sac.gamma = o.gamma;
+  c.sac.actor_learning_rate = c.sac.critic_learning_rate = o.sac_lr;
+  c.sac.reward_scale = o.sac_reward_scale;
+  c.sac.target_entropy_scale = o.sac_target_entropy_scale;
+  c.sac.alpha_learning_rate = o.sac_alpha_lr;
+  c.sac.tau = o.sac_tau;
   c.episodes = o.episodes;
   c.heartbeat_interval_ms = o.heartbeat_ms;
   c.checkpoint_interval_episodes = o.checkpoint_every;

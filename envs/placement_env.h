@@ -54,7 +54,11 @@ struct EnvConfig {
   DecisionScope scope = DecisionScope::kRelevant;
   StepRewardKind step_reward = StepRewardKind::kTimeSaved;
   OomHandling oom_handling = OomHandling::kSpillToSlow;
-  double spill_penalty = 1.0;
+  // 0: a DRAM request that does not fit is clipped to the slow tier at no
+  // cost, like an action mask. A penalty makes the agent learn the capacity
+  // boundary itself, which made greedy evaluations swing by hundreds on
+  // real workloads (docs/mdp.md).
+  double spill_penalty = 0.0;
   MigrationMode mode = MigrationMode::kSync;
   double beta = 0.5;                  // weight of performance against memory price (eq. 13)
   double reward_fix = 50.0;           // R_fix
