@@ -213,6 +213,7 @@ struct Learner::Impl {
   }
 
   ~Impl() {
+    StopEvaluator();
     if (trainer.joinable()) StopTrainer();
   }
 
@@ -260,6 +261,43 @@ struct Learner::Impl {
   std::unique_ptr<LearnerMetrics> metrics;  // null without --metrics-address
   std::vector<uint64_t> evaluation_updates;     // agent updates at each evaluation
   double last_loss = 0, last_q = 0;
+  Clock::time_point last_heartbeat = Clock::now();  // KeepAlive's; network thread
+
+  // ---- the evaluation thread. Periodic greedy evaluations roll out a
+  // snapshot of the weights on a second agent of the same kind, so that the
+  // network thread never waits for a rollout (seconds on big workloads) and
+  // no lock is held during one. The network thread takes train_mu only to
+  // copy the weights (EvaluationRequest), and applies finished evaluations
+  // (ApplyEvaluations): every result.* field stays the network thread's.
+  // At most one request waits: a newer one replaces it (the newest weights
+  // are the ones worth evaluating; counted in result.evaluations_skipped).
+  struct EvaluationRequest {
+    std::string weights;            // SerializeWeights()
+    uint64_t weights_version = 0;
+    uint64_t updates = 0;           // agent->updates() of those weights
+    uint64_t episode = 0;           // result.episodes when it was asked for
+  };
+  struct EvaluationOutcome {
+    uint64_t weights_version = 0, updates = 0, episode = 0;
+    bool ok = false;                // false: the evaluation threw (logged)
+    EpisodeSummary summary;
+  };
+  std::thread evaluator;
+  std::mutex eval_mu;                        // guards eval_queued, eval_busy, eval_stop, eval_done
+  std::condition_variable eval_cv;           // to the evaluation thread: a request, or stop
+  std::condition_variable eval_done_cv;      // to the network thread: an outcome
+  std::optional<EvaluationRequest> eval_queued;
+  bool eval_busy = false;                    // a rollout is running
+  bool eval_stop = false;
+  std::vector<EvaluationOutcome> eval_done;
+  std::atomic<bool> eval_cancel{false};      // abandon the running rollout (destruction)
+  // The evaluation thread's own: its agent and env, and the best reward it
+  // has seen (it writes <agent>-best.ckpt from the very weights it evaluated).
+  std::string eval_agent_name, eval_agent_json;
+  std::unique_ptr<PlacementAgent> eval_agent;
+  std::unique_ptr<PlacementEnv> eval_thread_env;
+  bool eval_best_known = false;
+  double eval_best_reward = 0;
 
   // ---- the training thread. The network thread decodes and checks frames
   // and stages whole batches; the training thread moves them into replay
@@ -945,10 +983,8 @@ struct Learner::Impl {
     ++weights_version;
     MaybeBroadcastWeights(config.weights_publish_interval_ms == 0);
     MaybeAck(worker, report.episode_id);
-    if (config.eval_interval_episodes > 0 && result.episodes % config.eval_interval_episodes == 0) {
-      auto lock = LockTraining();
-      Evaluate();
-    }
+    if (config.eval_interval_episodes > 0 && result.episodes % config.eval_interval_episodes == 0)
+      RequestEvaluation();
     rec.best_runtime_ns = result.best_runtime_ns;
     rec.wall_seconds = Elapsed();
     result.records.push_back(rec);
@@ -956,6 +992,9 @@ struct Learner::Impl {
     if (metrics) metrics->OnEpisode(rec);
     if (!config.run_dir.empty() && config.checkpoint_interval_episodes > 0 &&
         result.episodes % config.checkpoint_interval_episodes == 0) {
+      // The checkpoint holds every evaluation asked for so far (their
+      // rewards, plans and the best reward that <agent>-best.ckpt matches).
+      DrainEvaluations();
       auto lock = LockTraining();
       Checkpoint();
     }
@@ -981,31 +1020,31 @@ struct Learner::Impl {
     }
   }
 
-  // A greedy rollout of the current policy on the cost model: tracks the
-  // best plan the policy itself produces (exploring workers rarely do), and
-  // feeds the convergence rule.
+  // A greedy rollout of the live agent on the cost model, recorded as an
+  // evaluation. Network thread, with training stopped (the final one).
   EpisodeSummary Evaluate() {
     if (!eval_env) eval_env = std::make_unique<PlacementEnv>(config.workload, config.env);
     EpisodeSummary s = RunEpisode(*eval_env, [&](const Observation& o) { return agent->Greedy(o.data()); });
     s.plan.produced_by = agent->name() + "-greedy v" + std::to_string(weights_version);
+    RecordEvaluation(s, agent->updates(), /*save_best=*/true);
+    return s;
+  }
+
+  // Books a greedy evaluation: tracks the best plan the policy itself
+  // produces (exploring workers rarely do), and feeds the convergence rule.
+  // `updates`: the agent's updates when its weights were taken. With
+  // `save_best`, a new best saves the live agent as <agent>-best.ckpt (the
+  // evaluation thread saves its own). Network thread.
+  void RecordEvaluation(const EpisodeSummary& s, uint64_t updates, bool save_best) {
     ++result.evaluations;
     if (!s.oom) ConsiderPlan(s.plan);
     if (metrics) metrics->OnEvaluation(s);
     const double reward = s.step_reward_sum + s.episodic_reward;
     result.evaluation_rewards.push_back(reward);
-    evaluation_updates.push_back(agent->updates());
+    evaluation_updates.push_back(updates);
     if (result.evaluation_rewards.size() == 1 || reward > result.best_evaluation_reward) {
       result.best_evaluation_reward = reward;
-      // Policies get worse as well as better during training: keep the
-      // weights of the best greedy evaluation, what bench and export want.
-      if (!config.run_dir.empty() && !s.oom) {
-        try {
-          MakeDirectories(CheckpointDir());
-          agent->SaveCheckpoint(CheckpointDir() + "/" + agent->name() + "-best.ckpt");
-        } catch (const std::exception& e) {
-          LogError("best_checkpoint_failed").kv("detail", e.what());
-        }
-      }
+      if (save_best) SaveBest(*agent, s);
     }
     if (!result.converged && Converged()) {
       result.converged = true;
@@ -1015,7 +1054,154 @@ struct Learner::Impl {
           .kv("evaluation_reward", reward).kv("best_evaluation_reward", result.best_evaluation_reward)
           .kv("window", config.converge_window).kv("tolerance", config.converge_tolerance);
     }
-    return s;
+  }
+
+  // Policies get worse as well as better during training: keep the weights
+  // of the best greedy evaluation, what bench and export want.
+  void SaveBest(const PlacementAgent& a, const EpisodeSummary& s) const {
+    if (config.run_dir.empty() || s.oom) return;
+    try {
+      MakeDirectories(CheckpointDir());
+      a.SaveCheckpoint(CheckpointDir() + "/" + a.name() + "-best.ckpt");
+    } catch (const std::exception& e) {
+      LogError("best_checkpoint_failed").kv("detail", e.what());
+    }
+  }
+
+  // Asks the evaluation thread to evaluate the current weights. Network thread.
+  void RequestEvaluation() {
+    EvaluationRequest req;
+    {
+      std::unique_lock<std::mutex> train_lock = LockTraining();
+      const uint64_t updates_now = agent->updates();
+      if (weights_blob.empty() || updates_now != weights_blob_updates) {
+        weights_blob = agent->SerializeWeights();
+        weights_blob_updates = updates_now;
+      }
+      req.weights = weights_blob;
+      req.updates = updates_now;
+    }
+    req.weights_version = weights_version;
+    req.episode = result.episodes;
+    {
+      std::lock_guard<std::mutex> lock(eval_mu);
+      if (eval_queued) {
+        ++result.evaluations_skipped;
+        LogWarn("evaluation_skipped").kv("episode", eval_queued->episode).kv("replaced_by", req.episode);
+      }
+      eval_queued = std::move(req);
+    }
+    eval_cv.notify_one();
+  }
+
+  struct EvaluationCancelled {};
+
+  void EvaluatorLoop() {
+    for (;;) {
+      EvaluationRequest req;
+      {
+        std::unique_lock<std::mutex> lock(eval_mu);
+        eval_cv.wait(lock, [&] { return eval_stop || eval_queued.has_value(); });
+        if (eval_stop) return;
+        req = std::move(*eval_queued);
+        eval_queued.reset();
+        eval_busy = true;
+      }
+      EvaluationOutcome out;
+      out.weights_version = req.weights_version;
+      out.updates = req.updates;
+      out.episode = req.episode;
+      try {
+        if (!eval_agent) eval_agent = MakeAgent(eval_agent_name, eval_agent_json);
+        if (!eval_thread_env) eval_thread_env = std::make_unique<PlacementEnv>(config.workload, config.env);
+        eval_agent->LoadWeights(req.weights);
+        out.summary = RunEpisode(*eval_thread_env, [&](const Observation& o) {
+          if (eval_cancel.load(std::memory_order_relaxed)) throw EvaluationCancelled{};
+          return eval_agent->Greedy(o.data());
+        });
+        out.summary.plan.produced_by = eval_agent->name() + "-greedy v" + std::to_string(req.weights_version);
+        out.ok = true;
+        const double reward = out.summary.step_reward_sum + out.summary.episodic_reward;
+        if (!eval_best_known || reward > eval_best_reward) {
+          eval_best_known = true;
+          eval_best_reward = reward;
+          SaveBest(*eval_agent, out.summary);
+        }
+      } catch (const EvaluationCancelled&) {
+        std::lock_guard<std::mutex> lock(eval_mu);
+        eval_busy = false;
+        return;
+      } catch (const std::exception& e) {
+        LogError("evaluation_failed").kv("episode", req.episode).kv("weights_version", req.weights_version)
+            .kv("detail", e.what());
+      } catch (...) {
+        LogError("evaluation_failed").kv("episode", req.episode).kv("weights_version", req.weights_version)
+            .kv("detail", "unknown exception");
+      }
+      {
+        std::lock_guard<std::mutex> lock(eval_mu);
+        eval_done.push_back(std::move(out));
+        eval_busy = false;
+      }
+      eval_done_cv.notify_all();
+    }
+  }
+
+  // In Run, so that a constructor that throws leaves no thread behind.
+  void StartEvaluator() {
+    eval_agent_name = agent->name();
+    eval_agent_json = agent->config_json();
+    eval_best_known = !result.evaluation_rewards.empty();  // resumed: the checkpoint's best stands
+    eval_best_reward = result.best_evaluation_reward;
+    evaluator = std::thread([this] { EvaluatorLoop(); });
+  }
+
+  // Abandons what is queued or running and joins. Safe to call twice.
+  void StopEvaluator() {
+    if (!evaluator.joinable()) return;
+    eval_cancel.store(true);
+    {
+      std::lock_guard<std::mutex> lock(eval_mu);
+      eval_stop = true;
+    }
+    eval_cv.notify_all();
+    evaluator.join();
+  }
+
+  // Books the evaluations that finished, in the order they were asked for.
+  // Network thread.
+  void ApplyEvaluations() {
+    std::vector<EvaluationOutcome> done;
+    {
+      std::lock_guard<std::mutex> lock(eval_mu);
+      done.swap(eval_done);
+    }
+    for (const EvaluationOutcome& o : done) {
+      if (!o.ok) {
+        ++result.evaluations_failed;
+        continue;
+      }
+      RecordEvaluation(o.summary, o.updates, /*save_best=*/false);
+    }
+  }
+
+  // Waits for the queued and running evaluations and books them, still
+  // heartbeating (frames are not read meanwhile, so nobody is expired).
+  // Network thread.
+  void DrainEvaluations() {
+    if (!evaluator.joinable()) return ApplyEvaluations();
+    const auto tick = std::chrono::milliseconds(std::max<uint32_t>(1, config.heartbeat_interval_ms / 2));
+    for (;;) {
+      bool idle = false;
+      {
+        std::unique_lock<std::mutex> lock(eval_mu);
+        idle = !eval_queued && !eval_busy;
+        if (!idle && eval_done.empty()) eval_done_cv.wait_for(lock, tick);
+      }
+      ApplyEvaluations();
+      if (idle) return;
+      KeepAlive(last_heartbeat, /*queue_drained=*/false);
+    }
   }
 
   // The stopping rule of LearnerConfig::converge_window. Evaluations before
@@ -1330,7 +1516,7 @@ LearnerStatus Learner::status() const {
 LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_episode) {
   Impl& m = *impl_;
   m.start = Clock::now();
-  auto last_heartbeat = Clock::now();
+  m.last_heartbeat = Clock::now();
   LogInfo("learner_started").kv("endpoint", endpoint()).kv("workload", m.config.workload.name)
       .kv("dram_limit_bytes", m.config.env.dram_limit_bytes).kv("episodes", m.config.episodes)
       .kv("agent", m.agent->name()).kv("device", m.agent->device_name()).kv("replay", m.config.replay)
@@ -1339,6 +1525,7 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
   m.SyncStatus(true);
   m.updates_done.store(m.agent->updates());
   m.StartTrainer();
+  m.StartEvaluator();
   bool hurry = false;
   while (!stop_.load() && m.result.episodes < m.config.episodes && !m.result.converged) {
     if (m.trainer_failed.load()) {
@@ -1375,14 +1562,18 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
       if (m.result.episodes >= m.config.episodes || m.result.converged || Clock::now() > drain_until) break;
     }
     m.CollectInserted();
+    m.ApplyEvaluations();
     m.MaybeBroadcastWeights();
-    m.KeepAlive(last_heartbeat, queue_drained);
+    m.KeepAlive(m.last_heartbeat, queue_drained);
     m.SyncStatus(true);
     if (m.metrics)
       m.metrics->Sync(m.result.counters, m.workers.size(), m.replay_items.load(), m.weights_version,
                       m.updates_done.load());
   }
   m.StopTrainer(hurry || stop_.load());
+  // Every evaluation asked for is booked, however the run ended.
+  m.DrainEvaluations();
+  m.StopEvaluator();
   m.Broadcast(EncodeMessage(ShutdownMsg{m.result.converged ? "training converged" : "training finished"}));
   if (!m.config.run_dir.empty()) m.Checkpoint();
 

@@ -4,10 +4,11 @@
 // trains the agent, publishes the policy's weights by version, and writes
 // checksummed checkpoints it can resume from. Each (worker incarnation,
 // episode) is ingested once and acknowledged; resent and duplicated frames
-// are re-acknowledged, not counted. Two threads: Run's (network, frame
-// checks, episode reports, evaluations, checkpoints) and a training thread
-// that copies staged batches from their frames into replay and trains as
-// the rate limiter allows (docs/architecture.md#learner).
+// are re-acknowledged, not counted. Three threads: Run's (network, frame
+// checks, episode reports, checkpoints, booking evaluations), a training
+// thread that copies staged batches from their frames into replay and
+// trains as the rate limiter allows, and an evaluation thread that rolls out
+// snapshots of the weights greedily (docs/architecture.md#learner).
 #pragma once
 
 #include <atomic>
@@ -178,6 +179,11 @@ struct LearnerResult {
   uint64_t resumed_at_episode = 0;
   uint64_t resumed_weights_version = 0;
   std::vector<double> evaluation_rewards;  // greedy evaluations in order (step rewards + episodic)
+  // Periodic evaluations run on their own thread; one asked for while
+  // another still waited replaced it (skipped), one that threw is failed.
+  // Neither is in `evaluations` or `evaluation_rewards` (this session's).
+  uint64_t evaluations_skipped = 0;
+  uint64_t evaluations_failed = 0;
   double best_evaluation_reward = 0;
   bool converged = false;
   uint64_t converged_at_episode = 0;

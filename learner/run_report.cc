@@ -140,7 +140,8 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
                        {"at_episode", result.resumed_at_episode},
                        {"weights_version", result.resumed_weights_version}};
   summary["evaluations"] = {{"count", result.evaluations}, {"rewards", result.evaluation_rewards},
-                            {"best_reward", result.best_evaluation_reward}};
+                            {"best_reward", result.best_evaluation_reward},
+                            {"skipped", result.evaluations_skipped}, {"failed", result.evaluations_failed}};
   summary["convergence"] = {{"converged", result.converged}, {"episodes", result.converged_at_episode},
                             {"wall_seconds", result.converged_at_seconds}};
   summary["final_plan"] = {{"produced_by", final_plan.produced_by}, {"hash", final_plan.Hash()}};

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <set>
@@ -344,6 +345,128 @@ TEST(LearnerTraining, StopAndTimeLimitEndALearnerUnderLoad) {
     EXPECT_GT(r.episodes, 0u);
     EXPECT_LT(r.episodes, 1000000u);
   }
+}
+
+}  // namespace
+}  // namespace tensortier
+
+namespace tensortier {
+namespace {
+
+// Stands for real iterations that take a while: the worker heartbeats
+// through them (Worker::Busy), and its reports come no faster than this.
+class SlowEvaluator : public CostModelEvaluator {
+ public:
+  explicit SlowEvaluator(std::chrono::milliseconds delay) : delay_(delay) {}
+  PlanMeasurement Measure(const Workload& w, const PlacementPlan& plan) override {
+    std::this_thread::sleep_for(delay_);
+    return CostModelEvaluator::Measure(w, plan);
+  }
+
+ private:
+  std::chrono::milliseconds delay_;
+};
+
+// Periodic greedy evaluations run beside the network thread. On a
+// ResNet-like workload a greedy rollout takes longer than the heartbeat
+// window; with an evaluation after every report, the learner still
+// heartbeats and reads frames meanwhile (the worker never takes it for dead
+// and re-registers, the learner expires nobody), and every evaluation
+// asked for is booked by the end. (With the evaluation on the network
+// thread, the worker re-registered after every report.)
+TEST(LearnerTraining, EvaluationsDoNotHoldUpTheNetworkThread) {
+  LearnerConfig c = testing::TinyLearner(5);
+  c.workload = LoadWorkloadSpec("synthetic:resnet:152");
+  c.workload.model.name = "slow-model";  // "real": the worker takes make_real_evaluator's
+  c.workload.Finalize();
+  c.env.dram_limit_bytes = c.workload.peak_live_bytes() / 3;
+  c.eval_interval_episodes = 1;
+  c.dqn.hidden = {64, 64};
+  // How long an evaluation takes here: the learner's network before
+  // training (the same seed), rolled out greedily.
+  c.dqn.observation_size = kObservationSize;
+  c.dqn.num_actions = 2;
+  std::unique_ptr<PlacementAgent> probe = MakeAgent("dqn", c.dqn.ToJson());
+  PlacementEnv env(c.workload, c.env);
+  const auto t0 = std::chrono::steady_clock::now();
+  const uint32_t steps = RunEpisode(env, [&](const Observation& o) { return probe->Greedy(o.data()); }).steps;
+  const auto rollout = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  ASSERT_GE(rollout.count(), 400) << "a rollout of " << steps << " steps is too short to show anything";
+  // Half a rollout without a frame from the learner and the worker gives
+  // up on it (and the learner on the worker). The worker plays at random
+  // (short episodes), and its "measurements" take a rollout, so that its
+  // reports come no faster than the evaluations and none is replaced.
+  c.heartbeat_liveness = 2;
+  c.heartbeat_interval_ms = static_cast<uint32_t>(rollout.count() / 4);
+  c.dqn.epsilon_start = c.dqn.epsilon_end = 1.0;
+  Learner learner(c);
+  LearnerResult r;
+  std::thread serve([&] { r = learner.Run(); });
+  // A second fleet member that only heartbeats, and times the learner's
+  // heartbeats to it: the learner's longest silence.
+  std::atomic<bool> serving{true};
+  std::chrono::milliseconds longest_silence{0};
+  uint64_t heartbeats_heard = 0;
+  std::thread observer([&] {
+    FleetClient client(learner.endpoint());
+    RegisterMsg reg{"h", 2, "observer", {}, "cost-model"};
+    reg.incarnation = 7;
+    client.Send(EncodeMessage(reg));
+    uint32_t id = 0;
+    auto last_sent = std::chrono::steady_clock::now(), last_heard = last_sent;
+    while (serving.load()) {
+      auto in = client.Receive(std::chrono::milliseconds(5));
+      const auto now = std::chrono::steady_clock::now();
+      if (in) {
+        DecodeResult d = DecodeMessage(in->frame.data(), in->frame.size());
+        if (auto* m = std::get_if<Message>(&d)) {
+          if (auto* ack = std::get_if<RegisterAckMsg>(m)) {
+            id = ack->worker_id;
+            last_heard = now;
+          } else if (std::holds_alternative<HeartbeatMsg>(*m) && id != 0) {
+            longest_silence =
+                std::max(longest_silence, std::chrono::duration_cast<std::chrono::milliseconds>(now - last_heard));
+            last_heard = now;
+            ++heartbeats_heard;
+          } else if (std::holds_alternative<ShutdownMsg>(*m)) {
+            break;
+          }
+        }
+      }
+      if (id != 0 && now - last_sent > std::chrono::milliseconds(c.heartbeat_interval_ms)) {
+        client.Send(EncodeMessage(HeartbeatMsg{id, 0, {}}));
+        last_sent = now;
+      }
+    }
+  });
+  WorkerConfig wc;
+  wc.learner_endpoint = learner.endpoint();
+  wc.give_up_seconds = 60;
+  wc.reconnect_initial_ms = 50;
+  wc.make_real_evaluator = [&] { return std::make_unique<SlowEvaluator>(rollout); };
+  Worker worker(wc, std::make_unique<CostModelEvaluator>());
+  WorkerStats stats;
+  std::thread work([&] { stats = worker.Run(); });
+  serve.join();
+  serving.store(false);
+  observer.join();
+  worker.Stop();
+  work.join();
+  ASSERT_EQ(r.episodes, 5u);
+  // Heartbeats every interval, give or take a loop turn, while evaluations
+  // ran: never a silence the fleet would take for a dead learner.
+  EXPECT_GE(heartbeats_heard, 4u);
+  EXPECT_LT(longest_silence.count(), c.heartbeat_interval_ms * c.heartbeat_liveness)
+      << "heartbeat interval " << c.heartbeat_interval_ms << " ms, rollout " << rollout.count() << " ms";
+  EXPECT_EQ(r.counters.workers_expired, 0u);
+  EXPECT_EQ(stats.reconnects, 0u) << "rollout " << rollout.count() << " ms, " << steps << " steps";
+  EXPECT_EQ(stats.registrations, 1u);
+  EXPECT_EQ(r.counters.workers_registered, 2u);  // the worker and the observer
+  // One per report, and the final one.
+  EXPECT_EQ(r.evaluations_failed, 0u);
+  EXPECT_EQ(r.evaluations_skipped, 0u);
+  EXPECT_EQ(r.evaluations, r.episodes + 1);
+  EXPECT_EQ(r.evaluation_rewards.size(), r.evaluations);
 }
 
 }  // namespace
