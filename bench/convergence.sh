@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Episodes to convergence of DQN and SAC on three synthetic workloads, on
-# the cost model, to set beside DeepTM's 130-300 episodes.
+# Episodes to convergence of DQN and SAC on three workloads (synthetic
+# specs or profiled .ttwl files), on the cost model, to set beside DeepTM's
+# 130-300 episodes.
 #
 # usage: bench/convergence.sh [BUILD_DIR] [OUT_DIR]
 #   EPISODES (default 600): the most episodes a run may take
@@ -32,13 +33,14 @@ mkdir -p "$out"
 
 table="$out/convergence.md"
 {
-  echo "| agent | workload | episodes run | stopping rule: converged at episode | best within 1% from episode | final greedy normalised cost | seconds |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "| agent | workload | episodes run | stopping rule: converged at episode | best within 1% from episode | final greedy normalised cost | final greedy, % of all-DRAM | first-touch, % of all-DRAM | seconds |"
+  echo "|---|---|---|---|---|---|---|---|---|"
 } > "$table"
 
 for agent in $agents; do
   for workload in $workloads; do
-    run="$out/${agent}-${workload//:/_}"
+    name=$(basename "$workload" .ttwl)
+    run="$out/${agent}-${name//:/_}"
     rm -rf "$run"
     echo "== $agent $workload" >&2
     "$tt" --log-level warn train --workload "$workload" --cost-model-only --agent "$agent" \
@@ -62,7 +64,15 @@ greedy = summary.get("greedy", summary.get("greedy_policy", {}))
 cost = greedy.get("normalised_cost", "") if isinstance(greedy, dict) else ""
 seconds = summary.get("wall_seconds", "")
 fmt = lambda x: f"{x:.3f}" if isinstance(x, float) else str(x)
-print(f"| {agent} | {workload} | {len(rows)} | {stopped} | {within} | {fmt(cost)} | {fmt(seconds)} |")
+# comparison.json: the final greedy plan and the baselines, on the cost model.
+share = {}
+try:
+    for row in json.load(open(f"{run}/comparison.json")):
+        share["greedy" if "greedy" in row["policy"] else row["policy"]] = f"{100 * row['relative_performance']:.1f}%"
+except (OSError, ValueError, KeyError):
+    pass
+print(f"| {agent} | {workload} | {len(rows)} | {stopped} | {within} | {fmt(cost)} | {share.get('greedy', '')} | "
+      f"{share.get('first-touch', '')} | {fmt(seconds)} |")
 EOF
   done
 done

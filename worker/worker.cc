@@ -265,7 +265,9 @@ struct Worker::Impl {
       // Workers act on the CPU; the learner trains where it can.
       std::unique_ptr<PlacementAgent> task_agent = MakeAgent(t.agent, t.agent_config_json, "cpu");
       task = std::make_unique<TaskMsg>(std::move(t));
-      env = std::make_unique<PlacementEnv>(task->workload, task->env);
+      // Building the environment precomputes every decision: most of a
+      // second for the largest models, so the connection is kept alive.
+      Busy([&] { env = std::make_unique<PlacementEnv>(task->workload, task->env); });
       agent = std::move(task_agent);
       // A workload profiled from a real model runs real iterations where
       // this worker can; a synthetic one is scored by the cost model.
