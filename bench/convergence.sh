@@ -7,6 +7,7 @@
 #   EPISODES (default 600): the most episodes a run may take
 #   WORKLOADS, AGENTS: override the lists below
 #   CONVERGE_WINDOW (5), CONVERGE_TOLERANCE (0.01), EVAL_EVERY (10), WORKERS (2)
+#   TABULATE_ONLY=1: no training, only the table of the runs already in OUT_DIR
 #
 # Two figures per run:
 #  - "stopping rule": the episode at which `tensortier train --converge-window
@@ -33,7 +34,7 @@ mkdir -p "$out"
 
 table="$out/convergence.md"
 {
-  echo "| agent | workload | episodes run | stopping rule: converged at episode | best within 1% from episode | final greedy normalised cost | final greedy, % of all-DRAM | first-touch, % of all-DRAM | seconds |"
+  echo "| agent | workload | episodes run | stopping rule: converged at episode | best within 1% from episode | final greedy normalised cost | final plan (greedy or best episode), % of all-DRAM | first-touch, % of all-DRAM | seconds |"
   echo "|---|---|---|---|---|---|---|---|---|"
 } > "$table"
 
@@ -41,9 +42,9 @@ for agent in $agents; do
   for workload in $workloads; do
     name=$(basename "$workload" .ttwl)
     run="$out/${agent}-${name//:/_}"
-    rm -rf "$run"
     echo "== $agent $workload" >&2
-    "$tt" --log-level warn train --workload "$workload" --cost-model-only --agent "$agent" \
+    [ -n "${TABULATE_ONLY:-}" ] || rm -rf "$run"
+    [ -n "${TABULATE_ONLY:-}" ] || "$tt" --log-level warn train --workload "$workload" --cost-model-only --agent "$agent" \
       --episodes "$episodes" --workers "$workers" --eval-every "$eval_every" \
       --converge-window "$window" --converge-tolerance "$tolerance" --out "$run" > "$run.log" 2>&1 ||
       { echo "run failed, see $run.log" >&2; continue; }
@@ -64,14 +65,16 @@ greedy = summary.get("greedy", summary.get("greedy_policy", {}))
 cost = greedy.get("normalised_cost", "") if isinstance(greedy, dict) else ""
 seconds = summary.get("wall_seconds", "")
 fmt = lambda x: f"{x:.3f}" if isinstance(x, float) else str(x)
-# comparison.json: the final greedy plan and the baselines, on the cost model.
+# comparison.json: the run's final plan (the greedy policy's, or the best
+# episode's when that was better) and the baselines, on the cost model.
 share = {}
 try:
     for row in json.load(open(f"{run}/comparison.json")):
-        share["greedy" if "greedy" in row["policy"] else row["policy"]] = f"{100 * row['relative_performance']:.1f}%"
+        baseline = row["policy"] in ("all-dram (no limit)", "first-touch", "all-slow")
+        share[row["policy"] if baseline else "final"] = f"{100 * row['relative_performance']:.1f}%"
 except (OSError, ValueError, KeyError):
     pass
-print(f"| {agent} | {workload} | {len(rows)} | {stopped} | {within} | {fmt(cost)} | {share.get('greedy', '')} | "
+print(f"| {agent} | {workload} | {len(rows)} | {stopped} | {within} | {fmt(cost)} | {share.get('final', '')} | "
       f"{share.get('first-touch', '')} | {fmt(seconds)} |")
 EOF
   done
