@@ -146,7 +146,8 @@ int main(int argc, char** argv) {
     RunEpisode(own, [&](const Observation& ob) {
       const int a = agent.Act(ob.data(), 0.0, rng);
       ++own_states;
-      own_agree += a == lookup.Decide(ob.data(), ob.size());
+      // By effect, as ExportReport counts: where DRAM is full both answers clip to the slow tier.
+      own_agree += own.DramRequestWouldSpill() || a == lookup.Decide(ob.data(), ob.size());
       return a;
     });
     const double model_ratio = EvaluatePlan(w, from_lookup).total_ns / EvaluatePlan(w, network).total_ns;

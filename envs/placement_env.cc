@@ -244,6 +244,12 @@ Observation PlacementEnv::MakeObservation() const {
   return o;
 }
 
+bool PlacementEnv::DramRequestWouldSpill() const {
+  // Step's test for clipping a DRAM request, on the same state.
+  return !done_ && config_.oom_handling == OomHandling::kSpillToSlow &&
+         size_[CurrentTensor()] > config_.dram_limit_bytes - dram_committed_;
+}
+
 StepResult PlacementEnv::Step(int action) {
   if (done_) throw std::logic_error("PlacementEnv::Step after the episode ended");
   if (action != 0 && action != 1) throw std::invalid_argument("PlacementEnv::Step: action must be 0 or 1");

@@ -127,6 +127,13 @@ class PlacementEnv {
   // The decision the next Step() makes: which tensor, at which kernel.
   uint32_t current_tensor() const { return CurrentTensor(); }
   size_t current_kernel() const { return kernel_; }
+  // True when the next Step(0) would not get DRAM: with
+  // OomHandling::kSpillToSlow, the current tensor does not fit in the DRAM
+  // left at this kernel, so Step clips the request to the slow tier. Both
+  // actions then place the tensor alike (the plan is the same; only the step
+  // reward differs, by spill_penalty, and summary().spills). False when the
+  // episode is done or OOM handling is kTerminate.
+  bool DramRequestWouldSpill() const;
 
   // Replaces the cost-model score of the finished episode with a measured
   // runtime (workers on real memory call this) and recomputes the episodic

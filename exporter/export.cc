@@ -137,11 +137,11 @@ std::string ExportReport::Summary() const {
        << quantiser.cells_from_coverage << " from exploratory states, " << quantiser.cells_from_centres
        << " by the network at the cell centre\n";
     os << "agreement       " << eval_agreements << " / " << eval_states << " evaluation states ("
-       << Percent(agreement) << "); exploratory states "
+       << Percent(agreement) << "; " << eval_dont_care << " with DRAM full agree either way); exploratory states "
        << Percent(quantiser.coverage_states
                       ? 1.0 - static_cast<double>(quantiser.coverage_disagreements) / quantiser.coverage_states
                       : 0.0)
-       << " of " << quantiser.coverage_states << "\n";
+       << " of " << quantiser.coverage_states << " (" << quantiser.coverage_dont_care << " with DRAM full)\n";
     char line[256];
     std::snprintf(line, sizeof line,
                   "runtime (model) network %.4f ms, lookup %.4f ms (%+.3f%%), plan table %.4f ms\n",
@@ -253,7 +253,7 @@ ExportReport ExportLookupFromPolicy(const GreedyPolicy& greedy, const std::strin
       PlacementEnv env(w, EnvAt(o, plan, factor));
       RunEpisode(env, [&](const Observation& obs) {
         int a = greedy(obs.data());
-        samples.push_back({obs, static_cast<uint8_t>(a), true});
+        samples.push_back({obs, static_cast<uint8_t>(a), true, env.DramRequestWouldSpill()});
         return a;
       });
     }
@@ -289,7 +289,7 @@ ExportReport ExportLookupFromPolicy(const GreedyPolicy& greedy, const std::strin
         const double epsilon = on_policy ? 0.0 : eps_of(rng);
         RunEpisode(env, [&](const Observation& obs) {
           const int a = greedy(obs.data());
-          samples.push_back({obs, static_cast<uint8_t>(a), false});
+          samples.push_back({obs, static_cast<uint8_t>(a), false, env.DramRequestWouldSpill()});
           return coin(rng) < epsilon ? static_cast<int>(rng() & 1) : a;
         });
       }
@@ -324,10 +324,10 @@ ExportReport ExportLookupFromPolicy(const GreedyPolicy& greedy, const std::strin
     info << "policy: " << report.policy << "\n";
     info << "evaluation_states: " << s.exact_states << " (budgets x";
     for (double f : o.eval_budget_factors) info << " " << f;
-    info << ")\n";
+    info << "; " << s.exact_dont_care << " with DRAM full, either action)\n";
     info << "exploratory_states: " << s.coverage_states << " (models: " << w.name;
     for (const std::string& spec : o.coverage_workloads) info << ", " << spec;
-    info << ")\n";
+    info << "; " << s.coverage_dont_care << " with DRAM full, either action)\n";
     info << "cells: " << s.cells << " (" << s.cells_from_exact << " from evaluation states, "
          << s.cells_from_coverage << " from exploratory states, " << s.cells_from_centres << " from cell centres; "
          << s.slow_cells << " slow)\n";
@@ -377,7 +377,10 @@ ExportReport ExportLookupFromPolicy(const GreedyPolicy& greedy, const std::strin
     for (const LabelledObservation& s : samples) {
       if (!s.exact) continue;
       ++report.eval_states;
-      report.eval_agreements += tt_lookup_decide(h.h, s.observation.data(), s.observation.size()) == s.action;
+      report.eval_dont_care += s.dont_care ? 1 : 0;
+      // Where DRAM is full either answer places the tensor in the slow tier.
+      report.eval_agreements +=
+          s.dont_care || tt_lookup_decide(h.h, s.observation.data(), s.observation.size()) == s.action;
     }
     report.agreement = report.eval_states ? static_cast<double>(report.eval_agreements) / report.eval_states : 0;
     // The network's plan and the lookup's plan at the plan's own budget.

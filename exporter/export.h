@@ -82,7 +82,13 @@ struct ExportReport {
   QuantiserStats quantiser;
   // Fidelity, measured through the host runtime on the written file.
   uint64_t eval_states = 0;      // states of the greedy evaluation episodes
-  uint64_t eval_agreements = 0;  // where tt_lookup_decide equals the network's greedy action
+  // Of those, the states where the DRAM request would be clipped to the slow
+  // tier (PlacementEnv::DramRequestWouldSpill): both actions place the
+  // tensor alike there, so the lookup's answer cannot change the plan.
+  uint64_t eval_dont_care = 0;
+  // States where tt_lookup_decide equals the network's greedy action, plus
+  // the eval_dont_care states (which agree whatever either answers).
+  uint64_t eval_agreements = 0;
   double agreement = 0;          // eval_agreements / eval_states
   // Cost-model runtimes at the plan's DRAM limit (0 when not generalised).
   double network_runtime_ns = 0;     // the network's greedy plan

@@ -324,20 +324,30 @@ GeneralisedTable BuildGeneralisedTable(const std::vector<LabelledObservation>& s
   const size_t n = samples.size();
   const uint32_t fine_bins = options.fine_bins;
   const float top = static_cast<float>(fine_bins - 1);
-  for (const LabelledObservation& s : samples) (s.exact ? stats.exact_states : stats.coverage_states)++;
+  for (const LabelledObservation& s : samples) {
+    (s.exact ? stats.exact_states : stats.coverage_states)++;
+    if (s.dont_care) (s.exact ? stats.exact_dont_care : stats.coverage_dont_care)++;
+  }
 
-  // The edge search costs O(states) per edge: past max_*_samples it looks
-  // at a random subsample. Ranges and the cells' contents use every state.
+  // The edge search works on the states whose action matters, and costs
+  // O(states) per edge: past max_*_samples it looks at a random subsample.
+  // Ranges and the cells' contents use every state.
+  const uint64_t exact_care = stats.exact_states - stats.exact_dont_care;
+  const uint64_t other_care = stats.coverage_states - stats.coverage_dont_care;
   std::vector<LabelledObservation> subsample;
-  if (stats.exact_states > options.max_exact_samples || stats.coverage_states > options.max_other_samples) {
+  const bool dont_care = stats.exact_dont_care + stats.coverage_dont_care > 0;
+  if (dont_care || exact_care > options.max_exact_samples || other_care > options.max_other_samples) {
     std::mt19937_64 rng(options.seed ^ 0x5eed);
     std::uniform_real_distribution<double> u(0, 1);
-    const double keep_exact = std::min(1.0, static_cast<double>(options.max_exact_samples) / stats.exact_states);
-    const double keep_other = std::min(1.0, static_cast<double>(options.max_other_samples) / stats.coverage_states);
+    const double keep_exact =
+        exact_care ? std::min(1.0, static_cast<double>(options.max_exact_samples) / exact_care) : 1.0;
+    const double keep_other =
+        other_care ? std::min(1.0, static_cast<double>(options.max_other_samples) / other_care) : 1.0;
+    const bool sampling = keep_exact < 1.0 || keep_other < 1.0;
     for (const LabelledObservation& s : samples)
-      if (u(rng) < (s.exact ? keep_exact : keep_other)) subsample.push_back(s);
+      if (!s.dont_care && (!sampling || u(rng) < (s.exact ? keep_exact : keep_other))) subsample.push_back(s);
   }
-  const std::vector<LabelledObservation>& search = subsample.empty() ? samples : subsample;
+  const std::vector<LabelledObservation>& search = dont_care || !subsample.empty() ? subsample : samples;
   const size_t ns = search.size();
   if (ns >= (size_t{1} << 32) - 1) throw std::invalid_argument("BuildGeneralisedTable: too many samples");
 
@@ -373,7 +383,7 @@ GeneralisedTable BuildGeneralisedTable(const std::vector<LabelledObservation>& s
   // shows it): it tells what the policy looks at, next to what the cells keep.
   {
     std::mt19937_64 rng(options.seed);
-    const size_t m = std::min<size_t>(ns, options.importance_samples);
+    const size_t m = ns ? std::min<size_t>(ns, options.importance_samples) : 0;
     std::vector<size_t> pick(ns);
     std::iota(pick.begin(), pick.end(), 0);
     std::shuffle(pick.begin(), pick.end(), rng);
@@ -381,7 +391,7 @@ GeneralisedTable BuildGeneralisedTable(const std::vector<LabelledObservation>& s
     std::vector<Observation> probe(m);
     std::vector<uint8_t> actions(m);
     for (FeatureData& f : features) {
-      if (f.constant) continue;
+      if (f.constant || m == 0) continue;
       std::uniform_int_distribution<size_t> other(0, ns - 1);
       for (size_t i = 0; i < m; ++i) {
         probe[i] = search[pick[i]].observation;
@@ -431,6 +441,7 @@ GeneralisedTable BuildGeneralisedTable(const std::vector<LabelledObservation>& s
   std::vector<uint32_t> cell_of(n);
   for (size_t i = 0; i < n; ++i) {
     cell_of[i] = g.CellOf(samples[i].observation.data());
+    if (samples[i].dont_care) continue;  // no vote
     counts[cell_of[i] * 4 + (samples[i].exact ? 0 : 2) + (samples[i].action & 1)]++;
   }
   std::vector<uint32_t> centre_cells;
@@ -503,7 +514,7 @@ GeneralisedTable BuildGeneralisedTable(const std::vector<LabelledObservation>& s
   stats.cells_from_centres = centre_cells.size();
 
   for (size_t i = 0; i < n; ++i) {
-    const bool wrong = g.ActionOfCell(cell_of[i]) != (samples[i].action & 1);
+    const bool wrong = !samples[i].dont_care && g.ActionOfCell(cell_of[i]) != (samples[i].action & 1);
     (samples[i].exact ? stats.exact_disagreements : stats.coverage_disagreements) += wrong ? 1 : 0;
   }
   for (uint64_t w : g.bitmap) stats.slow_cells += static_cast<uint64_t>(__builtin_popcountll(w));

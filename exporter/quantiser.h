@@ -21,6 +21,12 @@ struct LabelledObservation {
   // (the fidelity target). Other samples (exploratory episodes) only guide
   // the choice of bins and fill cells no exact state reaches.
   bool exact = false;
+  // Both actions place the tensor alike here: the environment would clip a
+  // DRAM request to the slow tier (PlacementEnv::DramRequestWouldSpill), so
+  // `action` is an arbitrary choice. Such a state places no bin edge, casts
+  // no vote for its cell's answer, and agrees with any answer (it is still
+  // counted in exact_states / coverage_states).
+  bool dont_care = false;
 };
 
 // Greedy actions of `count` observations into `actions`. May be called with
@@ -41,7 +47,11 @@ struct QuantiserOptions {
 struct QuantiserStats {
   uint64_t exact_states = 0;
   uint64_t coverage_states = 0;
-  uint64_t exact_disagreements = 0;     // exact states whose cell answers another action
+  uint64_t exact_dont_care = 0;         // of exact_states, those marked dont_care
+  uint64_t coverage_dont_care = 0;
+  // States whose cell answers another action than theirs; dont_care states
+  // never count.
+  uint64_t exact_disagreements = 0;
   uint64_t coverage_disagreements = 0;
   uint64_t cells = 0;
   uint64_t cells_from_exact = 0;        // filled from greedy-evaluation states
@@ -60,7 +70,9 @@ struct QuantiserStats {
 // others. It stops when no edge helps or another would pass max_cells.
 // Features without an edge are left out. Then every cell is filled: majority
 // of its exact states, else of its other states, else the policy at the
-// cell's centre. Throws std::invalid_argument on empty input.
+// cell's centre. dont_care samples take part in none of this (they only
+// widen the features' ranges and the centres' medians). Throws
+// std::invalid_argument on empty input.
 GeneralisedTable BuildGeneralisedTable(const std::vector<LabelledObservation>& samples,
                                        const BatchGreedyPolicy& policy, const QuantiserOptions& options,
                                        QuantiserStats* stats);

@@ -151,12 +151,19 @@ TEST(HostTorchFidelity, LookupPlanMakesTheNetworksDecisionsOnRealIterations) {
   EnvConfig env;
   env.dram_limit_bytes = static_cast<uint64_t>(0.3 * w.peak_live_bytes());
   env.beta = 0.75;
-  // Trained as before the default became 0 (docs/mdp.md). At 0 the
-  // network's choice is moot wherever DRAM is full (both actions clip to the
-  // slow tier), and the generalised lookup follows such near-ties less well:
-  // 99.63% agreement but a plan 2.6% slower on the cost model (2026-11-22),
-  // against -0.2% here. Open: label clipped states as don't-care in export.
-  env.spill_penalty = 1.0;
+  // The default spill penalty (0): where DRAM is full a DRAM request is
+  // clipped to the slow tier, so both actions place the tensor alike and the
+  // network's choice there is arbitrary. The export marks those states
+  // don't-care (PlacementEnv::DramRequestWouldSpill) and the agreements below
+  // count them as agreeing (about 45 of the 10-90k states of the network's
+  // path): they measure the decisions that can change the plan, and the
+  // runtime check compares the plans themselves.
+  // Not reproducible yet: training differs from run to run on the same
+  // workload and random stream (Q-values differ after the first 32 updates,
+  // torch at one thread), and with it the outcome. On 2026-11-22, over 17
+  // runs at penalty 0 the lookup's plan cost -2.9% .. +7.8% against the
+  // network's (6 over 1%; one run also under 99.5% on the path); 2 of 3 runs
+  // at penalty 1 (the old pin) were over 1% as well (+2.5%, +2.6%). Open.
 
   // The training loop of test_export_fidelity.cc, on the real graph. One
   // intra-op thread: GEMM partitions, and with them the float sums and the
@@ -203,12 +210,17 @@ TEST(HostTorchFidelity, LookupPlanMakesTheNetworksDecisionsOnRealIterations) {
 
   // On the network's own path at the plan's budget, the lookup must decide
   // as the network does: there the two plans differ only in decisions.
-  uint32_t own_states = 0, own_agree = 0;
+  // Decisions are compared by their effect, as ExportReport counts: where
+  // DRAM is full (PlacementEnv::DramRequestWouldSpill) both answers put the
+  // tensor in the slow tier, so they agree whatever they are.
+  uint32_t own_states = 0, own_agree = 0, own_full = 0;
   PlacementEnv own(w, env);
   RunEpisode(own, [&](const Observation& ob) {
     const int a = agent.Act(ob.data(), 0.0, rng);
+    const bool full = own.DramRequestWouldSpill();
     ++own_states;
-    own_agree += a == lookup.Decide(ob.data(), ob.size());
+    own_full += full;
+    own_agree += full || a == lookup.Decide(ob.data(), ob.size());
     return a;
   });
   EXPECT_GE(static_cast<double>(own_agree), 0.995 * own_states) << own_agree << " of " << own_states;
@@ -220,8 +232,9 @@ TEST(HostTorchFidelity, LookupPlanMakesTheNetworksDecisionsOnRealIterations) {
   PlacementEnv rollout(w, env);
   const PlacementPlan replayed = RunEpisode(rollout, [&](const Observation& ob) {
                                    const int a = lookup.Decide(ob.data(), ob.size());
+                                   const int network = agent.Act(ob.data(), 0.0, rng);
                                    ++states;
-                                   agree += a == agent.Act(ob.data(), 0.0, rng);
+                                   agree += rollout.DramRequestWouldSpill() || a == network;  // as above
                                    return a;
                                  }).plan;
   EXPECT_EQ(replayed.Hash(), lookup_plan.plan.Hash());  // PlanFromLookup is that rollout
@@ -246,10 +259,10 @@ TEST(HostTorchFidelity, LookupPlanMakesTheNetworksDecisionsOnRealIterations) {
   std::sort(net_ns.begin(), net_ns.end());
   std::sort(look_ns.begin(), look_ns.end());
   const double net_median = net_ns[net_ns.size() / 2], look_median = look_ns[look_ns.size() / 2];
-  std::printf("%zu kernels, %zu tensors; the lookup agrees on %u of %u states of the network's path and %u of %u of "
-              "its own rollout (plans %s); cost model: network %.3f ms, lookup "
+  std::printf("%zu kernels, %zu tensors; the lookup agrees on %u of %u states of the network's path (%u with DRAM "
+              "full) and %u of %u of its own rollout (plans %s); cost model: network %.3f ms, lookup "
               "%.3f ms; measured on %s: network plan %.3f ms, lookup plan %.3f ms (ratio %.4f); file %llu bytes\n",
-              w.num_kernels(), w.num_tensors(), own_agree, own_states, agree, states,
+              w.num_kernels(), w.num_tensors(), own_agree, own_states, own_full, agree, states,
               lookup_plan.plan.Hash() == network_plan.Hash() ? "identical" : "differ", network_model_ns / 1e6,
               lookup_model_ns / 1e6, runner.backend().c_str(), net_median / 1e6, look_median / 1e6,
               look_median / net_median, static_cast<unsigned long long>(report.file_bytes));

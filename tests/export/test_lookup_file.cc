@@ -259,6 +259,48 @@ TEST_F(LookupFileTest, ExactStatesKeepTheirActionsWhenTheyCollide) {
   EXPECT_EQ(g.ActionOfCell(g.CellOf(b.observation.data())), 1);
 }
 
+TEST_F(LookupFileTest, DontCareStatesNeitherPlaceBinsNorVote) {
+  // Every sample again, with the other action and marked dont_care (states
+  // where DRAM is full: either action places the tensor alike). Duplicates
+  // leave the ranges and the cell centres' medians as they were, so the
+  // table must be the one built without them, and none of them disagrees.
+  std::vector<LabelledObservation> samples = samples_;
+  for (const LabelledObservation& s : samples_) {
+    LabelledObservation flipped = s;
+    flipped.action = static_cast<uint8_t>(1 - s.action);
+    flipped.dont_care = true;
+    samples.push_back(flipped);
+  }
+  QuantiserOptions q;
+  q.max_cells = 4096;
+  q.fine_bins = 256;
+  QuantiserStats stats;
+  const GeneralisedTable g = BuildGeneralisedTable(samples, RulePolicyBatch, q, &stats);
+  EXPECT_EQ(stats.exact_states, 2 * stats_.exact_states);
+  EXPECT_EQ(stats.coverage_states, 2 * stats_.coverage_states);
+  EXPECT_EQ(stats.exact_dont_care, stats_.exact_states);
+  EXPECT_EQ(stats.coverage_dont_care, stats_.coverage_states);
+  EXPECT_EQ(stats.exact_disagreements, stats_.exact_disagreements);
+  EXPECT_EQ(stats.coverage_disagreements, stats_.coverage_disagreements);
+  EXPECT_EQ(stats.bins_by_feature, stats_.bins_by_feature);
+  ASSERT_EQ(g.features.size(), table_.features.size());
+  for (size_t i = 0; i < g.features.size(); ++i) {
+    EXPECT_EQ(g.features[i].observation_index, table_.features[i].observation_index);
+    EXPECT_EQ(g.features[i].lo, table_.features[i].lo);
+    EXPECT_EQ(g.features[i].scale, table_.features[i].scale);
+    EXPECT_EQ(g.features[i].remap, table_.features[i].remap);
+  }
+  EXPECT_EQ(g.bitmap, table_.bitmap);
+
+  // Only dont_care states: nothing to fit, so no edge, and the one cell is
+  // the policy's answer at the centre.
+  std::vector<LabelledObservation> moot(samples.begin() + static_cast<std::ptrdiff_t>(samples_.size()), samples.end());
+  const GeneralisedTable none = BuildGeneralisedTable(moot, RulePolicyBatch, q, &stats);
+  EXPECT_EQ(none.cell_count, 1u);
+  EXPECT_EQ(stats.cells_from_centres, 1u);
+  EXPECT_EQ(stats.exact_disagreements + stats.coverage_disagreements, 0u);
+}
+
 TEST_F(LookupFileTest, DescribeNamesWhatTheFileHolds) {
   const std::string d = DescribeLookupFile(path_);
   EXPECT_NE(d.find("plan tables     1"), std::string::npos) << d;
