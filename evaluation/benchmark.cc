@@ -166,6 +166,7 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
               // Setup moves put persistent tensors back where the plan starts
               // them: the cost model's end-of-iteration copies.
               row.measured_bytes_migrated = c.bytes_to_slow + c.bytes_to_dram + c.setup_bytes;
+              row.measured_setup_bytes = c.setup_bytes;
               row.migrations_refused = c.migrations_refused;
               row.migrations_skipped = c.migrations_skipped;
             }

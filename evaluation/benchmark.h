@@ -57,6 +57,12 @@ struct BenchmarkRow {
   double measured_emulated_delay_ns = 0;     // slow-tier access time added to kernels (emulated tiers)
   double measured_exposed_migration_ns = 0;  // copies and waits for copies on the training thread
   uint64_t measured_bytes_migrated = 0;      // per iteration, persistent tensors' return included
+  // Of measured_bytes_migrated: what the executor copied before the
+  // iteration to lay persistent tensors out where the plan starts them
+  // (returns, and re-laying a contiguous region a migration broke up). The
+  // cost model prices the returns only, so on plans that migrate adjoined
+  // persistent tensors this exceeds them (open, docs/results/executor.md).
+  uint64_t measured_setup_bytes = 0;
   uint64_t migrations_refused = 0;           // per iteration: destination full
   uint64_t migrations_skipped = 0;           // per iteration: tensor not live or already there
   uint32_t oom_events = 0;

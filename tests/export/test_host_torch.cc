@@ -31,6 +31,7 @@
 #include "envs/first_touch.h"
 #include "envs/placement_env.h"
 #include "envs/workload_spec.h"
+#include "tests/common/derived_times.h"
 #include "executor/executor.h"
 #include "exporter/apply.h"
 #include "exporter/export.h"
@@ -124,29 +125,7 @@ Workload ProfiledWorkload() {
   return p.workload;
 }
 
-// Kernel k takes 1 us plus 0.05 ns per byte it accesses in DRAM, and each
-// access costs 0.3 ns per byte more in the slow tier (Optane-like ratios).
-Workload WithTimesFromSizes(Workload w) {
-  for (size_t k = 0; k < w.num_kernels(); ++k) {
-    double bytes = 0;
-    for (uint32_t ai : w.accesses_of_kernel(k)) {
-      Access& a = w.accesses[ai];
-      const double accessed = static_cast<double>(w.tensors[a.tensor].size_bytes) * (a.reads + a.writes);
-      a.slow_penalty_ns = 0.3 * accessed;
-      bytes += accessed;
-    }
-    w.kernels[k].dram_time_ns = 1000 + 0.05 * bytes;
-  }
-  // The profiler also measures copy prices (executor/copy_calibration.h);
-  // they vary from run to run as kernel times do, and made every run train
-  // a different network (plan gaps from -3% to +8% between runs).
-  w.device.dram_to_slow_bytes_per_second = 2.3e9;
-  w.device.slow_to_dram_bytes_per_second = 6.6e9;
-  w.device.dram_to_slow_copy_setup_ns = 2000;
-  w.device.slow_to_dram_copy_setup_ns = 2000;
-  w.Finalize();
-  return w;
-}
+using testing::WithTimesFromSizes;
 
 TEST(HostTorchFidelity, LookupPlanMakesTheNetworksDecisionsOnRealIterations) {
   // Profiled by a runner that is gone before the agent exists: tensors made
