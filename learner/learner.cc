@@ -281,6 +281,7 @@ struct Learner::Impl {
     uint64_t weights_version = 0, updates = 0, episode = 0;
     bool ok = false;                // false: the evaluation threw (logged)
     EpisodeSummary summary;
+    LearnerResult::EvaluationSpan span;
   };
   std::thread evaluator;
   std::mutex eval_mu;                        // guards eval_queued, eval_busy, eval_stop, eval_done
@@ -855,6 +856,9 @@ struct Learner::Impl {
       StagedBatch& b = trainer_pending.front();
       while (b.next < b.size) {
         if (limiter && !hurry && !limiter->InsertAllowed(1)) return any;
+        // An episode is up to 10^6 transitions: let a waiting network thread
+        // (heartbeats) in now and then; the batch goes on where it stopped.
+        if (!hurry && (b.next & 1023) == 1023 && network_waiting.load() > 0) return any;
         const size_t i = b.next++;
         Insert(b, i, b.priority(i));
         --staged_transitions;
@@ -890,8 +894,17 @@ struct Learner::Impl {
       while (network_waiting.load() > 0) std::this_thread::yield();
       std::lock_guard<std::mutex> lock(train_mu);
       InsertAllowed(stopping && hurry);
-      if (owed > 0 && replay_size() >= static_cast<size_t>(std::max(1, agent->schedule().learning_starts)))
-        for (uint64_t i = 0; i < owed; ++i) OneUpdate();
+      if (owed > 0 && replay_size() >= static_cast<size_t>(std::max(1, agent->schedule().learning_starts))) {
+        uint64_t done = 0;
+        while (done < owed && (stopping || done == 0 || network_waiting.load() == 0)) {
+          OneUpdate();
+          ++done;
+        }
+        if (done < owed) {  // the rest on the next turn, after the network thread
+          std::lock_guard<std::mutex> staging(staging_mu);
+          fixed_updates_owed += owed - done;
+        }
+      }
       // A few steps per turn, so that the network thread gets the lock often.
       bool trained = false;
       for (int i = 0; i < 4 && TrainStep(); ++i) trained = true;
@@ -1111,6 +1124,7 @@ struct Learner::Impl {
       out.weights_version = req.weights_version;
       out.updates = req.updates;
       out.episode = req.episode;
+      out.span.started = Clock::now();
       try {
         if (!eval_agent) eval_agent = MakeAgent(eval_agent_name, eval_agent_json);
         if (!eval_thread_env) eval_thread_env = std::make_unique<PlacementEnv>(config.workload, config.env);
@@ -1138,6 +1152,7 @@ struct Learner::Impl {
         LogError("evaluation_failed").kv("episode", req.episode).kv("weights_version", req.weights_version)
             .kv("detail", "unknown exception");
       }
+      out.span.finished = Clock::now();
       {
         std::lock_guard<std::mutex> lock(eval_mu);
         eval_done.push_back(std::move(out));
@@ -1177,6 +1192,7 @@ struct Learner::Impl {
       done.swap(eval_done);
     }
     for (const EvaluationOutcome& o : done) {
+      result.evaluation_spans.push_back(o.span);
       if (!o.ok) {
         ++result.evaluations_failed;
         continue;

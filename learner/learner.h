@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -184,6 +185,13 @@ struct LearnerResult {
   // Neither is in `evaluations` or `evaluation_rewards` (this session's).
   uint64_t evaluations_skipped = 0;
   uint64_t evaluations_failed = 0;
+  // When each periodic evaluation of this session ran on its thread, in the
+  // order asked for: how long a greedy rollout takes, and (in tests) what the
+  // network thread did meanwhile.
+  struct EvaluationSpan {
+    std::chrono::steady_clock::time_point started, finished;
+  };
+  std::vector<EvaluationSpan> evaluation_spans;
   double best_evaluation_reward = 0;
   bool converged = false;
   uint64_t converged_at_episode = 0;

@@ -3,6 +3,7 @@
 // each worker its own epsilon, and the convergence rule stops a run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -392,28 +393,30 @@ TEST(LearnerTraining, EvaluationsDoNotHoldUpTheNetworkThread) {
   const uint32_t steps = RunEpisode(env, [&](const Observation& o) { return probe->Greedy(o.data()); }).steps;
   const auto rollout = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
   ASSERT_GE(rollout.count(), 400) << "a rollout of " << steps << " steps is too short to show anything";
-  // Half a rollout without a frame from the learner and the worker gives
-  // up on it (and the learner on the worker). The worker plays at random
-  // (short episodes), and its "measurements" take a rollout, so that its
-  // reports come no faster than the evaluations and none is replaced.
-  c.heartbeat_liveness = 2;
-  c.heartbeat_interval_ms = static_cast<uint32_t>(rollout.count() / 4);
+  // Heartbeats eight times a rollout; the fleet gives up after two
+  // rollouts of silence, so that a load spike on a shared machine expires
+  // nobody. What shows that evaluations run off the network thread is below:
+  // heartbeats keep coming *while* each evaluation runs (on the learner's
+  // own clock), which a rollout on the network thread makes impossible
+  // however loaded the machine is. The worker plays at random (short
+  // episodes) and its "measurements" take a rollout.
+  c.heartbeat_interval_ms = static_cast<uint32_t>(std::max<int64_t>(10, rollout.count() / 8));
+  c.heartbeat_liveness = 16;
   c.dqn.epsilon_start = c.dqn.epsilon_end = 1.0;
   Learner learner(c);
   LearnerResult r;
   std::thread serve([&] { r = learner.Run(); });
-  // A second fleet member that only heartbeats, and times the learner's
-  // heartbeats to it: the learner's longest silence.
+  // A second fleet member that only heartbeats, and notes when the
+  // learner's heartbeats to it arrive.
   std::atomic<bool> serving{true};
-  std::chrono::milliseconds longest_silence{0};
-  uint64_t heartbeats_heard = 0;
+  std::vector<std::chrono::steady_clock::time_point> heard;
   std::thread observer([&] {
     FleetClient client(learner.endpoint());
     RegisterMsg reg{"h", 2, "observer", {}, "cost-model"};
     reg.incarnation = 7;
     client.Send(EncodeMessage(reg));
     uint32_t id = 0;
-    auto last_sent = std::chrono::steady_clock::now(), last_heard = last_sent;
+    auto last_sent = std::chrono::steady_clock::now();
     while (serving.load()) {
       auto in = client.Receive(std::chrono::milliseconds(5));
       const auto now = std::chrono::steady_clock::now();
@@ -422,12 +425,9 @@ TEST(LearnerTraining, EvaluationsDoNotHoldUpTheNetworkThread) {
         if (auto* m = std::get_if<Message>(&d)) {
           if (auto* ack = std::get_if<RegisterAckMsg>(m)) {
             id = ack->worker_id;
-            last_heard = now;
+            heard.push_back(now);
           } else if (std::holds_alternative<HeartbeatMsg>(*m) && id != 0) {
-            longest_silence =
-                std::max(longest_silence, std::chrono::duration_cast<std::chrono::milliseconds>(now - last_heard));
-            last_heard = now;
-            ++heartbeats_heard;
+            heard.push_back(now);
           } else if (std::holds_alternative<ShutdownMsg>(*m)) {
             break;
           }
@@ -453,20 +453,36 @@ TEST(LearnerTraining, EvaluationsDoNotHoldUpTheNetworkThread) {
   worker.Stop();
   work.join();
   ASSERT_EQ(r.episodes, 5u);
-  // Heartbeats every interval, give or take a loop turn, while evaluations
-  // ran: never a silence the fleet would take for a dead learner.
-  EXPECT_GE(heartbeats_heard, 4u);
-  EXPECT_LT(longest_silence.count(), c.heartbeat_interval_ms * c.heartbeat_liveness)
-      << "heartbeat interval " << c.heartbeat_interval_ms << " ms, rollout " << rollout.count() << " ms";
+  // One request per report, and the final evaluation: each request is
+  // evaluated or replaced by a newer one while it waited. The first and the
+  // last are never replaced.
+  EXPECT_EQ(r.evaluations_failed, 0u);
+  EXPECT_EQ(r.evaluations + r.evaluations_skipped, r.episodes + 1);
+  EXPECT_GE(r.evaluations, 3u);
+  EXPECT_EQ(r.evaluation_rewards.size(), r.evaluations);
+  ASSERT_EQ(r.evaluation_spans.size(), r.evaluations - 1);  // the final one runs on the network thread
+  // During every evaluation long enough to tell (four heartbeat intervals;
+  // at most one heartbeat sent before it started can arrive inside it),
+  // the network thread kept heartbeating.
+  const auto interval = std::chrono::milliseconds(c.heartbeat_interval_ms);
+  size_t telling = 0;
+  for (const LearnerResult::EvaluationSpan& span : r.evaluation_spans) {
+    ASSERT_LE(span.started, span.finished);
+    if (span.finished - span.started < 4 * interval) continue;
+    ++telling;
+    const auto during = std::count_if(heard.begin(), heard.end(),
+                                      [&](auto t) { return t > span.started && t < span.finished; });
+    EXPECT_GE(during, 2) << "an evaluation of "
+                         << std::chrono::duration_cast<std::chrono::milliseconds>(span.finished - span.started).count()
+                         << " ms, heartbeat interval " << c.heartbeat_interval_ms << " ms";
+  }
+  EXPECT_GE(telling, 1u) << "no evaluation took four heartbeat intervals (rollout " << rollout.count() << " ms)";
+  // Nobody was taken for dead on either side.
+  EXPECT_GE(heard.size(), 4u);
   EXPECT_EQ(r.counters.workers_expired, 0u);
   EXPECT_EQ(stats.reconnects, 0u) << "rollout " << rollout.count() << " ms, " << steps << " steps";
   EXPECT_EQ(stats.registrations, 1u);
   EXPECT_EQ(r.counters.workers_registered, 2u);  // the worker and the observer
-  // One per report, and the final one.
-  EXPECT_EQ(r.evaluations_failed, 0u);
-  EXPECT_EQ(r.evaluations_skipped, 0u);
-  EXPECT_EQ(r.evaluations, r.episodes + 1);
-  EXPECT_EQ(r.evaluation_rewards.size(), r.evaluations);
 }
 
 }  // namespace
