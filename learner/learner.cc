@@ -59,8 +59,9 @@ struct WorkerSlot {
 };
 
 // 2: the rate limiter's credit, ratio and recent episode lengths follow
-// its counters. Version 1 payloads are still read.
-constexpr uint64_t kCheckpointPayloadVersion = 2;
+// its counters. 3: episodes partly in replay (partly_in_replay) at the end.
+// Versions 1 and 2 are still read.
+constexpr uint64_t kCheckpointPayloadVersion = 3;
 
 void SaveTransition(ByteWriter& w, const Transition& t) {
   w.PodVector(t.observation);
@@ -254,6 +255,12 @@ struct Learner::Impl {
   // replay and its report counted; checkpoints hold `batches_inserted`, so
   // that what was staged but not yet in replay is taken again when resent.
   EpisodeLedger batches_in, batches_inserted, reports_in;
+  // By (incarnation, episode): how many of an episode's transitions replay
+  // holds while the rest still waits on the rate limiter. A checkpoint saves
+  // it, so that when the worker resends the episode after a resume those
+  // rows are skipped, not inserted twice (resends are the same transitions
+  // in the same order: the worker keeps them until acknowledged).
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> partly_in_replay;
   LearnerResult result;
   Clock::time_point start = Clock::now();
   double seconds_before = 0;                    // of the sessions before a resume
@@ -314,6 +321,7 @@ struct Learner::Impl {
     std::vector<Transition> transitions;
     std::vector<float> priorities;
     size_t next = 0;  // transitions already inserted
+    size_t already_in_replay = 0;  // of them, inserted before a resume (partly_in_replay)
     // An episode in several chunks is staged chunk by chunk; only its last
     // chunk, once inserted, makes the episode count as taken in.
     bool completes_episode = true;
@@ -645,6 +653,7 @@ struct Learner::Impl {
     if (chunk_count == 1) {
       batches_in.Insert(worker.incarnation, episode_id);
       batch.episode_transitions = batch.size;
+      SkipWhatReplayHolds({&batch});
       Stage(std::move(batch));
       return;
     }
@@ -674,11 +683,44 @@ struct Learner::Impl {
     const uint64_t transitions = a.transitions;
     std::vector<std::unique_ptr<StagedBatch>> chunks = std::move(a.chunks);
     assembling.erase(it);
+    std::vector<StagedBatch*> in_order;
     for (size_t i = 0; i < chunks.size(); ++i) {
       chunks[i]->completes_episode = i + 1 == chunks.size();
       chunks[i]->episode_transitions = transitions;
-      Stage(std::move(*chunks[i]));
+      in_order.push_back(chunks[i].get());
     }
+    SkipWhatReplayHolds(in_order);
+    for (auto& chunk : chunks) Stage(std::move(*chunk));
+  }
+
+  // An episode resent after a resume whose first transitions the
+  // checkpointed replay already holds: those rows are marked inserted.
+  void SkipWhatReplayHolds(const std::vector<StagedBatch*>& chunks) {
+    if (chunks.empty()) return;
+    auto it = partly_in_replay.find({chunks.front()->incarnation, chunks.front()->episode_id});
+    if (it == partly_in_replay.end()) return;
+    uint64_t skip = it->second;
+    if (skip > chunks.front()->episode_transitions) {
+      LogWarn("partial_episode_mismatch").kv("incarnation", it->first.first).kv("episode", it->first.second)
+          .kv("in_replay", skip).kv("resent", chunks.front()->episode_transitions);
+      skip = chunks.front()->episode_transitions;
+      it->second = skip;
+    }
+    for (StagedBatch* b : chunks) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(skip, b->size));
+      b->next = b->already_in_replay = n;
+      skip -= n;
+    }
+  }
+
+  // partly_in_replay as a checkpoint must store it: with the rows of the
+  // batches the trainer has started on. Under train_mu.
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> PartlyInReplayNow() {
+    auto now = partly_in_replay;
+    std::lock_guard<std::mutex> lock(staging_mu);
+    for (const StagedBatch& b : trainer_pending)
+      if (b.next > b.already_in_replay) now[{b.incarnation, b.episode_id}] += b.next - b.already_in_replay;
+    return now;
   }
 
   // Flow control keeps a worker to two episodes in flight; partial episodes
@@ -712,7 +754,7 @@ struct Learner::Impl {
   }
 
   void Stage(StagedBatch staged_batch) {
-    const uint64_t n = staged_batch.size;
+    const uint64_t n = staged_batch.size - staged_batch.next;
     {
       std::lock_guard<std::mutex> lock(staging_mu);
       staged.push_back(std::move(staged_batch));
@@ -761,7 +803,11 @@ struct Learner::Impl {
     }
     for (const InsertedBatch& b : done) {
       result.counters.transitions_ingested += b.transitions;
-      if (!b.completes_episode) continue;
+      if (!b.completes_episode) {
+        partly_in_replay[{b.incarnation, b.episode_id}] += b.transitions;
+        continue;
+      }
+      partly_in_replay.erase({b.incarnation, b.episode_id});
       batches_inserted.Insert(b.incarnation, b.episode_id);
       if (config.keep_batch_log)
         result.batches.push_back({b.worker_id, b.incarnation, b.episode_id, b.episode_transitions});
@@ -866,7 +912,8 @@ struct Learner::Impl {
       }
       {
         std::lock_guard<std::mutex> lock(staging_mu);
-        inserted.push_back({b.worker_id, b.incarnation, b.episode_id, b.size, b.completes_episode, b.episode_transitions});
+        inserted.push_back({b.worker_id, b.incarnation, b.episode_id, b.size - b.already_in_replay,
+                            b.completes_episode, b.episode_transitions});
       }
       trainer_pending.pop_front();
     }
@@ -1252,6 +1299,12 @@ struct Learner::Impl {
   }
 
   std::string SavePayload() {
+    const auto partly = PartlyInReplayNow();
+    LearnerCounters counters = result.counters;
+    for (const auto& [key, rows] : partly) {  // rows of started batches are in the saved replay
+      auto counted = partly_in_replay.find(key);
+      counters.transitions_ingested += rows - (counted == partly_in_replay.end() ? 0 : counted->second);
+    }
     ByteWriter w;
     w.U64(kCheckpointPayloadVersion);
     w.String(agent->name());
@@ -1265,7 +1318,7 @@ struct Learner::Impl {
     w.Pod(next_worker_id);
     w.Pod(next_exploration_index);
     w.F64(Elapsed());
-    w.Pod(result.counters);
+    w.Pod(counters);
     w.Bool(result.has_best_plan);
     w.String(result.has_best_plan ? SerializePlan(result.best_plan) : std::string());
     w.F64(result.best_runtime_ns);
@@ -1308,6 +1361,12 @@ struct Learner::Impl {
     MeasurementCacheMsg cache = MeasurementsMsg();
     for (const auto& [key, e] : measurements) cache.entries.push_back(e);
     w.String(EncodeMessage(cache));
+    w.U64(partly.size());
+    for (const auto& [key, rows] : partly) {
+      w.U64(key.first);
+      w.U64(key.second);
+      w.U64(rows);
+    }
     return std::move(w.bytes());
   }
 
@@ -1478,6 +1537,12 @@ struct Learner::Impl {
       throw CheckpointError("checkpoint measurement cache does not decode");
     for (CachedMeasurement& e : std::get<MeasurementCacheMsg>(std::get<Message>(cache)).entries)
       measurements[{e.plan_hash, e.backend}] = std::move(e);
+    partly_in_replay.clear();
+    if (payload_version >= 3)
+      for (uint64_t n = r.U64(); n > 0; --n) {
+        const uint64_t incarnation = r.U64(), episode = r.U64();
+        partly_in_replay[{incarnation, episode}] = r.U64();
+      }
     result.counters.checkpoints_rejected += rejected_checkpoints;
     result.resumed = true;
     result.resumed_at_episode = result.episodes;

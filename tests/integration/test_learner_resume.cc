@@ -10,12 +10,15 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "common/files.h"
 #include "envs/cost_model.h"
 #include "envs/first_touch.h"
 #include "envs/workload_io.h"
 #include "learner/checkpoint_store.h"
+#include "transport/channel.h"
+#include "protocol/codec.h"
 #include "tests/integration/fleet_harness.h"
 #include "tests/integration/process.h"
 
@@ -163,6 +166,117 @@ std::vector<std::vector<std::string>> ReadCsv(const std::string& path) {
     rows.push_back(cells);
   }
   return rows;
+}
+
+// An episode the rate limiter lets into replay only in part when a
+// checkpoint is written: the checkpoint says how much of it replay holds,
+// and when the worker resends it to the resumed learner those transitions
+// are not inserted a second time.
+TEST(LearnerResume, AnEpisodePartlyInReplayIsNotInsertedTwice) {
+  const std::string dir = TempDir("partly");
+  const std::string crash_copy = dir + "/copy";
+  constexpr uint64_t kIncarnation = 4242;
+  constexpr size_t kLong = 600, kShort = 50;
+  auto episode = [](uint32_t worker_id, uint64_t id, size_t transitions) {
+    TransitionBatchMsg batch;
+    batch.worker_id = worker_id;
+    batch.episode_id = id;
+    for (size_t i = 0; i < transitions; ++i)
+      batch.transitions.push_back(Transition{std::vector<float>(kObservationSize, 0.01f * static_cast<float>(i % 97)),
+                                             static_cast<uint8_t>(i & 1), 1.0f,
+                                             std::vector<float>(kObservationSize, 0.0f), i + 1 == transitions});
+    return SplitIntoChunks(batch, 256);  // 3 chunks: the first ones in replay whole, one in part
+  };
+  auto report = [](uint32_t worker_id, uint64_t id) {
+    EpisodeReportMsg r;
+    r.worker_id = worker_id;
+    r.episode_id = id;
+    r.oom = true;
+    return EncodeMessage(r);
+  };
+  auto connect = [&](Learner& learner) {
+    auto client = std::make_unique<FleetClient>(learner.endpoint());
+    RegisterMsg reg{"h", 1, "resender", {}, "cost-model"};
+    reg.incarnation = kIncarnation;  // the same worker process both times
+    client->Send(EncodeMessage(reg));
+    auto ack = testing::ReceiveA<RegisterAckMsg>(*client, std::chrono::seconds(10));
+    EXPECT_TRUE(ack.has_value());
+    return std::make_pair(std::move(client), ack ? ack->worker_id : 0u);
+  };
+
+  // First life: after learning_starts transitions each insert costs far
+  // more gradient steps than the test lasts, so the long episode stays
+  // partly inserted; its report writes the checkpoint.
+  {
+    LearnerConfig c = TinyLearner(2);
+    c.run_dir = dir + "/run";
+    c.checkpoint_interval_episodes = 1;
+    c.samples_per_insert = 1e6;
+    c.eval_interval_episodes = 0;
+    Learner learner(c);
+    LearnerResult first;
+    std::thread serve([&] { first = learner.Run(); });
+    auto [client, id] = connect(learner);
+    ASSERT_NE(id, 0u);
+    for (const TransitionBatchMsg& chunk : episode(id, 1, kLong)) client->Send(EncodeMessage(chunk));
+    for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+         learner.status().updates == 0 && std::chrono::steady_clock::now() < deadline;)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ASSERT_GT(learner.status().updates, 0u) << "learning never started";
+    client->Send(report(id, 1));
+    CheckpointStore store(c.run_dir + "/checkpoints");
+    for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+         store.List().empty() && std::chrono::steady_clock::now() < deadline;)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ASSERT_FALSE(store.List().empty());
+    // The learner dies here: what it leaves is this checkpoint.
+    fs::create_directories(crash_copy);
+    fs::copy(c.run_dir, crash_copy + "/run", fs::copy_options::recursive);
+    fs::copy(c.run_dir, crash_copy + "/probe", fs::copy_options::recursive);
+    learner.Stop();
+    serve.join();
+  }
+  // What replay held at the checkpoint: a learner resumed from it and
+  // stopped at once reports the restored inserts. Part of the episode.
+  {
+    LearnerConfig c = TinyLearner(2);
+    c.run_dir = crash_copy + "/probe";
+    c.resume = true;
+    c.eval_interval_episodes = 0;
+    Learner probe(c);
+    probe.Stop();
+    const LearnerResult restored = probe.Run();
+    EXPECT_GE(restored.rate_limiter.inserts, static_cast<uint64_t>(c.dqn.learning_starts));
+    EXPECT_LT(restored.rate_limiter.inserts, kLong);
+    EXPECT_EQ(restored.counters.transitions_ingested, restored.rate_limiter.inserts);
+  }
+
+  // Second life: the worker resends the episode it was never acked for
+  // (the same transitions) and plays one more; inserts are cheap now.
+  LearnerConfig c = TinyLearner(2);
+  c.run_dir = crash_copy + "/run";
+  c.resume = true;
+  c.samples_per_insert = 0.5;
+  c.eval_interval_episodes = 0;
+  Learner learner(c);
+  LearnerResult second;
+  std::thread serve([&] { second = learner.Run(); });
+  auto [client, id] = connect(learner);
+  ASSERT_NE(id, 0u);
+  for (const TransitionBatchMsg& chunk : episode(id, 1, kLong)) client->Send(EncodeMessage(chunk));
+  client->Send(report(id, 1));
+  for (const TransitionBatchMsg& chunk : episode(id, 2, kShort)) client->Send(EncodeMessage(chunk));
+  client->Send(report(id, 2));
+  serve.join();
+  ASSERT_TRUE(second.resumed);
+  EXPECT_EQ(second.resumed_at_episode, 1u);
+  EXPECT_EQ(second.episodes, 2u);
+  EXPECT_EQ(second.counters.duplicate_reports, 1u);
+  // Every transition sent is in replay once: the limiter counted each
+  // insert, before and after the resume, and so did the ingest counter.
+  EXPECT_EQ(second.rate_limiter.inserts, kLong + kShort);
+  EXPECT_EQ(second.counters.transitions_ingested, kLong + kShort);
+  fs::remove_all(dir);
 }
 
 // Waits until the run has a checkpoint of at least `episodes`; returns its sequence.

@@ -7,11 +7,14 @@
 #include "envs/workload_spec.h"
 #include "learner/learner.h"
 #include "protocol/codec.h"
+#include "tests/integration/fleet_harness.h"
 #include "transport/channel.h"
 #include "worker/worker.h"
 
 namespace tensortier {
 namespace {
+
+using testing::ReceiveA;
 
 LearnerConfig SmallLearner(uint64_t episodes) {
   LearnerConfig c;
@@ -24,20 +27,6 @@ LearnerConfig SmallLearner(uint64_t episodes) {
   c.dqn.learning_starts = 16;
   c.dqn.updates_per_episode = 4;
   return c;
-}
-
-// Waits for one frame that decodes to a message of type M.
-template <typename M>
-std::optional<M> ReceiveA(FleetClient& client, std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto in = client.Receive(std::chrono::milliseconds(20));
-    if (!in) continue;
-    DecodeResult r = DecodeMessage(in->frame.data(), in->frame.size());
-    if (auto* m = std::get_if<Message>(&r))
-      if (auto* typed = std::get_if<M>(m)) return *typed;
-  }
-  return std::nullopt;
 }
 
 TEST(LearnerRobustness, BadFramesAreCountedAnsweredAndSurvived) {

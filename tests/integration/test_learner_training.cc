@@ -23,6 +23,8 @@
 namespace tensortier {
 namespace {
 
+using testing::ReceiveA;
+
 using testing::RunFleet;
 using testing::TinyLearner;
 
@@ -131,19 +133,6 @@ TEST(LearnerTraining, UnknownReplayIsRefused) {
   LearnerConfig c = TinyLearner(1);
   c.replay = "sorted";
   EXPECT_THROW(Learner{c}, std::invalid_argument);
-}
-
-template <typename M>
-std::optional<M> ReceiveA(FleetClient& client, std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto in = client.Receive(std::chrono::milliseconds(20));
-    if (!in) continue;
-    DecodeResult r = DecodeMessage(in->frame.data(), in->frame.size());
-    if (auto* m = std::get_if<Message>(&r))
-      if (auto* typed = std::get_if<M>(m)) return *typed;
-  }
-  return std::nullopt;
 }
 
 TEST(LearnerTraining, WorkerPrioritiesAreCheckedAndAcknowledged) {
