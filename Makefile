@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 RUN_FLAGS ?=
 
-.PHONY: all bootstrap configure build test run bench clean test-sanitize fuzz-long
+.PHONY: all bootstrap configure build test run bench clean test-sanitize test-tsan fuzz-long
 
 all: build
 
@@ -39,6 +39,18 @@ test-sanitize: bootstrap
 		fuzz_protocol_smoke fuzz_workload_smoke fuzz_plan_smoke fuzz_lookup_smoke fuzz_config_smoke
 	cd $(SANITIZE_DIR) && $(SANITIZE_ENV) ctest --output-on-failure -j $(JOBS) \
 		-L '^($(subst $(eval) ,|,$(strip $(SANITIZE_SUITES)))|fuzz)$$'
+
+# The learner's threads (network, training, evaluation) with in-process
+# fleets under ThreadSanitizer, in their own build directory; LibTorch's and
+# libzmq's uninstrumented threads are suppressed in sanitizers/tsan.supp.
+TSAN_DIR ?= build-tsan
+TSAN_FILTER ?= LearnerTraining.*:LearnerRobustness.*:ProtocolReliability.*:LearnerResume.RestoresCountersWeightsAndReplay:LearnerResume.AnEpisodePartlyInReplayIsNotInsertedTwice:LearnerResume.RefusesACheckpointOfAnotherAgent
+test-tsan: bootstrap
+	@cmake -S . -B $(TSAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTENSORTIER_TSAN=ON \
+		-DTENSORTIER_BUILD_BENCH=OFF > /dev/null
+	cmake --build $(TSAN_DIR) -j $(JOBS) --target tests_integration
+	cd $(TSAN_DIR)/tests && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/sanitizers/tsan.supp" \
+		./tests_integration --gtest_filter='$(TSAN_FILTER)'
 
 # Each fuzz target under libFuzzer for FUZZ_SECONDS (default 300) each.
 FUZZ_SECONDS ?= 300

@@ -267,7 +267,10 @@ struct Worker::Impl {
       task = std::make_unique<TaskMsg>(std::move(t));
       // Building the environment precomputes every decision: most of a
       // second for the largest models, so the connection is kept alive.
-      Busy([&] { env = std::make_unique<PlacementEnv>(task->workload, task->env); });
+      // Built into a local: Pump reads `env` (ready()) on this thread meanwhile.
+      std::unique_ptr<PlacementEnv> built;
+      Busy([&] { built = std::make_unique<PlacementEnv>(task->workload, task->env); });
+      env = std::move(built);
       agent = std::move(task_agent);
       // A workload profiled from a real model runs real iterations where
       // this worker can; a synthetic one is scored by the cost model.
