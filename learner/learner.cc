@@ -245,6 +245,7 @@ struct Learner::Impl {
   std::map<std::string, WorkerState> workers;  // by routing id
   std::map<uint64_t, WorkerSlot> slots;         // by incarnation
   std::map<uint64_t, std::string> peer_of;      // routing id by incarnation, connected workers only
+  std::set<std::string> expired_peers;          // routing ids given up on and not registered since
   // Real measurements by (plan hash, backend), for this workload and DRAM limit.
   std::map<std::pair<uint64_t, std::string>, CachedMeasurement> measurements;
   uint32_t next_worker_id = 1;
@@ -505,6 +506,7 @@ struct Learner::Impl {
   }
 
   void OnRegister(const std::string& peer, const RegisterMsg& reg) {
+    expired_peers.erase(peer);
     // Old workers send no incarnation: their routing id's worker id stands in
     // (with the top bit set so it cannot meet a real incarnation).
     const bool known_incarnation = reg.incarnation != 0;
@@ -1552,6 +1554,29 @@ struct Learner::Impl {
         .kv("rejected_checkpoints", rejected_checkpoints);
   }
 
+  // The Shutdown broadcast reaches the registered workers only. A worker
+  // given up on shortly before the end (a loaded machine starved it), or one
+  // whose frames still wait unread, would retry until its give-up time: for
+  // up to one liveness period, every peer that speaks gets a Shutdown too.
+  void Farewell(const std::string& reason) {
+    const std::string frame = EncodeMessage(ShutdownMsg{reason});
+    std::set<std::string> told;
+    for (const auto& [peer, state] : workers) told.insert(peer);
+    const auto until = Clock::now() + std::chrono::milliseconds(config.heartbeat_interval_ms) * config.heartbeat_liveness;
+    size_t late = 0;
+    for (;;) {
+      const bool waiting = std::any_of(expired_peers.begin(), expired_peers.end(),
+                                       [&](const std::string& p) { return told.count(p) == 0; });
+      auto in = server.Receive(std::chrono::milliseconds(waiting ? 20 : 0));
+      if (in && told.insert(in->peer).second) {
+        server.Send(in->peer, frame);
+        ++late;
+      }
+      if ((!in && !waiting) || Clock::now() >= until) break;
+    }
+    if (late > 0) LogInfo("farewell").kv("peers", late).kv("reason", reason);
+  }
+
   // Heartbeats every interval; expiry only when the last receive found
   // the queue empty. Any frame counts as a sign of life (HandleFrame), and a
   // busy learner (big batches, staging full) may not have read a worker's
@@ -1568,6 +1593,7 @@ struct Learner::Impl {
         LogWarn("worker_expired").kv("worker", it->second.id).kv("name", it->second.name)
             .kv("silent_ms", std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - it->second.last_seen).count());
         ++result.counters.workers_expired;
+        expired_peers.insert(it->first);
         auto p = peer_of.find(it->second.incarnation);
         if (p != peer_of.end() && p->second == it->first) peer_of.erase(p);
         it = workers.erase(it);
@@ -1655,7 +1681,8 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
   // Every evaluation asked for is booked, however the run ended.
   m.DrainEvaluations();
   m.StopEvaluator();
-  m.Broadcast(EncodeMessage(ShutdownMsg{m.result.converged ? "training converged" : "training finished"}));
+  const std::string shutdown_reason = m.result.converged ? "training converged" : "training finished";
+  m.Broadcast(EncodeMessage(ShutdownMsg{shutdown_reason}));
   if (!m.config.run_dir.empty()) m.Checkpoint();
 
   m.result.greedy_summary = m.Evaluate();
@@ -1674,6 +1701,7 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
       .kv("converged", m.result.converged).kv("converged_at_episode", m.result.converged_at_episode)
       .kv("duplicate_batches", m.result.counters.duplicate_batches)
       .kv("duplicate_reports", m.result.counters.duplicate_reports);
+  m.Farewell(shutdown_reason);
   return m.result;
 }
 

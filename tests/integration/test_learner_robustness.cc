@@ -161,5 +161,41 @@ TEST(LearnerRobustness, ChunkedEpisodesAreIngestedWholeAndOnce) {
   EXPECT_EQ(result.batches[0].transitions, 10u);
 }
 
+// A worker the learner gave up on (it was starved for longer than the
+// liveness period) and that speaks again only after the run ended is not in
+// the Shutdown broadcast: the learner still tells it to shut down, instead of
+// leaving it to retry until its give-up time.
+TEST(LearnerRobustness, AWorkerGivenUpOnStillHearsTheShutdown) {
+  LearnerConfig config = SmallLearner(8);
+  Learner learner(config);
+  LearnerResult result;
+  std::thread serve([&] { result = learner.Run(); });
+  FleetClient late(learner.endpoint());
+  late.Send(EncodeMessage(RegisterMsg{"h", 1, "starved", {}, "cost-model"}));
+  auto ack = ReceiveA<RegisterAckMsg>(late, std::chrono::seconds(5));
+  ASSERT_TRUE(ack.has_value());
+  // Silent for ten liveness periods: the learner expires it (it keeps
+  // heartbeating the others meanwhile). Then it speaks again, as a starved
+  // process does, but answers nothing it is told (no re-registering).
+  std::this_thread::sleep_for(std::chrono::milliseconds(10 * config.heartbeat_interval_ms * config.heartbeat_liveness));
+  std::optional<ShutdownMsg> shutdown;
+  std::thread speaker([&] {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!shutdown && std::chrono::steady_clock::now() < give_up) {
+      late.Send(EncodeMessage(HeartbeatMsg{ack->worker_id, 0, {}}));
+      shutdown = ReceiveA<ShutdownMsg>(late, std::chrono::milliseconds(50));
+    }
+  });
+  {
+    testing::WorkerThreads fleet(learner.endpoint(), 1);
+    serve.join();
+  }
+  speaker.join();
+  EXPECT_EQ(result.episodes, 8u);
+  EXPECT_GE(result.counters.workers_expired, 1u);
+  ASSERT_TRUE(shutdown.has_value()) << "the expired worker was never told the run is over";
+  EXPECT_EQ(shutdown->reason, "training finished");
+}
+
 }  // namespace
 }  // namespace tensortier
