@@ -126,7 +126,7 @@ struct CommonTraining {
   double spill_penalty = 0.0;  // EnvConfig's default (docs/mdp.md)
   uint64_t seed = 1;
   std::vector<int> hidden = {128, 128};
-  double learning_rate = 1e-3;
+  double learning_rate = 1e-4;  // DqnConfig's (DeepTM Table II); 1e-3 gave worse final plans (docs/results/learner-benchmarks.md)
   int batch_size = 32;
   int updates_per_episode = 64;
   int epsilon_decay_episodes = 200;
@@ -181,7 +181,7 @@ void AddTrainingOptions(CLI::App* cmd, CommonTraining& o) {
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "Random seed")->capture_default_str();
   cmd->add_option("--hidden", o.hidden, "Hidden layer sizes of the Q-network")->capture_default_str();
-  cmd->add_option("--lr", o.learning_rate, "Learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--lr", o.learning_rate, "DQN: Adam learning rate (SAC: --sac-lr)")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--batch-size", o.batch_size, "Minibatch size")->check(CLI::Range(1, 65536))->capture_default_str();
   cmd->add_option("--updates-per-episode", o.updates_per_episode, "Gradient updates per episode report")
       ->check(CLI::Range(0, 100000))
