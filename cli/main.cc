@@ -126,7 +126,7 @@ struct CommonTraining {
   double spill_penalty = 0.0;  // EnvConfig's default (docs/mdp.md)
   uint64_t seed = 1;
   std::vector<int> hidden = {128, 128};
-  double learning_rate = 1e-4;  // DqnConfig's (DeepTM Table II); 1e-3 gave worse final plans (docs/results/learner-benchmarks.md)
+  double learning_rate = 1e-3;  // not DqnConfig's 1e-4: see "DQN settings sweep" in docs/results/learner-benchmarks.md
   int batch_size = 32;
   int updates_per_episode = 64;
   int epsilon_decay_episodes = 200;
