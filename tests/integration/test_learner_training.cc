@@ -309,7 +309,15 @@ TEST(LearnerTraining, WeightsVersionCountsReportsWhateverThePublishInterval) {
   LearnerResult r = testing::RunFleet(learner, 2, &stats);
   ASSERT_EQ(r.episodes, 20u);
   EXPECT_EQ(r.weights_version, 21u);  // the initial weights, then one per report
-  for (const WorkerStats& s : stats) EXPECT_EQ(s.weights_loaded, 1u);
+  // One weights frame each, the first; a worker that registered after the
+  // 20 short episodes were over (a loaded machine) loaded none and ran none.
+  uint64_t episodes = 0;
+  for (const WorkerStats& s : stats) {
+    EXPECT_LE(s.weights_loaded, 1u);
+    if (s.episodes > 0) EXPECT_EQ(s.weights_loaded, 1u);
+    episodes += s.episodes;
+  }
+  EXPECT_GE(episodes, 20u);
 }
 
 // Stop() and max_seconds end a learner that workers keep busy.
