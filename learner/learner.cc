@@ -24,7 +24,9 @@
 #include "envs/cost_model.h"
 #include "envs/workload_io.h"
 #include "learner/checkpoint_store.h"
+#include "learner/convergence.h"
 #include "learner/episode_ledger.h"
+#include "learner/evaluator.h"
 #include "metrics/learner_metrics.h"
 #include "protocol/codec.h"
 #include "transport/channel.h"
@@ -271,42 +273,9 @@ struct Learner::Impl {
   double last_loss = 0, last_q = 0;
   Clock::time_point last_heartbeat = Clock::now();  // KeepAlive's; network thread
 
-  // ---- the evaluation thread. Periodic greedy evaluations roll out a
-  // snapshot of the weights on a second agent of the same kind, so that the
-  // network thread never waits for a rollout (seconds on big workloads) and
-  // no lock is held during one. The network thread takes train_mu only to
-  // copy the weights (EvaluationRequest), and applies finished evaluations
-  // (ApplyEvaluations): every result.* field stays the network thread's.
-  // At most one request waits: a newer one replaces it (the newest weights
-  // are the ones worth evaluating; counted in result.evaluations_skipped).
-  struct EvaluationRequest {
-    std::string weights;            // SerializeWeights()
-    uint64_t weights_version = 0;
-    uint64_t updates = 0;           // agent->updates() of those weights
-    uint64_t episode = 0;           // result.episodes when it was asked for
-  };
-  struct EvaluationOutcome {
-    uint64_t weights_version = 0, updates = 0, episode = 0;
-    bool ok = false;                // false: the evaluation threw (logged)
-    EpisodeSummary summary;
-    LearnerResult::EvaluationSpan span;
-  };
-  std::thread evaluator;
-  std::mutex eval_mu;                        // guards eval_queued, eval_busy, eval_stop, eval_done
-  std::condition_variable eval_cv;           // to the evaluation thread: a request, or stop
-  std::condition_variable eval_done_cv;      // to the network thread: an outcome
-  std::optional<EvaluationRequest> eval_queued;
-  bool eval_busy = false;                    // a rollout is running
-  bool eval_stop = false;
-  std::vector<EvaluationOutcome> eval_done;
-  std::atomic<bool> eval_cancel{false};      // abandon the running rollout (destruction)
-  // The evaluation thread's own: its agent and env, and the best reward it
-  // has seen (it writes <agent>-best.ckpt from the very weights it evaluated).
-  std::string eval_agent_name, eval_agent_json;
-  std::unique_ptr<PlacementAgent> eval_agent;
-  std::unique_ptr<PlacementEnv> eval_thread_env;
-  bool eval_best_known = false;
-  double eval_best_reward = 0;
+  // Periodic greedy evaluations (learner/evaluator.h); started in Run so
+  // that a constructor that throws leaves no thread behind.
+  std::unique_ptr<Evaluator> evaluator;
 
   // ---- the training thread. The network thread decodes and checks frames
   // and stages whole batches; the training thread moves them into replay
@@ -1108,7 +1077,8 @@ struct Learner::Impl {
       result.best_evaluation_reward = reward;
       if (save_best) SaveBest(*agent, s);
     }
-    if (!result.converged && Converged()) {
+    if (!result.converged &&
+        Converged(result.evaluation_rewards, evaluation_updates, config.converge_window, config.converge_tolerance)) {
       result.converged = true;
       result.converged_at_episode = result.episodes;
       result.converged_at_seconds = Elapsed();
@@ -1132,7 +1102,7 @@ struct Learner::Impl {
 
   // Asks the evaluation thread to evaluate the current weights. Network thread.
   void RequestEvaluation() {
-    EvaluationRequest req;
+    Evaluator::Request req;
     {
       std::unique_lock<std::mutex> train_lock = LockTraining();
       const uint64_t updates_now = agent->updates();
@@ -1145,103 +1115,31 @@ struct Learner::Impl {
     }
     req.weights_version = weights_version;
     req.episode = result.episodes;
-    {
-      std::lock_guard<std::mutex> lock(eval_mu);
-      if (eval_queued) {
-        ++result.evaluations_skipped;
-        LogWarn("evaluation_skipped").kv("episode", eval_queued->episode).kv("replaced_by", req.episode);
-      }
-      eval_queued = std::move(req);
-    }
-    eval_cv.notify_one();
-  }
-
-  struct EvaluationCancelled {};
-
-  void EvaluatorLoop() {
-    for (;;) {
-      EvaluationRequest req;
-      {
-        std::unique_lock<std::mutex> lock(eval_mu);
-        eval_cv.wait(lock, [&] { return eval_stop || eval_queued.has_value(); });
-        if (eval_stop) return;
-        req = std::move(*eval_queued);
-        eval_queued.reset();
-        eval_busy = true;
-      }
-      EvaluationOutcome out;
-      out.weights_version = req.weights_version;
-      out.updates = req.updates;
-      out.episode = req.episode;
-      out.span.started = Clock::now();
-      try {
-        if (!eval_agent) eval_agent = MakeAgent(eval_agent_name, eval_agent_json);
-        if (!eval_thread_env) eval_thread_env = std::make_unique<PlacementEnv>(config.workload, config.env);
-        eval_agent->LoadWeights(req.weights);
-        out.summary = RunEpisode(*eval_thread_env, [&](const Observation& o) {
-          if (eval_cancel.load(std::memory_order_relaxed)) throw EvaluationCancelled{};
-          return eval_agent->Greedy(o.data());
-        });
-        out.summary.plan.produced_by = eval_agent->name() + "-greedy v" + std::to_string(req.weights_version);
-        out.ok = true;
-        const double reward = out.summary.step_reward_sum + out.summary.episodic_reward;
-        if (!eval_best_known || reward > eval_best_reward) {
-          eval_best_known = true;
-          eval_best_reward = reward;
-          SaveBest(*eval_agent, out.summary);
-        }
-      } catch (const EvaluationCancelled&) {
-        std::lock_guard<std::mutex> lock(eval_mu);
-        eval_busy = false;
-        return;
-      } catch (const std::exception& e) {
-        LogError("evaluation_failed").kv("episode", req.episode).kv("weights_version", req.weights_version)
-            .kv("detail", e.what());
-      } catch (...) {
-        LogError("evaluation_failed").kv("episode", req.episode).kv("weights_version", req.weights_version)
-            .kv("detail", "unknown exception");
-      }
-      out.span.finished = Clock::now();
-      {
-        std::lock_guard<std::mutex> lock(eval_mu);
-        eval_done.push_back(std::move(out));
-        eval_busy = false;
-      }
-      eval_done_cv.notify_all();
+    const uint64_t episode = req.episode;
+    if (std::optional<uint64_t> replaced = evaluator->Submit(std::move(req))) {
+      ++result.evaluations_skipped;
+      LogWarn("evaluation_skipped").kv("episode", *replaced).kv("replaced_by", episode);
     }
   }
 
-  // In Run, so that a constructor that throws leaves no thread behind.
   void StartEvaluator() {
-    eval_agent_name = agent->name();
-    eval_agent_json = agent->config_json();
-    eval_best_known = !result.evaluation_rewards.empty();  // resumed: the checkpoint's best stands
-    eval_best_reward = result.best_evaluation_reward;
-    evaluator = std::thread([this] { EvaluatorLoop(); });
+    std::optional<double> best;  // resumed: the checkpoint's best stands
+    if (!result.evaluation_rewards.empty()) best = result.best_evaluation_reward;
+    evaluator = std::make_unique<Evaluator>(config.workload, config.env, agent->name(), agent->config_json(), best,
+                                            [this](const PlacementAgent& a, const EpisodeSummary& s) { SaveBest(a, s); });
+    evaluator->Start();
   }
 
-  // Abandons what is queued or running and joins. Safe to call twice.
   void StopEvaluator() {
-    if (!evaluator.joinable()) return;
-    eval_cancel.store(true);
-    {
-      std::lock_guard<std::mutex> lock(eval_mu);
-      eval_stop = true;
-    }
-    eval_cv.notify_all();
-    evaluator.join();
+    if (evaluator) evaluator->Stop();
   }
 
-  // Books the evaluations that finished, in the order they were asked for.
+  // Books the evaluations that finished, in the order they were asked for.  // Books the evaluations that finished, in the order they were asked for.
   // Network thread.
   void ApplyEvaluations() {
-    std::vector<EvaluationOutcome> done;
-    {
-      std::lock_guard<std::mutex> lock(eval_mu);
-      done.swap(eval_done);
-    }
-    for (const EvaluationOutcome& o : done) {
-      result.evaluation_spans.push_back(o.span);
+    if (!evaluator) return;
+    for (const Evaluator::Outcome& o : evaluator->TakeFinished()) {
+      result.evaluation_spans.push_back({o.started, o.finished});
       if (!o.ok) {
         ++result.evaluations_failed;
         continue;
@@ -1254,38 +1152,14 @@ struct Learner::Impl {
   // heartbeating (frames are not read meanwhile, so nobody is expired).
   // Network thread.
   void DrainEvaluations() {
-    if (!evaluator.joinable()) return ApplyEvaluations();
+    if (!evaluator || !evaluator->running()) return ApplyEvaluations();
     const auto tick = std::chrono::milliseconds(std::max<uint32_t>(1, config.heartbeat_interval_ms / 2));
     for (;;) {
-      bool idle = false;
-      {
-        std::unique_lock<std::mutex> lock(eval_mu);
-        idle = !eval_queued && !eval_busy;
-        if (!idle && eval_done.empty()) eval_done_cv.wait_for(lock, tick);
-      }
+      const bool idle = evaluator->WaitWhileBusy(tick);
       ApplyEvaluations();
       if (idle) return;
       KeepAlive(last_heartbeat, /*queue_drained=*/false);
     }
-  }
-
-  // The stopping rule of LearnerConfig::converge_window. Evaluations before
-  // the first gradient step do not count: an untrained policy is perfectly
-  // stable.
-  bool Converged() const {
-    const size_t window = config.converge_window;
-    if (window == 0) return false;
-    std::vector<double> trained;
-    for (size_t i = 0; i < result.evaluation_rewards.size(); ++i)
-      if (evaluation_updates[i] > 0) trained.push_back(result.evaluation_rewards[i]);
-    if (trained.size() < window + 1) return false;
-    const auto first = trained.end() - static_cast<std::ptrdiff_t>(window);
-    const double best_before = *std::max_element(trained.begin(), first);
-    const double lo = *std::min_element(first, trained.end());
-    const double hi = *std::max_element(first, trained.end());
-    const double best = std::max(best_before, hi);
-    const double tolerance = config.converge_tolerance * std::max(1.0, std::abs(best));
-    return hi - lo <= tolerance && hi <= best_before + tolerance;
   }
 
   // ------------------------------------------------------------ checkpoints
