@@ -27,6 +27,7 @@
 #include "learner/convergence.h"
 #include "learner/episode_ledger.h"
 #include "learner/evaluator.h"
+#include "learner/fleet_registry.h"
 #include "metrics/learner_metrics.h"
 #include "protocol/codec.h"
 #include "transport/channel.h"
@@ -39,26 +40,6 @@ using Clock = std::chrono::steady_clock;
 double SecondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
-
-struct WorkerState {
-  uint32_t id = 0;
-  uint64_t incarnation = 0;  // the dedupe key's first half (never 0: see DedupeKey)
-  uint32_t exploration_index = 0;
-  std::string peer;
-  std::string name;
-  std::string host;
-  std::string backend;
-  Clock::time_point last_seen;
-  uint64_t episodes = 0;
-  uint64_t last_episode_id = 0;  // newest episode fully ingested
-};
-
-// Where a worker incarnation sits in the fleet: its id and its Ape-X
-// exploration index survive its reconnects and the learner's restarts.
-struct WorkerSlot {
-  uint32_t id = 0;
-  uint32_t exploration_index = 0;
-};
 
 // 2: the rate limiter's credit, ratio and recent episode lengths follow
 // its counters. 3: episodes partly in replay (partly_in_replay) at the end.
@@ -244,15 +225,9 @@ struct Learner::Impl {
   std::string weights_blob;                 // SerializeWeights() at weights_blob_updates
   uint64_t weights_blob_updates = 0;
 
-  std::map<std::string, WorkerState> workers;  // by routing id
-  std::map<uint64_t, WorkerSlot> slots;         // by incarnation
-  std::map<uint64_t, std::string> peer_of;      // routing id by incarnation, connected workers only
-  std::set<std::string> expired_peers;          // routing ids given up on and not registered since
+  FleetRegistry fleet{config.min_workers};
   // Real measurements by (plan hash, backend), for this workload and DRAM limit.
   std::map<std::pair<uint64_t, std::string>, CachedMeasurement> measurements;
-  uint32_t next_worker_id = 1;
-  uint32_t next_exploration_index = 0;
-  bool fleet_started = false;
   // By (incarnation, episode): batches taken (staged or in replay), batches
   // in replay, reports counted. An episode is acknowledged once it is in
   // replay and its report counted; checkpoints hold `batches_inserted`, so
@@ -389,7 +364,7 @@ struct Learner::Impl {
   }
 
   void Broadcast(const std::string& frame) {
-    for (auto& [peer, state] : workers) server.Send(peer, frame);
+    for (auto& [peer, state] : fleet.workers()) server.Send(peer, frame);
   }
 
   void Reply(const std::string& peer, ErrorCode code, const std::string& reason) {
@@ -402,7 +377,7 @@ struct Learner::Impl {
     status.episodes = result.episodes;
     status.weights_version = weights_version;
     status.updates = updates_done.load();
-    status.workers_connected = workers.size();
+    status.workers_connected = fleet.size();
     status.running = running;
   }
 
@@ -411,14 +386,14 @@ struct Learner::Impl {
     // Transitions, nearly every frame, stay in wire form until the training
     // thread copies them into replay rows (codec.h).
     if (auto frame = TransitionBatchFrame::Open(in.frame.data(), in.frame.size())) {
-      auto it = workers.find(in.peer);
-      if (it == workers.end()) {
+      WorkerState* worker = fleet.Find(in.peer);
+      if (!worker) {
         ++result.counters.unknown_worker_frames;
         Reply(in.peer, ErrorCode::kUnknownWorker, "register first");
         return;
       }
-      it->second.last_seen = Clock::now();
-      return OnTransitionFrame(it->second, std::move(frame));
+      worker->last_seen = Clock::now();
+      return OnTransitionFrame(*worker, std::move(frame));
     }
     DecodeResult decoded = DecodeMessage(in.frame.data(), in.frame.size());
     if (auto* err = std::get_if<DecodeError>(&decoded)) {
@@ -442,13 +417,13 @@ struct Learner::Impl {
     }
     Message& msg = std::get<Message>(decoded);
     if (auto* reg = std::get_if<RegisterMsg>(&msg)) return OnRegister(in.peer, *reg);
-    auto it = workers.find(in.peer);
-    if (it == workers.end()) {
+    WorkerState* known = fleet.Find(in.peer);
+    if (!known) {
       ++result.counters.unknown_worker_frames;
       Reply(in.peer, ErrorCode::kUnknownWorker, "register first");
       return;
     }
-    WorkerState& worker = it->second;
+    WorkerState& worker = *known;
     worker.last_seen = Clock::now();
     if (std::holds_alternative<HeartbeatMsg>(msg)) {
       ++result.counters.heartbeats_received;
@@ -475,38 +450,12 @@ struct Learner::Impl {
   }
 
   void OnRegister(const std::string& peer, const RegisterMsg& reg) {
-    expired_peers.erase(peer);
-    // Old workers send no incarnation: their routing id's worker id stands in
-    // (with the top bit set so it cannot meet a real incarnation).
-    const bool known_incarnation = reg.incarnation != 0;
-    WorkerState& w = workers[peer];
-    if (known_incarnation) {
-      // The same process again on a new socket (it reconnected, or this
-      // learner restarted): same id, same exploration; forget the old socket.
-      auto slot = slots.find(reg.incarnation);
-      if (slot != slots.end()) {
-        for (auto it = workers.begin(); it != workers.end();) {
-          if (it->first != peer && it->second.incarnation == reg.incarnation) it = workers.erase(it);
-          else ++it;
-        }
-        w.id = slot->second.id;
-        w.exploration_index = slot->second.exploration_index;
-      }
-    }
-    if (w.id == 0) {
-      w.id = next_worker_id++;
-      w.exploration_index = next_exploration_index++;
+    const FleetRegistry::Registration registration = fleet.Register(peer, reg, Clock::now());
+    const WorkerState& w = *registration.worker;
+    if (registration.new_worker) {
       ++result.counters.workers_registered;
       result.workers_seen.push_back(w.id);
     }
-    w.incarnation = known_incarnation ? reg.incarnation : ((1ull << 63) | w.id);
-    slots[w.incarnation] = WorkerSlot{w.id, w.exploration_index};
-    peer_of[w.incarnation] = peer;
-    w.peer = peer;
-    w.name = reg.worker_name;
-    w.host = reg.host;
-    w.backend = reg.slow_tier_backend;
-    w.last_seen = Clock::now();
     LogInfo("worker_registered").kv("worker", w.id).kv("name", reg.worker_name).kv("host", reg.host)
         .kv("pid", reg.pid).kv("backend", reg.slow_tier_backend).kv("incarnation", reg.incarnation);
     RegisterAckMsg ack;
@@ -514,19 +463,16 @@ struct Learner::Impl {
     ack.heartbeat_interval_ms = config.heartbeat_interval_ms;
     ack.heartbeat_liveness = config.heartbeat_liveness;
     server.Send(peer, EncodeMessage(ack));
-    // Hold tasks back until the fleet has its minimum size, so that every
-    // worker starts from the same policy.
-    if (!fleet_started && workers.size() < config.min_workers) return;
-    if (!fleet_started) {
-      fleet_started = true;
-      LogInfo("fleet_started").kv("workers", workers.size());
-      for (auto& [p, state] : workers) {
-        server.Send(p, TaskFrameFor(state));
-        server.Send(p, weights_frame);
-        SendMeasurements(p);
-      }
-      return;
+    using Tasks = FleetRegistry::Registration::Tasks;
+    if (registration.tasks == Tasks::kEveryone) {
+      LogInfo("fleet_started").kv("workers", fleet.size());
+      for (auto& [p, state] : fleet.workers()) SendTask(p, state);
+    } else if (registration.tasks == Tasks::kThisWorker) {
+      SendTask(peer, w);
     }
+  }
+
+  void SendTask(const std::string& peer, const WorkerState& w) {
     server.Send(peer, TaskFrameFor(w));
     server.Send(peer, weights_frame);
     SendMeasurements(peer);
@@ -782,10 +728,8 @@ struct Learner::Impl {
       batches_inserted.Insert(b.incarnation, b.episode_id);
       if (config.keep_batch_log)
         result.batches.push_back({b.worker_id, b.incarnation, b.episode_id, b.episode_transitions});
-      auto peer = peer_of.find(b.incarnation);
-      if (peer == peer_of.end()) continue;  // gone: it will resend, and be acked then
-      auto w = workers.find(peer->second);
-      if (w != workers.end()) MaybeAck(w->second, b.episode_id);
+      // A worker gone now will resend, and be acked then.
+      if (WorkerState* w = fleet.FindByIncarnation(b.incarnation)) MaybeAck(*w, b.episode_id);
     }
   }
 
@@ -1191,8 +1135,7 @@ struct Learner::Impl {
     w.U64(result.episodes);
     w.U64(weights_version);
     w.U64(result.evaluations);
-    w.Pod(next_worker_id);
-    w.Pod(next_exploration_index);
+    fleet.SaveNextIds(w);
     w.F64(Elapsed());
     w.Pod(counters);
     w.Bool(result.has_best_plan);
@@ -1222,11 +1165,7 @@ struct Learner::Impl {
     }
     batches_inserted.Save(w);
     reports_in.Save(w);
-    w.U64(slots.size());
-    for (const auto& [incarnation, slot] : slots) {
-      w.U64(incarnation);
-      w.Pod(slot);
-    }
+    fleet.SaveSlots(w);
     w.PodVector(result.evaluation_rewards);
     w.PodVector(evaluation_updates);
     w.F64(result.best_evaluation_reward);
@@ -1342,8 +1281,7 @@ struct Learner::Impl {
     result.episodes = r.U64();
     weights_version = r.U64();
     result.evaluations = r.U64();
-    next_worker_id = r.Pod<uint32_t>();
-    next_exploration_index = r.Pod<uint32_t>();
+    fleet.LoadNextIds(r);
     seconds_before = r.F64();
     result.counters = r.Pod<LearnerCounters>();
     result.has_best_plan = r.Bool();
@@ -1393,11 +1331,7 @@ struct Learner::Impl {
     reports_in.Load(r);
     batches_inserted = batches_in;
     replay_items.store(replay_size());
-    slots.clear();
-    for (uint64_t n = r.U64(); n > 0; --n) {
-      const uint64_t incarnation = r.U64();
-      slots[incarnation] = r.Pod<WorkerSlot>();
-    }
+    fleet.LoadSlots(r);
     result.evaluation_rewards = r.PodVector<double>();
     evaluation_updates = r.PodVector<uint64_t>();
     if (evaluation_updates.size() != result.evaluation_rewards.size())
@@ -1435,11 +1369,11 @@ struct Learner::Impl {
   void Farewell(const std::string& reason) {
     const std::string frame = EncodeMessage(ShutdownMsg{reason});
     std::set<std::string> told;
-    for (const auto& [peer, state] : workers) told.insert(peer);
+    for (const auto& [peer, state] : fleet.workers()) told.insert(peer);
     const auto until = Clock::now() + std::chrono::milliseconds(config.heartbeat_interval_ms) * config.heartbeat_liveness;
     size_t late = 0;
     for (;;) {
-      const bool waiting = std::any_of(expired_peers.begin(), expired_peers.end(),
+      const bool waiting = std::any_of(fleet.expired_peers().begin(), fleet.expired_peers().end(),
                                        [&](const std::string& p) { return told.count(p) == 0; });
       auto in = server.Receive(std::chrono::milliseconds(waiting ? 20 : 0));
       if (in && told.insert(in->peer).second) {
@@ -1462,22 +1396,18 @@ struct Learner::Impl {
     if (Clock::now() - last_heartbeat < interval) return;
     last_heartbeat = Clock::now();
     const auto deadline = interval * config.heartbeat_liveness;
-    for (auto it = workers.begin(); it != workers.end();) {
-      if (queue_drained && Clock::now() - it->second.last_seen > deadline) {
-        LogWarn("worker_expired").kv("worker", it->second.id).kv("name", it->second.name)
-            .kv("silent_ms", std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - it->second.last_seen).count());
+    const Clock::time_point now = Clock::now();
+    if (queue_drained)
+      for (const WorkerState& gone : fleet.ExpireSilent(now, deadline)) {
+        LogWarn("worker_expired").kv("worker", gone.id).kv("name", gone.name)
+            .kv("silent_ms", std::chrono::duration_cast<std::chrono::milliseconds>(now - gone.last_seen).count());
         ++result.counters.workers_expired;
-        expired_peers.insert(it->first);
-        auto p = peer_of.find(it->second.incarnation);
-        if (p != peer_of.end() && p->second == it->first) peer_of.erase(p);
-        it = workers.erase(it);
-        continue;
       }
+    for (const auto& [peer, w] : fleet.workers()) {
       HeartbeatMsg hb;
-      hb.worker_id = it->second.id;
-      hb.episodes_done = it->second.last_episode_id;
-      server.Send(it->first, EncodeMessage(hb));
-      ++it;
+      hb.worker_id = w.id;
+      hb.episodes_done = w.last_episode_id;
+      server.Send(peer, EncodeMessage(hb));
     }
   }
 };
@@ -1548,7 +1478,7 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
     m.KeepAlive(m.last_heartbeat, queue_drained);
     m.SyncStatus(true);
     if (m.metrics)
-      m.metrics->Sync(m.result.counters, m.workers.size(), m.replay_items.load(), m.weights_version,
+      m.metrics->Sync(m.result.counters, m.fleet.size(), m.replay_items.load(), m.weights_version,
                       m.updates_done.load());
   }
   m.StopTrainer(hurry || stop_.load());
