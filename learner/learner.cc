@@ -18,7 +18,6 @@
 #include <stdexcept>
 #include <thread>
 
-#include "agents/prioritized_replay.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "envs/cost_model.h"
@@ -28,6 +27,8 @@
 #include "learner/episode_ledger.h"
 #include "learner/evaluator.h"
 #include "learner/fleet_registry.h"
+#include "learner/staged_batch.h"
+#include "learner/trainer.h"
 #include "metrics/learner_metrics.h"
 #include "protocol/codec.h"
 #include "transport/channel.h"
@@ -45,24 +46,6 @@ double SecondsSince(Clock::time_point t) {
 // its counters. 3: episodes partly in replay (partly_in_replay) at the end.
 // Versions 1 and 2 are still read.
 constexpr uint64_t kCheckpointPayloadVersion = 3;
-
-void SaveTransition(ByteWriter& w, const Transition& t) {
-  w.PodVector(t.observation);
-  w.Pod<uint8_t>(t.action);
-  w.Pod<float>(t.reward);
-  w.PodVector(t.next_observation);
-  w.Bool(t.done);
-}
-
-Transition LoadTransition(ByteReader& r) {
-  Transition t;
-  t.observation = r.PodVector<float>();
-  t.action = r.Pod<uint8_t>();
-  t.reward = r.Pod<float>();
-  t.next_observation = r.PodVector<float>();
-  t.done = r.Bool();
-  return t;
-}
 
 void SaveRecord(ByteWriter& w, const EpisodeRecord& r) {
   w.U64(r.episode);
@@ -128,7 +111,7 @@ struct Learner::Impl {
     const uint32_t random_steps =
         RunEpisode(probe, [&](const Observation&) { return static_cast<int>(probe_rng() & 1); }).steps;
     const uint32_t dram_first_steps = RunEpisode(probe, [](const Observation&) { return 0; }).steps;
-    steps_per_episode = std::max<size_t>(1, (static_cast<size_t>(random_steps) + dram_first_steps) / 2);
+    const size_t steps_per_episode = std::max<size_t>(1, (static_cast<size_t>(random_steps) + dram_first_steps) / 2);
     if (config.replay != "uniform" && config.replay != "prioritized")
       throw std::invalid_argument("replay must be uniform or prioritized, not '" + config.replay + "'");
     if (config.exploration != "schedule" && config.exploration != "apex")
@@ -145,33 +128,18 @@ struct Learner::Impl {
     } else {
       agent = BuildAgent(config);
     }
-    batch_size = static_cast<uint64_t>(config.agent == "sac" ? config.sac.batch_size : config.dqn.batch_size);
-    const AgentSchedule schedule = agent->schedule();
-    if (config.replay == "prioritized") {
-      if (!agent->supports_prioritized_replay())
-        throw std::invalid_argument("prioritized replay needs an agent with a prioritised update; " +
-                                    agent->name() + " has none");
-      PrioritizedReplayConfig pc;
-      pc.capacity = static_cast<size_t>(schedule.replay_capacity);
-      pc.alpha = config.priority_alpha;
-      pc.beta = config.priority_beta;
-      prioritized = std::make_unique<PrioritizedReplay>(pc);
-    } else {
-      uniform = std::make_unique<ReplayBuffer>(static_cast<size_t>(schedule.replay_capacity));
-    }
-    samples_per_insert = config.samples_per_insert;
-    derive_rate = samples_per_insert < 0;
-    if (derive_rate) samples_per_insert = DerivedRate(static_cast<double>(steps_per_episode));
-    if (samples_per_insert > 0) {
-      RateLimiterConfig rc;
-      rc.samples_per_insert = samples_per_insert;
-      rc.min_size_to_sample = static_cast<uint64_t>(std::max(1, schedule.learning_starts));
-      rc.error_buffer = ErrorBufferFor(samples_per_insert);
-      limiter = std::make_unique<RateLimiter>(rc);
-    }
-    rng.seed(config.dqn.seed ^ 0x9e3779b97f4a7c15ull);
+    TrainerSettings ts;
+    ts.prioritized = config.replay == "prioritized";
+    ts.priority_alpha = config.priority_alpha;
+    ts.priority_beta = config.priority_beta;
+    ts.samples_per_insert = config.samples_per_insert;
+    ts.rate_limit_error_buffer = config.rate_limit_error_buffer;
+    ts.batch_size = static_cast<uint64_t>(config.agent == "sac" ? config.sac.batch_size : config.dqn.batch_size);
+    ts.steps_per_episode_guess = steps_per_episode;
+    ts.seed = config.dqn.seed;
+    trainer = std::make_unique<Trainer>(*agent, ts);
     result.replay = config.replay;
-    result.samples_per_insert = samples_per_insert;
+    result.samples_per_insert = trainer->samples_per_insert();
     result.exploration = config.exploration;
     if (payload) RestoreStateFrom(*payload);
 
@@ -193,29 +161,21 @@ struct Learner::Impl {
       WriteWorkloadFile(config.workload, config.run_dir + "/workload.ttwl");
     }
     metrics = LearnerMetrics::Start(config.metrics_address, config.metrics_sd_dir, config.workload, config.env,
-                                    base_task.agent, agent->device_name(), replay_capacity());
+                                    base_task.agent, agent->device_name(), trainer->replay_capacity());
   }
 
   ~Impl() {
     StopEvaluator();
-    if (trainer.joinable()) StopTrainer();
+    if (trainer) trainer->Stop();
   }
 
   LearnerConfig config;
   FleetServer server;
   std::unique_ptr<PlacementAgent> agent;
-  std::unique_ptr<ReplayBuffer> uniform;           // one of these two
-  std::unique_ptr<PrioritizedReplay> prioritized;
-  std::unique_ptr<RateLimiter> limiter;            // null: updates_per_episode per report
-  double samples_per_insert = 0;                   // the ratio in force
-  bool derive_rate = false;                        // from episode lengths (no --samples-per-insert)
-  static constexpr size_t kRateWindowEpisodes = 32;
-  std::deque<uint32_t> recent_steps;               // lengths of the last reported episodes
-  uint64_t recent_steps_sum = 0;
-  double rate_logged = 0;
-  uint64_t batch_size = 32;
-  size_t steps_per_episode = 1;
-  std::mt19937_64 rng;
+  // The training thread (learner/trainer.h): replay, the rate limiter and
+  // the updates. Its lock guards the agent: the network thread takes it to
+  // publish weights, snapshot them for an evaluation and checkpoint.
+  std::unique_ptr<Trainer> trainer;
   TaskMsg base_task;
   std::string task_frame;
   std::string weights_frame;
@@ -252,74 +212,13 @@ struct Learner::Impl {
   // that a constructor that throws leaves no thread behind.
   std::unique_ptr<Evaluator> evaluator;
 
-  // ---- the training thread. The network thread decodes and checks frames
-  // and stages whole batches; the training thread moves them into replay
-  // as the rate limiter lets it and trains in between. `train_mu` guards the
-  // agent, replay and the loss sums: the network thread takes it to publish
-  // weights, evaluate and checkpoint.
-  struct StagedBatch {
-    uint32_t worker_id = 0;
-    uint64_t incarnation = 0;
-    uint64_t episode_id = 0;
-    size_t size = 0;                             // transitions
-    std::unique_ptr<TransitionBatchFrame> frame;  // the wire form, or else:
-    std::vector<Transition> transitions;
-    std::vector<float> priorities;
-    size_t next = 0;  // transitions already inserted
-    size_t already_in_replay = 0;  // of them, inserted before a resume (partly_in_replay)
-    // An episode in several chunks is staged chunk by chunk; only its last
-    // chunk, once inserted, makes the episode count as taken in.
-    bool completes_episode = true;
-    uint64_t episode_transitions = 0;
-
-    const std::vector<float>& row_priorities() const { return frame ? frame->priorities() : priorities; }
-    std::optional<double> priority(size_t i) const {
-      const std::vector<float>& p = row_priorities();
-      return p.empty() ? std::nullopt : std::optional<double>(p[i]);
-    }
-  };
   struct Assembly {  // an episode's chunks as they arrive
     std::vector<std::unique_ptr<StagedBatch>> chunks;
     uint32_t received = 0;
     uint64_t transitions = 0;
   };
   std::map<std::pair<uint64_t, uint64_t>, Assembly> assembling;  // (incarnation, episode)
-  struct InsertedBatch {
-    uint32_t worker_id = 0;
-    uint64_t incarnation = 0;
-    uint64_t episode_id = 0;
-    uint64_t transitions = 0;
-    bool completes_episode = true;
-    uint64_t episode_transitions = 0;
-  };
-  std::mutex train_mu;
-  double loss_sum = 0, q_sum = 0;  // of the updates since the last episode report
-  uint64_t loss_n = 0;
-  bool log_limiter_stall = true;
-  std::deque<StagedBatch> trainer_pending;  // the training thread's own
-  std::mutex staging_mu;                    // guards the four below
-  std::condition_variable staging_cv;
-  std::deque<StagedBatch> staged;
-  std::vector<InsertedBatch> inserted;      // for the network thread: acks and counters
-  uint64_t fixed_updates_owed = 0;          // without a limiter: updates_per_episode per report
-  bool trainer_stop = false;
-  bool trainer_hurry = false;               // stopping on Stop() or the time limit
-  std::atomic<uint64_t> staged_transitions{0};
-  std::atomic<uint64_t> updates_done{0};
-  std::atomic<uint64_t> replay_items{0};
-  std::atomic<uint64_t> prioritized_updates{0};
-  std::thread trainer;
-  std::atomic<bool> trainer_failed{false};
-  // std::mutex is not fair: the trainer, relocking in a loop, could keep the
-  // network thread (heartbeats!) waiting indefinitely. It steps aside while
-  // this is non-zero.
-  std::atomic<int> network_waiting{0};
-  std::unique_lock<std::mutex> LockTraining() {
-    ++network_waiting;
-    std::unique_lock<std::mutex> lock(train_mu);
-    --network_waiting;
-    return lock;
-  }
+  std::unique_lock<std::mutex> LockTraining() { return trainer->Lock(); }
   // Past this many staged transitions the network thread stops reading
   // frames until training catches up (workers block on their acks long before).
   static constexpr uint64_t kMaxStagedTransitions = 1u << 20;
@@ -327,8 +226,6 @@ struct Learner::Impl {
   mutable std::mutex status_mu;
   LearnerStatus status;
 
-  size_t replay_size() const { return uniform ? uniform->size() : prioritized->size(); }
-  size_t replay_capacity() const { return uniform ? uniform->capacity() : prioritized->capacity(); }
   double Elapsed() const { return seconds_before + SecondsSince(start); }
 
   // Encodes the weights frame for the current version. The Torch
@@ -376,7 +273,7 @@ struct Learner::Impl {
     status.counters = result.counters;
     status.episodes = result.episodes;
     status.weights_version = weights_version;
-    status.updates = updates_done.load();
+    status.updates = trainer->updates();
     status.workers_connected = fleet.size();
     status.running = running;
   }
@@ -571,7 +468,7 @@ struct Learner::Impl {
       batches_in.Insert(worker.incarnation, episode_id);
       batch.episode_transitions = batch.size;
       SkipWhatReplayHolds({&batch});
-      Stage(std::move(batch));
+      trainer->Stage(std::move(batch));
       return;
     }
     const auto key = std::make_pair(worker.incarnation, episode_id);
@@ -607,7 +504,7 @@ struct Learner::Impl {
       in_order.push_back(chunks[i].get());
     }
     SkipWhatReplayHolds(in_order);
-    for (auto& chunk : chunks) Stage(std::move(*chunk));
+    for (auto& chunk : chunks) trainer->Stage(std::move(*chunk));
   }
 
   // An episode resent after a resume whose first transitions the
@@ -632,11 +529,9 @@ struct Learner::Impl {
 
   // partly_in_replay as a checkpoint must store it: with the rows of the
   // batches the trainer has started on. Under train_mu.
-  std::map<std::pair<uint64_t, uint64_t>, uint64_t> PartlyInReplayNow() {
-    auto now = partly_in_replay;
-    std::lock_guard<std::mutex> lock(staging_mu);
-    for (const StagedBatch& b : trainer_pending)
-      if (b.next > b.already_in_replay) now[{b.incarnation, b.episode_id}] += b.next - b.already_in_replay;
+  EpisodeRows PartlyInReplayNow() {
+    EpisodeRows now = partly_in_replay;
+    for (const auto& [key, rows] : trainer->RowsOfStartedBatches()) now[key] += rows;
     return now;
   }
 
@@ -670,15 +565,6 @@ struct Learner::Impl {
     return true;
   }
 
-  void Stage(StagedBatch staged_batch) {
-    const uint64_t n = staged_batch.size - staged_batch.next;
-    {
-      std::lock_guard<std::mutex> lock(staging_mu);
-      staged.push_back(std::move(staged_batch));
-    }
-    staged_transitions += n;
-    staging_cv.notify_one();
-  }
 
   void OnTransitions(WorkerState& worker, TransitionBatchMsg& batch) {
     if (batch.worker_id != worker.id) {
@@ -713,12 +599,7 @@ struct Learner::Impl {
   // Counts what the training thread put into replay and acknowledges the
   // episodes that are complete now. Network thread.
   void CollectInserted() {
-    std::vector<InsertedBatch> done;
-    {
-      std::lock_guard<std::mutex> lock(staging_mu);
-      done.swap(inserted);
-    }
-    for (const InsertedBatch& b : done) {
+    for (const InsertedBatch& b : trainer->TakeInserted()) {
       result.counters.transitions_ingested += b.transitions;
       if (!b.completes_episode) {
         partly_in_replay[{b.incarnation, b.episode_id}] += b.transitions;
@@ -733,181 +614,10 @@ struct Learner::Impl {
     }
   }
 
-  // ------------------------------------------------------ training thread
-
-  // Row i of a staged batch into replay, copied into the row it overwrites.
-  void Insert(StagedBatch& b, size_t i, std::optional<double> priority) {
-    const size_t before = replay_size();
-    auto fill = [&](Transition& row) {
-      if (b.frame) b.frame->CopyRow(i, row);
-      else row = std::move(b.transitions[i]);
-    };
-    if (uniform) uniform->AddInPlace(fill);
-    else prioritized->AddInPlace(fill, priority);
-    replay_items.store(replay_size());
-    if (limiter) {
-      limiter->OnInsert(1);
-      if (replay_size() == before) limiter->OnDelete(1);  // the ring overwrote its oldest item
-    }
-  }
-
-  void OneUpdate() {
-    TrainStats s = uniform ? agent->Update(*uniform, rng) : agent->Update(*prioritized, rng);
-    if (prioritized) ++prioritized_updates;
-    ++updates_done;
-    loss_sum += s.loss;
-    q_sum += s.mean_q;
-    ++loss_n;
-  }
-
-  // One gradient step if the limiter allows one now. Under train_mu.
-  bool TrainStep() {
-    if (!limiter || !limiter->SampleAllowed(batch_size)) return false;
-    OneUpdate();
-    limiter->OnSample(batch_size);
-    return true;
-  }
-
-  // Moves staged transitions into replay while the limiter allows (Reverb's
-  // inserter blocks while training is behind), finishing batches in order.
-  // Under train_mu. Returns whether anything was inserted.
-  // With `hurry` (Stop() or max_seconds) the limiter is bypassed: training
-  // a backlog of staged transitions at the configured rate would hold the
-  // stop up for as long as those updates take. A run that ends on its
-  // episode count keeps the rate to the end.
-  // updates_per_episode gradient steps of batch_size per episode of the
-  // given length: what the fixed schedule trains, paced per transition.
-  double DerivedRate(double steps_per_episode_now) const {
-    return static_cast<double>(agent->schedule().updates_per_episode) * static_cast<double>(batch_size) /
-           std::max(1.0, steps_per_episode_now);
-  }
-
-  // Slack for one insert and one batch either side, so that neither side
-  // can wait on the other forever (rate_limiter.h); a configured buffer is
-  // raised to that when the ratio outgrows it.
-  double ErrorBufferFor(double rate) const {
-    const double needed = rate + static_cast<double>(batch_size) + 1;
-    return config.rate_limit_error_buffer > 0 ? std::max(config.rate_limit_error_buffer, std::max(1.0, rate))
-                                              : needed;
-  }
-
-  // Network thread, per report: the derived ratio follows the mean length
-  // of the recent episodes, for the inserts still to come.
-  void ObserveEpisodeLength(uint32_t steps) {
-    if (!limiter || !derive_rate || steps == 0) return;
-    recent_steps.push_back(steps);
-    recent_steps_sum += steps;
-    if (recent_steps.size() > kRateWindowEpisodes) {
-      recent_steps_sum -= recent_steps.front();
-      recent_steps.pop_front();
-    }
-    const double mean_steps = static_cast<double>(recent_steps_sum) / static_cast<double>(recent_steps.size());
-    samples_per_insert = DerivedRate(mean_steps);
-    limiter->SetSamplesPerInsert(samples_per_insert, ErrorBufferFor(samples_per_insert));
-    if (rate_logged == 0 || std::abs(samples_per_insert / rate_logged - 1) > 0.25) {
-      rate_logged = samples_per_insert;
-      LogInfo("replay_rate").kv("samples_per_insert", samples_per_insert).kv("mean_episode_steps", mean_steps)
-          .kv("episodes_in_window", recent_steps.size());
-    }
-  }
-
-  bool InsertAllowed(bool hurry = false) {
-    bool any = false;
-    while (!trainer_pending.empty()) {
-      StagedBatch& b = trainer_pending.front();
-      while (b.next < b.size) {
-        if (limiter && !hurry && !limiter->InsertAllowed(1)) return any;
-        // An episode is up to 10^6 transitions: let a waiting network thread
-        // (heartbeats) in now and then; the batch goes on where it stopped.
-        if (!hurry && (b.next & 1023) == 1023 && network_waiting.load() > 0) return any;
-        const size_t i = b.next++;
-        Insert(b, i, b.priority(i));
-        --staged_transitions;
-        any = true;
-      }
-      {
-        std::lock_guard<std::mutex> lock(staging_mu);
-        inserted.push_back({b.worker_id, b.incarnation, b.episode_id, b.size - b.already_in_replay,
-                            b.completes_episode, b.episode_transitions});
-      }
-      trainer_pending.pop_front();
-    }
-    return any;
-  }
-
-  void TrainerLoop() {
-    for (;;) {
-      bool stopping = false, hurry = false;
-      uint64_t owed = 0;
-      {
-        std::unique_lock<std::mutex> lock(staging_mu);
-        const bool idle = trainer_pending.empty() && staged.empty() && fixed_updates_owed == 0 &&
-                          !(limiter && limiter->SampleAllowed(batch_size));
-        if (idle) staging_cv.wait_for(lock, std::chrono::milliseconds(5));
-        while (!staged.empty()) {
-          trainer_pending.push_back(std::move(staged.front()));
-          staged.pop_front();
-        }
-        owed = fixed_updates_owed;
-        fixed_updates_owed = 0;
-        stopping = trainer_stop;
-        hurry = trainer_hurry;
-      }
-      while (network_waiting.load() > 0) std::this_thread::yield();
-      std::lock_guard<std::mutex> lock(train_mu);
-      InsertAllowed(stopping && hurry);
-      if (owed > 0 && replay_size() >= static_cast<size_t>(std::max(1, agent->schedule().learning_starts))) {
-        uint64_t done = 0;
-        while (done < owed && (stopping || done == 0 || network_waiting.load() == 0)) {
-          OneUpdate();
-          ++done;
-        }
-        if (done < owed) {  // the rest on the next turn, after the network thread
-          std::lock_guard<std::mutex> staging(staging_mu);
-          fixed_updates_owed += owed - done;
-        }
-      }
-      // A few steps per turn, so that the network thread gets the lock often.
-      bool trained = false;
-      for (int i = 0; i < 4 && TrainStep(); ++i) trained = true;
-      if (!trained && !trainer_pending.empty() && limiter && !limiter->InsertAllowed(1) &&
-          !limiter->SampleAllowed(batch_size)) {
-        // Cannot happen with the error buffer Validate insists on; never wait forever.
-        if (log_limiter_stall) LogWarn("rate_limiter_stall").kv("state", limiter->ToJson());
-        log_limiter_stall = false;
-        StagedBatch& b = trainer_pending.front();
-        const size_t i = b.next++;
-        Insert(b, i, std::nullopt);
-        --staged_transitions;
-      }
-      if (stopping && trainer_pending.empty()) {
-        std::lock_guard<std::mutex> staging_lock(staging_mu);
-        if (staged.empty()) return;
-      }
-    }
-  }
-
-  void StartTrainer() {
-    trainer = std::thread([this] {
-      try {
-        TrainerLoop();
-      } catch (const std::exception& e) {
-        LogError("trainer_failed").kv("detail", e.what());
-        trainer_failed.store(true);
-      }
-    });
-  }
-
-  // Lets the trainer put everything staged into replay (training as the
-  // limiter demands), then joins it.
+  // Lets the trainer put everything staged into replay, joins it and books
+  // what went in.
   void StopTrainer(bool hurry = false) {
-    {
-      std::lock_guard<std::mutex> lock(staging_mu);
-      trainer_stop = true;
-      trainer_hurry = hurry;
-    }
-    staging_cv.notify_all();
-    if (trainer.joinable()) trainer.join();
+    trainer->Stop(hurry);
     CollectInserted();
   }
 
@@ -934,27 +644,16 @@ struct Learner::Impl {
     rec.backend = report.backend;
     if (!report.oom) ConsiderPlan(report.plan);
     CacheMeasurement(report);
-    ObserveEpisodeLength(report.steps);
-
-    if (!limiter) {
-      {
-        std::lock_guard<std::mutex> lock(staging_mu);
-        fixed_updates_owed += static_cast<uint64_t>(std::max(0, agent->schedule().updates_per_episode));
-      }
-      staging_cv.notify_one();
-    }
-    std::unique_lock<std::mutex> train_lock = LockTraining();
+    trainer->ObserveEpisodeLength(report.steps);
+    if (!trainer->has_limiter()) trainer->OweUpdatesForOneReport();
     // Reports often arrive in bursts with no update between them: they
     // carry the newest loss rather than a zero.
-    if (loss_n > 0) {
-      last_loss = loss_sum / static_cast<double>(loss_n);
-      last_q = q_sum / static_cast<double>(loss_n);
+    if (std::optional<Trainer::LossMeans> means = trainer->TakeLossMeans()) {
+      last_loss = means->loss;
+      last_q = means->mean_q;
     }
     rec.loss = last_loss;
     rec.mean_q = last_q;
-    loss_sum = q_sum = 0;
-    loss_n = 0;
-    train_lock.unlock();
     ++weights_version;
     MaybeBroadcastWeights(config.weights_publish_interval_ms == 0);
     MaybeAck(worker, report.episode_id);
@@ -1144,25 +843,7 @@ struct Learner::Impl {
     w.U64(result.records.size());
     for (const EpisodeRecord& r : result.records) SaveRecord(w, r);
     w.String(config.replay);
-    if (uniform) {
-      w.U64(uniform->items().size());
-      for (const Transition& t : uniform->items()) SaveTransition(w, t);
-      w.U64(uniform->next_slot());
-      w.U64(uniform->total_added());
-    } else {
-      w.U64(prioritized->items().size());
-      for (const Transition& t : prioritized->items()) SaveTransition(w, t);
-      w.PodVector(prioritized->priorities());
-      w.U64(prioritized->next_slot());
-      w.U64(prioritized->total_added());
-    }
-    w.Bool(limiter != nullptr);
-    if (limiter) {
-      w.Pod(limiter->counters());
-      w.F64(limiter->credit());
-      w.F64(samples_per_insert);
-      w.PodVector(std::vector<uint32_t>(recent_steps.begin(), recent_steps.end()));
-    }
+    trainer->SaveReplay(w);
     batches_inserted.Save(w);
     reports_in.Save(w);
     fleet.SaveSlots(w);
@@ -1170,9 +851,7 @@ struct Learner::Impl {
     w.PodVector(evaluation_updates);
     w.F64(result.best_evaluation_reward);
     w.PodVector(result.workers_seen);
-    std::ostringstream rng_state;
-    rng_state << rng;
-    w.String(rng_state.str());
+    trainer->SaveRng(w);
     MeasurementCacheMsg cache = MeasurementsMsg();
     for (const auto& [key, e] : measurements) cache.entries.push_back(e);
     w.String(EncodeMessage(cache));
@@ -1194,7 +873,7 @@ struct Learner::Impl {
       ++result.counters.checkpoints_written;
       const std::string path = store.Write(result.episodes, SavePayload());
       LogInfo("checkpoint").kv("path", path).kv("episodes", result.episodes).kv("weights_version", weights_version)
-          .kv("replay", replay_size());
+          .kv("replay", trainer->replay_size());
     } catch (const std::exception& e) {
       --result.counters.checkpoints_written;
       LogError("checkpoint_failed").kv("detail", e.what());
@@ -1291,46 +970,10 @@ struct Learner::Impl {
     result.records.clear();
     for (uint64_t n = r.U64(); n > 0; --n) result.records.push_back(LoadRecord(r));
     if (r.String() != config.replay) throw std::invalid_argument("the checkpoint holds another kind of replay");
-    std::vector<Transition> items(r.U64());
-    for (Transition& t : items) t = LoadTransition(r);
-    if (uniform) {
-      const uint64_t next = r.U64(), total = r.U64();
-      uniform->Restore(std::move(items), next, total);
-    } else {
-      std::vector<double> priorities = r.PodVector<double>();
-      const uint64_t next = r.U64(), total = r.U64();
-      prioritized->Restore(std::move(items), std::move(priorities), next, total);
-    }
-    if (r.Bool()) {
-      const RateLimiterCounters counters = r.Pod<RateLimiterCounters>();
-      std::optional<double> credit;
-      if (payload_version >= 2) {
-        credit = r.F64();
-        const double saved_rate = r.F64();
-        const std::vector<uint32_t> steps = r.PodVector<uint32_t>();
-        if (limiter && derive_rate) {
-          // Resume at the ratio the run had reached, not the start-up guess.
-          recent_steps.assign(steps.begin(), steps.end());
-          recent_steps_sum = std::accumulate(recent_steps.begin(), recent_steps.end(), uint64_t{0});
-          if (std::isfinite(saved_rate) && saved_rate > 0) {
-            samples_per_insert = saved_rate;
-            limiter->SetSamplesPerInsert(samples_per_insert, ErrorBufferFor(samples_per_insert));
-          }
-        }
-      }
-      if (limiter) limiter->Restore(counters, credit);
-    } else if (limiter) {
-      // Started without a limiter: count what replay holds as inserted and
-      // trained on, so that training picks up at the configured rate.
-      RateLimiterCounters counters;
-      counters.inserts = replay_size();
-      counters.samples = static_cast<uint64_t>(samples_per_insert * static_cast<double>(replay_size()));
-      limiter->Restore(counters);
-    }
+    trainer->LoadReplay(r, payload_version);
     batches_in.Load(r);
     reports_in.Load(r);
     batches_inserted = batches_in;
-    replay_items.store(replay_size());
     fleet.LoadSlots(r);
     result.evaluation_rewards = r.PodVector<double>();
     evaluation_updates = r.PodVector<uint64_t>();
@@ -1338,8 +981,7 @@ struct Learner::Impl {
       throw CheckpointError("checkpoint evaluations do not line up");
     result.best_evaluation_reward = r.F64();
     result.workers_seen = r.PodVector<uint32_t>();
-    std::istringstream rng_state(r.String());
-    rng_state >> rng;
+    trainer->LoadRng(r);
     const std::string cache_frame = r.String();
     DecodeResult cache = DecodeMessage(cache_frame.data(), cache_frame.size());
     if (!std::holds_alternative<Message>(cache) ||
@@ -1358,7 +1000,7 @@ struct Learner::Impl {
     result.resumed_at_episode = result.episodes;
     result.resumed_weights_version = weights_version;
     LogInfo("resumed").kv("checkpoint", result.resumed_from).kv("episodes", result.episodes)
-        .kv("weights_version", weights_version).kv("replay", replay_size())
+        .kv("weights_version", weights_version).kv("replay", trainer->replay_size())
         .kv("rejected_checkpoints", rejected_checkpoints);
   }
 
@@ -1431,15 +1073,14 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
   LogInfo("learner_started").kv("endpoint", endpoint()).kv("workload", m.config.workload.name)
       .kv("dram_limit_bytes", m.config.env.dram_limit_bytes).kv("episodes", m.config.episodes)
       .kv("agent", m.agent->name()).kv("device", m.agent->device_name()).kv("replay", m.config.replay)
-      .kv("samples_per_insert", m.samples_per_insert).kv("exploration", m.config.exploration)
+      .kv("samples_per_insert", m.trainer->samples_per_insert()).kv("exploration", m.config.exploration)
       .kv("resumed_at_episode", m.result.resumed_at_episode).kv("weights_version", m.weights_version);
   m.SyncStatus(true);
-  m.updates_done.store(m.agent->updates());
-  m.StartTrainer();
+  m.trainer->Start();
   m.StartEvaluator();
   bool hurry = false;
   while (!stop_.load() && m.result.episodes < m.config.episodes && !m.result.converged) {
-    if (m.trainer_failed.load()) {
+    if (m.trainer->failed()) {
       LogError("learner_stopping").kv("reason", "the training thread failed");
       break;
     }
@@ -1455,7 +1096,7 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
     auto wait = std::chrono::milliseconds(2);
     const auto drain_until = Clock::now() + std::chrono::milliseconds(20);
     bool queue_drained = false;
-    while (m.staged_transitions.load() < Impl::kMaxStagedTransitions) {
+    while (m.trainer->staged_transitions() < Impl::kMaxStagedTransitions) {
       auto in = m.server.Receive(wait);
       if (!in) {
         queue_drained = true;
@@ -1478,8 +1119,8 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
     m.KeepAlive(m.last_heartbeat, queue_drained);
     m.SyncStatus(true);
     if (m.metrics)
-      m.metrics->Sync(m.result.counters, m.fleet.size(), m.replay_items.load(), m.weights_version,
-                      m.updates_done.load());
+      m.metrics->Sync(m.result.counters, m.fleet.size(), m.trainer->replay_items(), m.weights_version,
+                      m.trainer->updates());
   }
   m.StopTrainer(hurry || stop_.load());
   // Every evaluation asked for is booked, however the run ended.
@@ -1495,10 +1136,10 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
   m.result.agent = m.agent->name();
   m.result.weights_version = m.weights_version;
   m.result.wall_seconds = m.Elapsed();
-  if (m.limiter) m.result.rate_limiter = m.limiter->counters();
-  m.result.samples_per_insert = m.samples_per_insert;
-  if (m.prioritized) m.result.replay_max_priority = m.prioritized->max_priority();
-  m.result.prioritized_updates = m.prioritized_updates.load();
+  m.result.rate_limiter = m.trainer->limiter_counters();
+  m.result.samples_per_insert = m.trainer->samples_per_insert();
+  m.result.replay_max_priority = m.trainer->replay_max_priority();
+  m.result.prioritized_updates = m.trainer->prioritized_updates();
   m.SyncStatus(false);
   LogInfo("learner_finished").kv("episodes", m.result.episodes).kv("updates", m.result.updates)
       .kv("transitions", m.result.counters.transitions_ingested).kv("seconds", m.result.wall_seconds)

@@ -1,0 +1,364 @@
+#include "learner/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <sstream>
+#include <stdexcept>
+
+#include "common/log.h"
+
+namespace tensortier {
+namespace {
+
+void SaveTransition(ByteWriter& w, const Transition& t) {
+  w.PodVector(t.observation);
+  w.Pod<uint8_t>(t.action);
+  w.Pod<float>(t.reward);
+  w.PodVector(t.next_observation);
+  w.Bool(t.done);
+}
+
+Transition LoadTransition(ByteReader& r) {
+  Transition t;
+  t.observation = r.PodVector<float>();
+  t.action = r.Pod<uint8_t>();
+  t.reward = r.Pod<float>();
+  t.next_observation = r.PodVector<float>();
+  t.done = r.Bool();
+  return t;
+}
+
+}  // namespace
+
+Trainer::Trainer(PlacementAgent& agent, const TrainerSettings& settings) : agent_(agent), settings_(settings) {
+  const AgentSchedule schedule = agent_.schedule();
+  if (settings_.prioritized) {
+    if (!agent_.supports_prioritized_replay())
+      throw std::invalid_argument("prioritized replay needs an agent with a prioritised update; " + agent_.name() +
+                                  " has none");
+    PrioritizedReplayConfig pc;
+    pc.capacity = static_cast<size_t>(schedule.replay_capacity);
+    pc.alpha = settings_.priority_alpha;
+    pc.beta = settings_.priority_beta;
+    prioritized_ = std::make_unique<PrioritizedReplay>(pc);
+  } else {
+    uniform_ = std::make_unique<ReplayBuffer>(static_cast<size_t>(schedule.replay_capacity));
+  }
+  samples_per_insert_ = settings_.samples_per_insert;
+  derive_rate_ = samples_per_insert_ < 0;
+  if (derive_rate_) samples_per_insert_ = DerivedRate(static_cast<double>(settings_.steps_per_episode_guess));
+  if (samples_per_insert_ > 0) {
+    RateLimiterConfig rc;
+    rc.samples_per_insert = samples_per_insert_;
+    rc.min_size_to_sample = static_cast<uint64_t>(std::max(1, schedule.learning_starts));
+    rc.error_buffer = ErrorBufferFor(samples_per_insert_);
+    limiter_ = std::make_unique<RateLimiter>(rc);
+  }
+  rng_.seed(settings_.seed ^ 0x9e3779b97f4a7c15ull);
+}
+
+Trainer::~Trainer() { Stop(); }
+
+std::unique_lock<std::mutex> Trainer::Lock() {
+  ++network_waiting_;
+  std::unique_lock<std::mutex> lock(train_mu_);
+  --network_waiting_;
+  return lock;
+}
+
+void Trainer::Start() {
+  updates_done_.store(agent_.updates());
+  thread_ = std::thread([this] {
+    try {
+      Loop();
+    } catch (const std::exception& e) {
+      LogError("trainer_failed").kv("detail", e.what());
+      failed_.store(true);
+    }
+  });
+}
+
+void Trainer::Stop(bool hurry) {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(staging_mu_);
+    stop_ = true;
+    hurry_ = hurry;
+  }
+  staging_cv_.notify_all();
+  thread_.join();
+}
+
+void Trainer::Stage(StagedBatch batch) {
+  const uint64_t n = batch.size - batch.next;
+  {
+    std::lock_guard<std::mutex> lock(staging_mu_);
+    staged_.push_back(std::move(batch));
+  }
+  staged_transitions_ += n;
+  staging_cv_.notify_one();
+}
+
+std::vector<InsertedBatch> Trainer::TakeInserted() {
+  std::vector<InsertedBatch> done;
+  std::lock_guard<std::mutex> lock(staging_mu_);
+  done.swap(inserted_);
+  return done;
+}
+
+void Trainer::OweUpdatesForOneReport() {
+  {
+    std::lock_guard<std::mutex> lock(staging_mu_);
+    fixed_updates_owed_ += static_cast<uint64_t>(std::max(0, agent_.schedule().updates_per_episode));
+  }
+  staging_cv_.notify_one();
+}
+
+std::optional<Trainer::LossMeans> Trainer::TakeLossMeans() {
+  std::unique_lock<std::mutex> lock = Lock();
+  std::optional<LossMeans> means;
+  if (loss_n_ > 0)
+    means = LossMeans{loss_sum_ / static_cast<double>(loss_n_), q_sum_ / static_cast<double>(loss_n_)};
+  loss_sum_ = q_sum_ = 0;
+  loss_n_ = 0;
+  return means;
+}
+
+RateLimiterCounters Trainer::limiter_counters() const {
+  return limiter_ ? limiter_->counters() : RateLimiterCounters{};
+}
+
+EpisodeRows Trainer::RowsOfStartedBatches() {
+  EpisodeRows rows;
+  std::lock_guard<std::mutex> lock(staging_mu_);
+  for (const StagedBatch& b : pending_)
+    if (b.next > b.already_in_replay) rows[{b.incarnation, b.episode_id}] += b.next - b.already_in_replay;
+  return rows;
+}
+
+// updates_per_episode gradient steps of batch_size per episode of the
+// given length: what the fixed schedule trains, paced per transition.
+double Trainer::DerivedRate(double steps_per_episode) const {
+  return static_cast<double>(agent_.schedule().updates_per_episode) * static_cast<double>(settings_.batch_size) /
+         std::max(1.0, steps_per_episode);
+}
+
+// Slack for one insert and one batch either side, so that neither side can
+// wait on the other forever (rate_limiter.h); a configured buffer is raised
+// to that when the ratio outgrows it.
+double Trainer::ErrorBufferFor(double rate) const {
+  const double needed = rate + static_cast<double>(settings_.batch_size) + 1;
+  return settings_.rate_limit_error_buffer > 0 ? std::max(settings_.rate_limit_error_buffer, std::max(1.0, rate))
+                                               : needed;
+}
+
+void Trainer::ObserveEpisodeLength(uint32_t steps) {
+  if (!limiter_ || !derive_rate_ || steps == 0) return;
+  recent_steps_.push_back(steps);
+  recent_steps_sum_ += steps;
+  if (recent_steps_.size() > kRateWindowEpisodes) {
+    recent_steps_sum_ -= recent_steps_.front();
+    recent_steps_.pop_front();
+  }
+  const double mean_steps = static_cast<double>(recent_steps_sum_) / static_cast<double>(recent_steps_.size());
+  samples_per_insert_ = DerivedRate(mean_steps);
+  limiter_->SetSamplesPerInsert(samples_per_insert_, ErrorBufferFor(samples_per_insert_));
+  if (rate_logged_ == 0 || std::abs(samples_per_insert_ / rate_logged_ - 1) > 0.25) {
+    rate_logged_ = samples_per_insert_;
+    LogInfo("replay_rate").kv("samples_per_insert", samples_per_insert_).kv("mean_episode_steps", mean_steps)
+        .kv("episodes_in_window", recent_steps_.size());
+  }
+}
+
+// ------------------------------------------------------- training thread
+
+// Row i of a staged batch into replay, copied into the row it overwrites.
+void Trainer::Insert(StagedBatch& b, size_t i, std::optional<double> priority) {
+  const size_t before = replay_size();
+  auto fill = [&](Transition& row) {
+    if (b.frame) b.frame->CopyRow(i, row);
+    else row = std::move(b.transitions[i]);
+  };
+  if (uniform_) uniform_->AddInPlace(fill);
+  else prioritized_->AddInPlace(fill, priority);
+  replay_items_.store(replay_size());
+  if (limiter_) {
+    limiter_->OnInsert(1);
+    if (replay_size() == before) limiter_->OnDelete(1);  // the ring overwrote its oldest item
+  }
+}
+
+void Trainer::OneUpdate() {
+  TrainStats s = uniform_ ? agent_.Update(*uniform_, rng_) : agent_.Update(*prioritized_, rng_);
+  if (prioritized_) ++prioritized_updates_;
+  ++updates_done_;
+  loss_sum_ += s.loss;
+  q_sum_ += s.mean_q;
+  ++loss_n_;
+}
+
+// One gradient step if the limiter allows one now. Under train_mu_.
+bool Trainer::TrainStep() {
+  if (!limiter_ || !limiter_->SampleAllowed(settings_.batch_size)) return false;
+  OneUpdate();
+  limiter_->OnSample(settings_.batch_size);
+  return true;
+}
+
+// Moves staged transitions into replay while the limiter allows (Reverb's
+// inserter blocks while training is behind), finishing batches in order.
+// Under train_mu_. Returns whether anything was inserted.
+bool Trainer::InsertAllowed(bool hurry) {
+  bool any = false;
+  while (!pending_.empty()) {
+    StagedBatch& b = pending_.front();
+    while (b.next < b.size) {
+      if (limiter_ && !hurry && !limiter_->InsertAllowed(1)) return any;
+      // An episode is up to 10^6 transitions: let a waiting network thread
+      // (heartbeats) in now and then; the batch goes on where it stopped.
+      if (!hurry && (b.next & 1023) == 1023 && network_waiting_.load() > 0) return any;
+      const size_t i = b.next++;
+      Insert(b, i, b.priority(i));
+      --staged_transitions_;
+      any = true;
+    }
+    {
+      std::lock_guard<std::mutex> lock(staging_mu_);
+      inserted_.push_back({b.worker_id, b.incarnation, b.episode_id, b.size - b.already_in_replay,
+                           b.completes_episode, b.episode_transitions});
+    }
+    pending_.pop_front();
+  }
+  return any;
+}
+
+void Trainer::Loop() {
+  const uint64_t batch_size = settings_.batch_size;
+  for (;;) {
+    bool stopping = false, hurry = false;
+    uint64_t owed = 0;
+    {
+      std::unique_lock<std::mutex> lock(staging_mu_);
+      const bool idle = pending_.empty() && staged_.empty() && fixed_updates_owed_ == 0 &&
+                        !(limiter_ && limiter_->SampleAllowed(batch_size));
+      if (idle) staging_cv_.wait_for(lock, std::chrono::milliseconds(5));
+      while (!staged_.empty()) {
+        pending_.push_back(std::move(staged_.front()));
+        staged_.pop_front();
+      }
+      owed = fixed_updates_owed_;
+      fixed_updates_owed_ = 0;
+      stopping = stop_;
+      hurry = hurry_;
+    }
+    while (network_waiting_.load() > 0) std::this_thread::yield();
+    std::lock_guard<std::mutex> lock(train_mu_);
+    InsertAllowed(stopping && hurry);
+    if (owed > 0 && replay_size() >= static_cast<size_t>(std::max(1, agent_.schedule().learning_starts))) {
+      uint64_t done = 0;
+      while (done < owed && (stopping || done == 0 || network_waiting_.load() == 0)) {
+        OneUpdate();
+        ++done;
+      }
+      if (done < owed) {  // the rest on the next turn, after the network thread
+        std::lock_guard<std::mutex> staging(staging_mu_);
+        fixed_updates_owed_ += owed - done;
+      }
+    }
+    // A few steps per turn, so that the network thread gets the lock often.
+    bool trained = false;
+    for (int i = 0; i < 4 && TrainStep(); ++i) trained = true;
+    if (!trained && !pending_.empty() && limiter_ && !limiter_->InsertAllowed(1) &&
+        !limiter_->SampleAllowed(batch_size)) {
+      // Cannot happen with the error buffer Validate insists on; never wait forever.
+      if (log_limiter_stall_) LogWarn("rate_limiter_stall").kv("state", limiter_->ToJson());
+      log_limiter_stall_ = false;
+      StagedBatch& b = pending_.front();
+      const size_t i = b.next++;
+      Insert(b, i, std::nullopt);
+      --staged_transitions_;
+    }
+    if (stopping && pending_.empty()) {
+      std::lock_guard<std::mutex> staging_lock(staging_mu_);
+      if (staged_.empty()) return;
+    }
+  }
+}
+
+// ------------------------------------------------------------ checkpoints
+
+void Trainer::SaveReplay(ByteWriter& w) const {
+  if (uniform_) {
+    w.U64(uniform_->items().size());
+    for (const Transition& t : uniform_->items()) SaveTransition(w, t);
+    w.U64(uniform_->next_slot());
+    w.U64(uniform_->total_added());
+  } else {
+    w.U64(prioritized_->items().size());
+    for (const Transition& t : prioritized_->items()) SaveTransition(w, t);
+    w.PodVector(prioritized_->priorities());
+    w.U64(prioritized_->next_slot());
+    w.U64(prioritized_->total_added());
+  }
+  w.Bool(limiter_ != nullptr);
+  if (limiter_) {
+    w.Pod(limiter_->counters());
+    w.F64(limiter_->credit());
+    w.F64(samples_per_insert_);
+    w.PodVector(std::vector<uint32_t>(recent_steps_.begin(), recent_steps_.end()));
+  }
+}
+
+void Trainer::LoadReplay(ByteReader& r, uint64_t payload_version) {
+  std::vector<Transition> items(r.U64());
+  for (Transition& t : items) t = LoadTransition(r);
+  if (uniform_) {
+    const uint64_t next = r.U64(), total = r.U64();
+    uniform_->Restore(std::move(items), next, total);
+  } else {
+    std::vector<double> priorities = r.PodVector<double>();
+    const uint64_t next = r.U64(), total = r.U64();
+    prioritized_->Restore(std::move(items), std::move(priorities), next, total);
+  }
+  if (r.Bool()) {
+    const RateLimiterCounters counters = r.Pod<RateLimiterCounters>();
+    std::optional<double> credit;
+    if (payload_version >= 2) {
+      credit = r.F64();
+      const double saved_rate = r.F64();
+      const std::vector<uint32_t> steps = r.PodVector<uint32_t>();
+      if (limiter_ && derive_rate_) {
+        // Resume at the ratio the run had reached, not the start-up guess.
+        recent_steps_.assign(steps.begin(), steps.end());
+        recent_steps_sum_ = std::accumulate(recent_steps_.begin(), recent_steps_.end(), uint64_t{0});
+        if (std::isfinite(saved_rate) && saved_rate > 0) {
+          samples_per_insert_ = saved_rate;
+          limiter_->SetSamplesPerInsert(samples_per_insert_, ErrorBufferFor(samples_per_insert_));
+        }
+      }
+    }
+    if (limiter_) limiter_->Restore(counters, credit);
+  } else if (limiter_) {
+    // Started without a limiter: count what replay holds as inserted and
+    // trained on, so that training picks up at the configured rate.
+    RateLimiterCounters counters;
+    counters.inserts = replay_size();
+    counters.samples = static_cast<uint64_t>(samples_per_insert_ * static_cast<double>(replay_size()));
+    limiter_->Restore(counters);
+  }
+  replay_items_.store(replay_size());
+}
+
+void Trainer::SaveRng(ByteWriter& w) const {
+  std::ostringstream rng_state;
+  rng_state << rng_;
+  w.String(rng_state.str());
+}
+
+void Trainer::LoadRng(ByteReader& r) {
+  std::istringstream rng_state(r.String());
+  rng_state >> rng_;
+}
+
+}  // namespace tensortier

@@ -1,0 +1,161 @@
+// The training thread on its own: staged batches go into replay whole and
+// are reported back, the rate limiter keeps samples per insert in its band,
+// without a limiter each report buys a fixed number of updates, the derived
+// ratio follows episode lengths, and replay and limiter survive a checkpoint.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "learner/trainer.h"
+#include "tests/learner/learner_parts.h"
+
+namespace tensortier {
+namespace {
+
+using testing::SmallAgent;
+using testing::SmallDqn;
+
+StagedBatch Batch(uint64_t incarnation, uint64_t episode, size_t transitions, bool completes = true) {
+  StagedBatch b;
+  b.worker_id = 1;
+  b.incarnation = incarnation;
+  b.episode_id = episode;
+  b.size = transitions;
+  b.completes_episode = completes;
+  b.episode_transitions = transitions;
+  for (size_t i = 0; i < transitions; ++i) {
+    Transition t;
+    t.observation.assign(kObservationSize, static_cast<float>(episode) + 0.001f * static_cast<float>(i));
+    t.next_observation = t.observation;
+    t.action = static_cast<uint8_t>(i & 1);
+    t.reward = -1.0f;
+    t.done = i + 1 == transitions;
+    b.transitions.push_back(std::move(t));
+  }
+  return b;
+}
+
+TrainerSettings Settings(double samples_per_insert) {
+  TrainerSettings s;
+  s.samples_per_insert = samples_per_insert;
+  s.batch_size = static_cast<uint64_t>(SmallDqn(1).batch_size);
+  s.steps_per_episode_guess = 50;
+  return s;
+}
+
+TEST(LearnerTrainer, StagedBatchesGoIntoReplayAndAreReportedInOrder) {
+  std::unique_ptr<PlacementAgent> agent = SmallAgent(1);
+  Trainer trainer(*agent, Settings(2.0));
+  trainer.Start();
+  trainer.Stage(Batch(7, 1, 30));
+  trainer.Stage(Batch(7, 2, 20, /*completes=*/false));
+  trainer.Stop();
+  std::vector<InsertedBatch> in = trainer.TakeInserted();
+  ASSERT_EQ(in.size(), 2u);
+  EXPECT_EQ(in[0].episode_id, 1u);
+  EXPECT_EQ(in[0].transitions, 30u);
+  EXPECT_TRUE(in[0].completes_episode);
+  EXPECT_EQ(in[1].episode_id, 2u);
+  EXPECT_FALSE(in[1].completes_episode);
+  EXPECT_EQ(trainer.replay_size(), 50u);
+  EXPECT_EQ(trainer.replay_items(), 50u);
+  EXPECT_EQ(trainer.staged_transitions(), 0u);
+  EXPECT_TRUE(trainer.TakeInserted().empty());
+}
+
+TEST(LearnerTrainer, TheLimiterKeepsSamplesPerInsertInItsBand) {
+  std::unique_ptr<PlacementAgent> agent = SmallAgent(1);
+  const TrainerSettings s = Settings(2.0);
+  Trainer trainer(*agent, s);
+  trainer.Start();
+  for (uint64_t e = 1; e <= 6; ++e) trainer.Stage(Batch(7, e, 20));
+  trainer.Stop();
+  const RateLimiterCounters c = trainer.limiter_counters();
+  EXPECT_EQ(c.inserts, 120u);
+  EXPECT_EQ(c.samples, trainer.updates() * s.batch_size);
+  EXPECT_GT(trainer.updates(), 0u);
+  // Reverb's invariant: samples stay within error_buffer (ratio + batch +
+  // 1) of (inserts - learning_starts) * ratio, both ways.
+  const double error_buffer = 2.0 + static_cast<double>(s.batch_size) + 1;
+  const double target = (120.0 - SmallDqn(1).learning_starts) * 2.0;
+  EXPECT_LE(static_cast<double>(c.samples), target + error_buffer);
+  EXPECT_GE(static_cast<double>(c.samples), target - error_buffer);
+  ASSERT_TRUE(trainer.TakeLossMeans().has_value());
+  EXPECT_FALSE(trainer.TakeLossMeans().has_value());  // nothing trained since
+}
+
+TEST(LearnerTrainer, WithoutALimiterEachReportBuysUpdatesPerEpisode) {
+  std::unique_ptr<PlacementAgent> agent = SmallAgent(1);
+  Trainer trainer(*agent, Settings(0));
+  EXPECT_FALSE(trainer.has_limiter());
+  EXPECT_EQ(trainer.samples_per_insert(), 0);
+  trainer.Start();
+  trainer.Stage(Batch(7, 1, 40));  // above learning_starts (16)
+  trainer.OweUpdatesForOneReport();
+  trainer.OweUpdatesForOneReport();
+  trainer.Stop();
+  EXPECT_EQ(trainer.updates(), 2u * static_cast<uint64_t>(SmallDqn(1).updates_per_episode));
+  EXPECT_EQ(agent->updates(), trainer.updates());
+}
+
+TEST(LearnerTrainer, TheDerivedRatioFollowsTheEpisodeLengths) {
+  std::unique_ptr<PlacementAgent> agent = SmallAgent(1);
+  const TrainerSettings s = Settings(-1);
+  Trainer trainer(*agent, s);
+  const double per_episode = SmallDqn(1).updates_per_episode * static_cast<double>(s.batch_size);
+  EXPECT_DOUBLE_EQ(trainer.samples_per_insert(), per_episode / 50);  // the start-up guess
+  trainer.ObserveEpisodeLength(100);
+  EXPECT_DOUBLE_EQ(trainer.samples_per_insert(), per_episode / 100);
+  trainer.ObserveEpisodeLength(300);
+  EXPECT_DOUBLE_EQ(trainer.samples_per_insert(), per_episode / 200);
+  // The window holds the last 32 episodes.
+  for (int i = 0; i < 32; ++i) trainer.ObserveEpisodeLength(64);
+  EXPECT_DOUBLE_EQ(trainer.samples_per_insert(), per_episode / 64);
+}
+
+TEST(LearnerTrainer, ReplayLimiterAndRatioSurviveACheckpoint) {
+  std::unique_ptr<PlacementAgent> agent = SmallAgent(1);
+  const TrainerSettings s = Settings(-1);
+  Trainer before(*agent, s);
+  before.ObserveEpisodeLength(40);
+  before.Start();
+  for (uint64_t e = 1; e <= 3; ++e) before.Stage(Batch(7, e, 20));
+  before.Stop();
+  ByteWriter w;
+  before.SaveReplay(w);
+  before.SaveRng(w);
+
+  std::unique_ptr<PlacementAgent> agent2 = SmallAgent(1);
+  Trainer after(*agent2, s);
+  ByteReader r(w.bytes());
+  after.LoadReplay(r, /*payload_version=*/3);
+  after.LoadRng(r);
+  EXPECT_EQ(after.replay_size(), 60u);
+  EXPECT_EQ(after.replay_items(), 60u);
+  EXPECT_DOUBLE_EQ(after.samples_per_insert(), before.samples_per_insert());
+  EXPECT_EQ(after.limiter_counters().inserts, before.limiter_counters().inserts);
+  EXPECT_EQ(after.limiter_counters().samples, before.limiter_counters().samples);
+  // Saved again, the same bytes: nothing was lost or reordered.
+  ByteWriter again;
+  after.SaveReplay(again);
+  after.SaveRng(again);
+  EXPECT_EQ(again.bytes(), w.bytes());
+}
+
+TEST(LearnerTrainer, PrioritizedReplayNeedsAnAgentWithAPrioritisedUpdateAndTrainsOnIt) {
+  std::unique_ptr<PlacementAgent> agent = SmallAgent(1);
+  TrainerSettings s = Settings(2.0);
+  s.prioritized = true;
+  ASSERT_TRUE(agent->supports_prioritized_replay());
+  Trainer trainer(*agent, s);
+  trainer.Start();
+  for (uint64_t e = 1; e <= 3; ++e) trainer.Stage(Batch(7, e, 20));
+  trainer.Stop();
+  EXPECT_GT(trainer.prioritized_updates(), 0u);
+  EXPECT_EQ(trainer.prioritized_updates(), trainer.updates());
+  EXPECT_GT(trainer.replay_max_priority(), 0);
+}
+
+}  // namespace
+}  // namespace tensortier
