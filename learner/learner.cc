@@ -24,9 +24,9 @@
 #include "envs/workload_io.h"
 #include "learner/checkpoint_store.h"
 #include "learner/convergence.h"
-#include "learner/episode_ledger.h"
 #include "learner/evaluator.h"
 #include "learner/fleet_registry.h"
+#include "learner/ingest.h"
 #include "learner/staged_batch.h"
 #include "learner/trainer.h"
 #include "metrics/learner_metrics.h"
@@ -188,17 +188,8 @@ struct Learner::Impl {
   FleetRegistry fleet{config.min_workers};
   // Real measurements by (plan hash, backend), for this workload and DRAM limit.
   std::map<std::pair<uint64_t, std::string>, CachedMeasurement> measurements;
-  // By (incarnation, episode): batches taken (staged or in replay), batches
-  // in replay, reports counted. An episode is acknowledged once it is in
-  // replay and its report counted; checkpoints hold `batches_inserted`, so
-  // that what was staged but not yet in replay is taken again when resent.
-  EpisodeLedger batches_in, batches_inserted, reports_in;
-  // By (incarnation, episode): how many of an episode's transitions replay
-  // holds while the rest still waits on the rate limiter. A checkpoint saves
-  // it, so that when the worker resends the episode after a resume those
-  // rows are skipped, not inserted twice (resends are the same transitions
-  // in the same order: the worker keeps them until acknowledged).
-  std::map<std::pair<uint64_t, uint64_t>, uint64_t> partly_in_replay;
+  // Checks, dedupes and assembles batches; its ledgers decide acks (learner/ingest.h).
+  Ingest ingest;
   LearnerResult result;
   Clock::time_point start = Clock::now();
   double seconds_before = 0;                    // of the sessions before a resume
@@ -212,12 +203,6 @@ struct Learner::Impl {
   // that a constructor that throws leaves no thread behind.
   std::unique_ptr<Evaluator> evaluator;
 
-  struct Assembly {  // an episode's chunks as they arrive
-    std::vector<std::unique_ptr<StagedBatch>> chunks;
-    uint32_t received = 0;
-    uint64_t transitions = 0;
-  };
-  std::map<std::pair<uint64_t, uint64_t>, Assembly> assembling;  // (incarnation, episode)
   std::unique_lock<std::mutex> LockTraining() { return trainer->Lock(); }
   // Past this many staged transitions the network thread stops reading
   // frames until training catches up (workers block on their acks long before).
@@ -417,8 +402,7 @@ struct Learner::Impl {
   // in; a worker resends what stays unacknowledged, so a duplicate of an
   // acknowledged episode is answered again (the first ack may have been lost).
   void MaybeAck(WorkerState& worker, uint64_t episode_id) {
-    if (!batches_inserted.Contains(worker.incarnation, episode_id) || !reports_in.Contains(worker.incarnation, episode_id))
-      return;
+    if (!ingest.Acknowledgeable(worker.incarnation, episode_id)) return;
     worker.last_episode_id = std::max(worker.last_episode_id, episode_id);
     HeartbeatMsg ack{worker.id, worker.last_episode_id, {episode_id}};
     server.Send(worker.peer, EncodeMessage(ack));
@@ -426,174 +410,47 @@ struct Learner::Impl {
   }
 
   void OnTransitionFrame(WorkerState& worker, std::unique_ptr<TransitionBatchFrame> frame) {
-    if (frame->worker_id() != worker.id) {
-      ++result.counters.unknown_worker_frames;
-      Reply(worker.peer, ErrorCode::kUnknownWorker, "batch names another worker");
-      return;
-    }
     const uint64_t episode_id = frame->episode_id();
-    if (batches_in.Contains(worker.incarnation, episode_id)) {
-      ++result.counters.duplicate_batches;
-      MaybeAck(worker, episode_id);
-      return;
-    }
-    if (frame->size() > 0 &&
-        (frame->observation_floats() != static_cast<size_t>(kObservationSize) || frame->max_action() >= 2)) {
-      ++result.counters.malformed_frames;
-      Reply(worker.peer, ErrorCode::kMalformed, "transition of the wrong shape");
-      return;
-    }
-    if (!PrioritiesValid(worker, frame->priorities(), frame->size())) return;
-    StagedBatch staged_batch;
-    staged_batch.worker_id = worker.id;
-    staged_batch.incarnation = worker.incarnation;
-    staged_batch.episode_id = episode_id;
-    staged_batch.size = frame->size();
-    const uint32_t chunk_index = frame->chunk_index(), chunk_count = frame->chunk_count();
-    staged_batch.frame = std::move(frame);
-    AcceptChunk(worker, chunk_index, chunk_count, std::move(staged_batch));
+    Answer(worker, episode_id, ingest.OnFrame(worker, std::move(frame)));
   }
 
-  // Stages a whole episode's batch now, or a chunk of one once all of its
-  // chunks are here (in any order; a resent chunk counts as a duplicate).
-  void AcceptChunk(WorkerState& worker, uint32_t chunk_index, uint32_t chunk_count, StagedBatch batch) {
-    if (chunk_count > kMaxBatchChunks || chunk_index >= chunk_count) {
-      ++result.counters.malformed_frames;
-      Reply(worker.peer, ErrorCode::kMalformed,
-            "chunk " + std::to_string(chunk_index) + " of " + std::to_string(chunk_count) + " is out of range");
-      return;
-    }
+  void OnTransitions(WorkerState& worker, TransitionBatchMsg& batch) {
     const uint64_t episode_id = batch.episode_id;
-    if (chunk_count == 1) {
-      batches_in.Insert(worker.incarnation, episode_id);
-      batch.episode_transitions = batch.size;
-      SkipWhatReplayHolds({&batch});
-      trainer->Stage(std::move(batch));
-      return;
-    }
-    const auto key = std::make_pair(worker.incarnation, episode_id);
-    auto it = assembling.find(key);
-    if (it == assembling.end()) {
-      DropStaleAssemblies(worker.incarnation);
-      it = assembling.emplace(key, Assembly{}).first;
-      it->second.chunks.resize(chunk_count);
-    }
-    Assembly& a = it->second;
-    if (a.chunks.size() != chunk_count) {
-      ++result.counters.malformed_frames;
-      Reply(worker.peer, ErrorCode::kMalformed, "the chunks of episode " + std::to_string(episode_id) +
-                                                    " disagree on their count");
-      assembling.erase(it);
-      return;
-    }
-    if (a.chunks[chunk_index]) {
-      ++result.counters.duplicate_batches;
-      return;
-    }
-    a.transitions += batch.size;
-    a.chunks[chunk_index] = std::make_unique<StagedBatch>(std::move(batch));
-    if (++a.received < chunk_count) return;
-    batches_in.Insert(worker.incarnation, episode_id);
-    const uint64_t transitions = a.transitions;
-    std::vector<std::unique_ptr<StagedBatch>> chunks = std::move(a.chunks);
-    assembling.erase(it);
-    std::vector<StagedBatch*> in_order;
-    for (size_t i = 0; i < chunks.size(); ++i) {
-      chunks[i]->completes_episode = i + 1 == chunks.size();
-      chunks[i]->episode_transitions = transitions;
-      in_order.push_back(chunks[i].get());
-    }
-    SkipWhatReplayHolds(in_order);
-    for (auto& chunk : chunks) trainer->Stage(std::move(*chunk));
+    Answer(worker, episode_id, ingest.OnBatch(worker, batch));
   }
 
-  // An episode resent after a resume whose first transitions the
-  // checkpointed replay already holds: those rows are marked inserted.
-  void SkipWhatReplayHolds(const std::vector<StagedBatch*>& chunks) {
-    if (chunks.empty()) return;
-    auto it = partly_in_replay.find({chunks.front()->incarnation, chunks.front()->episode_id});
-    if (it == partly_in_replay.end()) return;
-    uint64_t skip = it->second;
-    if (skip > chunks.front()->episode_transitions) {
-      LogWarn("partial_episode_mismatch").kv("incarnation", it->first.first).kv("episode", it->first.second)
-          .kv("in_replay", skip).kv("resent", chunks.front()->episode_transitions);
-      skip = chunks.front()->episode_transitions;
-      it->second = skip;
-    }
-    for (StagedBatch* b : chunks) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(skip, b->size));
-      b->next = b->already_in_replay = n;
-      skip -= n;
+  // Stages what ingest let through for the trainer and answers the rest.
+  void Answer(WorkerState& worker, uint64_t episode_id, Ingest::Outcome out) {
+    switch (out.verdict) {
+      case Ingest::Verdict::kStaged:
+        for (StagedBatch& b : out.ready) trainer->Stage(std::move(b));
+        return;
+      case Ingest::Verdict::kChunkHeld:
+        return;
+      case Ingest::Verdict::kDuplicateEpisode:
+        ++result.counters.duplicate_batches;
+        MaybeAck(worker, episode_id);
+        return;
+      case Ingest::Verdict::kDuplicateChunk:
+        ++result.counters.duplicate_batches;
+        return;
+      case Ingest::Verdict::kWrongWorker:
+        ++result.counters.unknown_worker_frames;
+        Reply(worker.peer, ErrorCode::kUnknownWorker, out.reason);
+        return;
+      case Ingest::Verdict::kMalformed:
+        ++result.counters.malformed_frames;
+        Reply(worker.peer, ErrorCode::kMalformed, out.reason);
+        return;
     }
   }
 
   // partly_in_replay as a checkpoint must store it: with the rows of the
   // batches the trainer has started on. Under train_mu.
   EpisodeRows PartlyInReplayNow() {
-    EpisodeRows now = partly_in_replay;
+    EpisodeRows now = ingest.partly_in_replay();
     for (const auto& [key, rows] : trainer->RowsOfStartedBatches()) now[key] += rows;
     return now;
-  }
-
-  // Flow control keeps a worker to two episodes in flight; partial episodes
-  // beyond a few per incarnation were abandoned (the worker restarted and
-  // will resend whole episodes): their memory is freed.
-  void DropStaleAssemblies(uint64_t incarnation) {
-    constexpr size_t kMaxAssembling = 4;
-    auto first = assembling.lower_bound({incarnation, 0});
-    size_t n = 0;
-    for (auto it = first; it != assembling.end() && it->first.first == incarnation; ++it) ++n;
-    while (n-- >= kMaxAssembling) {
-      LogWarn("partial_episode_dropped").kv("incarnation", incarnation).kv("episode", first->first.second)
-          .kv("chunks_received", first->second.received).kv("chunks", first->second.chunks.size());
-      first = assembling.erase(first);
-    }
-  }
-
-  bool PrioritiesValid(WorkerState& worker, const std::vector<float>& priorities, size_t transitions) {
-    if (!priorities.empty() && priorities.size() != transitions) {
-      ++result.counters.malformed_frames;
-      Reply(worker.peer, ErrorCode::kMalformed, "priorities do not match the transitions");
-      return false;
-    }
-    for (float p : priorities)
-      if (!(p >= 0) || !std::isfinite(p)) {
-        ++result.counters.malformed_frames;
-        Reply(worker.peer, ErrorCode::kMalformed, "a priority is negative or not finite");
-        return false;
-      }
-    return true;
-  }
-
-
-  void OnTransitions(WorkerState& worker, TransitionBatchMsg& batch) {
-    if (batch.worker_id != worker.id) {
-      ++result.counters.unknown_worker_frames;
-      Reply(worker.peer, ErrorCode::kUnknownWorker, "batch names another worker");
-      return;
-    }
-    if (batches_in.Contains(worker.incarnation, batch.episode_id)) {
-      ++result.counters.duplicate_batches;
-      MaybeAck(worker, batch.episode_id);
-      return;
-    }
-    const size_t obs_size = static_cast<size_t>(kObservationSize);
-    for (const Transition& t : batch.transitions) {
-      if (t.observation.size() != obs_size || t.next_observation.size() != obs_size || t.action >= 2) {
-        ++result.counters.malformed_frames;
-        Reply(worker.peer, ErrorCode::kMalformed, "transition of the wrong shape");
-        return;
-      }
-    }
-    if (!PrioritiesValid(worker, batch.priorities, batch.transitions.size())) return;
-    StagedBatch staged_batch;
-    staged_batch.worker_id = worker.id;
-    staged_batch.incarnation = worker.incarnation;
-    staged_batch.episode_id = batch.episode_id;
-    staged_batch.size = batch.transitions.size();
-    staged_batch.transitions = std::move(batch.transitions);
-    staged_batch.priorities = std::move(batch.priorities);
-    AcceptChunk(worker, batch.chunk_index, std::max<uint32_t>(1, batch.chunk_count), std::move(staged_batch));
   }
 
   // Counts what the training thread put into replay and acknowledges the
@@ -601,12 +458,7 @@ struct Learner::Impl {
   void CollectInserted() {
     for (const InsertedBatch& b : trainer->TakeInserted()) {
       result.counters.transitions_ingested += b.transitions;
-      if (!b.completes_episode) {
-        partly_in_replay[{b.incarnation, b.episode_id}] += b.transitions;
-        continue;
-      }
-      partly_in_replay.erase({b.incarnation, b.episode_id});
-      batches_inserted.Insert(b.incarnation, b.episode_id);
+      if (!ingest.OnInserted(b)) continue;
       if (config.keep_batch_log)
         result.batches.push_back({b.worker_id, b.incarnation, b.episode_id, b.episode_transitions});
       // A worker gone now will resend, and be acked then.
@@ -623,7 +475,7 @@ struct Learner::Impl {
 
   void OnEpisodeReport(WorkerState& worker, const EpisodeReportMsg& report,
                        const std::function<void(const EpisodeRecord&)>& on_episode) {
-    if (!reports_in.Insert(worker.incarnation, report.episode_id)) {
+    if (!ingest.OnReport(worker.incarnation, report.episode_id)) {
       ++result.counters.duplicate_reports;
       MaybeAck(worker, report.episode_id);
       return;
@@ -821,8 +673,8 @@ struct Learner::Impl {
     const auto partly = PartlyInReplayNow();
     LearnerCounters counters = result.counters;
     for (const auto& [key, rows] : partly) {  // rows of started batches are in the saved replay
-      auto counted = partly_in_replay.find(key);
-      counters.transitions_ingested += rows - (counted == partly_in_replay.end() ? 0 : counted->second);
+      auto counted = ingest.partly_in_replay().find(key);
+      counters.transitions_ingested += rows - (counted == ingest.partly_in_replay().end() ? 0 : counted->second);
     }
     ByteWriter w;
     w.U64(kCheckpointPayloadVersion);
@@ -844,8 +696,7 @@ struct Learner::Impl {
     for (const EpisodeRecord& r : result.records) SaveRecord(w, r);
     w.String(config.replay);
     trainer->SaveReplay(w);
-    batches_inserted.Save(w);
-    reports_in.Save(w);
+    ingest.SaveLedgers(w);
     fleet.SaveSlots(w);
     w.PodVector(result.evaluation_rewards);
     w.PodVector(evaluation_updates);
@@ -855,12 +706,7 @@ struct Learner::Impl {
     MeasurementCacheMsg cache = MeasurementsMsg();
     for (const auto& [key, e] : measurements) cache.entries.push_back(e);
     w.String(EncodeMessage(cache));
-    w.U64(partly.size());
-    for (const auto& [key, rows] : partly) {
-      w.U64(key.first);
-      w.U64(key.second);
-      w.U64(rows);
-    }
+    Ingest::SavePartlyInReplay(w, partly);
     return std::move(w.bytes());
   }
 
@@ -971,9 +817,7 @@ struct Learner::Impl {
     for (uint64_t n = r.U64(); n > 0; --n) result.records.push_back(LoadRecord(r));
     if (r.String() != config.replay) throw std::invalid_argument("the checkpoint holds another kind of replay");
     trainer->LoadReplay(r, payload_version);
-    batches_in.Load(r);
-    reports_in.Load(r);
-    batches_inserted = batches_in;
+    ingest.LoadLedgers(r);
     fleet.LoadSlots(r);
     result.evaluation_rewards = r.PodVector<double>();
     evaluation_updates = r.PodVector<uint64_t>();
@@ -989,12 +833,7 @@ struct Learner::Impl {
       throw CheckpointError("checkpoint measurement cache does not decode");
     for (CachedMeasurement& e : std::get<MeasurementCacheMsg>(std::get<Message>(cache)).entries)
       measurements[{e.plan_hash, e.backend}] = std::move(e);
-    partly_in_replay.clear();
-    if (payload_version >= 3)
-      for (uint64_t n = r.U64(); n > 0; --n) {
-        const uint64_t incarnation = r.U64(), episode = r.U64();
-        partly_in_replay[{incarnation, episode}] = r.U64();
-      }
+    ingest.LoadPartlyInReplay(r, payload_version);
     result.counters.checkpoints_rejected += rejected_checkpoints;
     result.resumed = true;
     result.resumed_at_episode = result.episodes;
