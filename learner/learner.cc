@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "envs/cost_model.h"
 #include "envs/workload_io.h"
+#include "learner/checkpoint_sections.h"
 #include "learner/checkpoint_store.h"
 #include "learner/convergence.h"
 #include "learner/evaluator.h"
@@ -40,44 +41,6 @@ using Clock = std::chrono::steady_clock;
 
 double SecondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// 2: the rate limiter's credit, ratio and recent episode lengths follow
-// its counters. 3: episodes partly in replay (partly_in_replay) at the end.
-// Versions 1 and 2 are still read.
-constexpr uint64_t kCheckpointPayloadVersion = 3;
-
-void SaveRecord(ByteWriter& w, const EpisodeRecord& r) {
-  w.U64(r.episode);
-  w.Pod(r.worker_id);
-  w.U64(r.worker_episode);
-  w.U64(r.policy_version);
-  w.Pod(r.steps);
-  for (double v : {r.step_reward_sum, r.episodic_reward, r.normalised_cost, r.runtime_ns}) w.F64(v);
-  w.Bool(r.oom);
-  for (double v : {r.epsilon, r.loss, r.mean_q, r.best_runtime_ns, r.wall_seconds}) w.F64(v);
-  w.String(r.backend);
-}
-
-EpisodeRecord LoadRecord(ByteReader& r) {
-  EpisodeRecord e;
-  e.episode = r.U64();
-  e.worker_id = r.Pod<uint32_t>();
-  e.worker_episode = r.U64();
-  e.policy_version = r.U64();
-  e.steps = r.Pod<uint32_t>();
-  e.step_reward_sum = r.F64();
-  e.episodic_reward = r.F64();
-  e.normalised_cost = r.F64();
-  e.runtime_ns = r.F64();
-  e.oom = r.Bool();
-  e.epsilon = r.F64();
-  e.loss = r.F64();
-  e.mean_q = r.F64();
-  e.best_runtime_ns = r.F64();
-  e.wall_seconds = r.F64();
-  e.backend = r.String();
-  return e;
 }
 
 }  // namespace
@@ -122,9 +85,15 @@ struct Learner::Impl {
       throw std::invalid_argument("converge tolerance must be >= 0");
 
     std::optional<std::string> payload;
-    if (config.resume) payload = FindCheckpoint();
+    if (config.resume) {
+      FoundCheckpoint found = FindCheckpoint(config, CheckpointDir());
+      result.resumed_from = found.path;
+      rejected_checkpoints = found.rejected;
+      payload = std::move(found.payload);
+    }
     if (payload) {
-      RestoreAgentFrom(*payload);
+      ByteReader r(*payload);
+      agent = RestoreAgent(LoadAgentSection(r), config, CheckpointDir());
     } else {
       agent = BuildAgent(config);
     }
@@ -661,14 +630,6 @@ struct Learner::Impl {
 
   std::string CheckpointDir() const { return config.run_dir + "/checkpoints"; }
 
-  // The agent's own checkpoint file stays where `tensortier export` looks
-  // (checkpoints/<agent>.ckpt); the learner's checkpoint embeds its bytes.
-  std::string AgentCheckpointBytes() {
-    const std::string path = CheckpointDir() + "/" + agent->name() + ".ckpt";
-    agent->SaveCheckpoint(path);
-    return ReadFile(path);
-  }
-
   std::string SavePayload() {
     const auto partly = PartlyInReplayNow();
     LearnerCounters counters = result.counters;
@@ -677,12 +638,7 @@ struct Learner::Impl {
       counters.transitions_ingested += rows - (counted == ingest.partly_in_replay().end() ? 0 : counted->second);
     }
     ByteWriter w;
-    w.U64(kCheckpointPayloadVersion);
-    w.String(agent->name());
-    w.String(agent->config_json());
-    w.String(AgentCheckpointBytes());
-    w.U64(config.workload.Signature());
-    w.U64(config.env.dram_limit_bytes);
+    SaveAgentSection(w, *agent, CheckpointDir(), config.workload.Signature(), config.env.dram_limit_bytes);
     w.U64(result.episodes);
     w.U64(weights_version);
     w.U64(result.evaluations);
@@ -692,8 +648,7 @@ struct Learner::Impl {
     w.Bool(result.has_best_plan);
     w.String(result.has_best_plan ? SerializePlan(result.best_plan) : std::string());
     w.F64(result.best_runtime_ns);
-    w.U64(result.records.size());
-    for (const EpisodeRecord& r : result.records) SaveRecord(w, r);
+    SaveRecords(w, result.records);
     w.String(config.replay);
     trainer->SaveReplay(w);
     ingest.SaveLedgers(w);
@@ -726,83 +681,11 @@ struct Learner::Impl {
     }
   }
 
-  // The newest checkpoint whose file verifies and whose payload loads into
-  // a fresh agent; the ones it skipped are counted in checkpoints_rejected.
-  std::optional<std::string> FindCheckpoint() {
-    if (config.run_dir.empty()) throw std::invalid_argument("resume needs a run directory");
-    CheckpointStore store(CheckpointDir());
-    std::string mismatch;  // a good checkpoint of another run says more than "none usable"
-    for (const std::string& path : store.List()) {
-      try {
-        std::string payload = CheckpointStore::ReadVerified(path);
-        LearnerConfig probe_config = config;
-        ParseAgent(payload, probe_config);  // throws on a payload that does not load
-        result.resumed_from = path;
-        return payload;
-      } catch (const std::invalid_argument& e) {
-        ++rejected_checkpoints;
-        mismatch = path + ": " + e.what();
-        LogWarn("checkpoint_rejected").kv("path", path).kv("detail", e.what());
-      } catch (const std::exception& e) {
-        ++rejected_checkpoints;
-        LogWarn("checkpoint_rejected").kv("path", path).kv("detail", e.what());
-      }
-    }
-    if (!mismatch.empty()) throw std::runtime_error("cannot resume: " + mismatch);
-    throw std::runtime_error("no usable checkpoint in " + CheckpointDir());
-  }
-  uint64_t rejected_checkpoints = 0;
-
-  // The payload's agent, built from the checkpoint's own settings on this
-  // config's device, with its networks and optimisers loaded.
-  std::unique_ptr<PlacementAgent> ParseAgent(const std::string& payload, LearnerConfig& c) {
-    ByteReader r(payload);
-    const uint64_t payload_version = r.U64();
-    if (payload_version < 1 || payload_version > kCheckpointPayloadVersion)
-      throw CheckpointError("checkpoint payload version " + std::to_string(payload_version) + "; this learner reads 1 to " +
-                            std::to_string(kCheckpointPayloadVersion));
-    const std::string name = r.String();
-    const std::string json = r.String();
-    const std::string bytes = r.String();
-    if (name != c.agent)
-      throw std::invalid_argument("the checkpoint holds a " + name + " agent, not " + c.agent);
-    if (r.U64() != c.workload.Signature())
-      throw std::invalid_argument("the checkpoint was trained on another workload");
-    if (r.U64() != c.env.dram_limit_bytes)
-      throw std::invalid_argument("the checkpoint was trained with another DRAM limit");
-    const std::string device = name == "sac" ? c.sac.device : c.dqn.device;
-    std::unique_ptr<PlacementAgent> a = MakeAgent(name, json, device);
-    MakeDirectories(CheckpointDir());
-    const std::string tmp = CheckpointDir() + "/.agent-load-" + std::to_string(::getpid()) + ".tmp";
-    WriteFileAtomically(tmp, bytes);
-    try {
-      a->LoadCheckpoint(tmp);
-    } catch (...) {
-      std::remove(tmp.c_str());
-      throw;
-    }
-    std::remove(tmp.c_str());
-    // The run goes on with the checkpoint's network and training settings.
-    if (name == "sac") {
-      c.sac = SacConfig::FromJson(json);
-      c.sac.device = device;
-    } else {
-      c.dqn = DqnConfig::FromJson(json);
-      c.dqn.device = device;
-    }
-    return a;
-  }
-
-  void RestoreAgentFrom(const std::string& payload) { agent = ParseAgent(payload, config); }
+  uint64_t rejected_checkpoints = 0;  // newer checkpoints than the one resumed from, skipped
 
   void RestoreStateFrom(const std::string& payload) {
     ByteReader r(payload);
-    const uint64_t payload_version = r.U64();  // checked by ParseAgent
-    r.String();
-    r.String();
-    r.String();
-    r.U64();
-    r.U64();
+    const uint64_t payload_version = LoadAgentSection(r).payload_version;  // its agent is restored already
     result.episodes = r.U64();
     weights_version = r.U64();
     result.evaluations = r.U64();
@@ -813,8 +696,7 @@ struct Learner::Impl {
     const std::string plan = r.String();
     if (result.has_best_plan) result.best_plan = ParsePlan(plan);
     result.best_runtime_ns = r.F64();
-    result.records.clear();
-    for (uint64_t n = r.U64(); n > 0; --n) result.records.push_back(LoadRecord(r));
+    result.records = LoadRecords(r);
     if (r.String() != config.replay) throw std::invalid_argument("the checkpoint holds another kind of replay");
     trainer->LoadReplay(r, payload_version);
     ingest.LoadLedgers(r);
