@@ -28,6 +28,7 @@
 #include "learner/evaluator.h"
 #include "learner/fleet_registry.h"
 #include "learner/ingest.h"
+#include "learner/measurement_cache.h"
 #include "learner/staged_batch.h"
 #include "learner/trainer.h"
 #include "metrics/learner_metrics.h"
@@ -63,6 +64,7 @@ double ApexEpsilon(double epsilon, double alpha, uint32_t index, uint32_t worker
 struct Learner::Impl {
   explicit Impl(LearnerConfig c) : config(std::move(c)), server(config.bind_endpoint, config.security) {
     if (!config.workload.finalized()) config.workload.Finalize();
+    measurements = std::make_unique<MeasurementCache>(config.workload.Signature(), config.env.dram_limit_bytes);
     PlacementEnv probe(config.workload, config.env);  // validates the env settings up front
     // The derived samples-per-insert ratio needs the length of a typical
     // episode, and lengths vary 50x with the policy: random play, as early
@@ -155,8 +157,7 @@ struct Learner::Impl {
   uint64_t weights_blob_updates = 0;
 
   FleetRegistry fleet{config.min_workers};
-  // Real measurements by (plan hash, backend), for this workload and DRAM limit.
-  std::map<std::pair<uint64_t, std::string>, CachedMeasurement> measurements;
+  std::unique_ptr<MeasurementCache> measurements;  // real measurements (learner/measurement_cache.h)
   // Checks, dedupes and assembles batches; its ledgers decide acks (learner/ingest.h).
   Ingest ingest;
   LearnerResult result;
@@ -329,42 +330,28 @@ struct Learner::Impl {
     SendMeasurements(peer);
   }
 
-  MeasurementCacheMsg MeasurementsMsg() const {
-    MeasurementCacheMsg m;
-    m.workload_signature = config.workload.Signature();
-    m.dram_limit_bytes = config.env.dram_limit_bytes;
-    return m;
-  }
-
   void SendMeasurements(const std::string& peer) {
-    if (measurements.empty()) return;
-    MeasurementCacheMsg m = MeasurementsMsg();
-    for (const auto& [key, e] : measurements) m.entries.push_back(e);
-    server.Send(peer, EncodeMessage(m));
+    if (!measurements->empty()) server.Send(peer, EncodeMessage(measurements->All()));
   }
 
   // Real measurements go into the cache and out to every worker, so that
   // the same plan is not executed twice on one backend.
   void CacheMeasurement(const EpisodeReportMsg& report) {
-    if (report.measurement_cached) {
-      ++result.counters.measurement_cache_hits;
-      return;
+    MeasurementCache::Outcome out = measurements->Record(report);
+    switch (out.seen) {
+      case MeasurementCache::Seen::kNotMeasured:
+        return;
+      case MeasurementCache::Seen::kHit:
+        ++result.counters.measurement_cache_hits;
+        return;
+      case MeasurementCache::Seen::kRedundant:
+        ++result.counters.measurement_cache_redundant;
+        return;
+      case MeasurementCache::Seen::kNew:
+        ++result.counters.measurement_cache_misses;
+        Broadcast(EncodeMessage(out.entry));
+        return;
     }
-    if (!report.counters.measured) return;
-    const auto key = std::make_pair(report.plan.Hash(), report.backend);
-    if (measurements.count(key)) {
-      ++result.counters.measurement_cache_redundant;
-      return;
-    }
-    ++result.counters.measurement_cache_misses;
-    // With the reference runtimes of the worker that measured it, so that a
-    // reward rescored from the entry is normalised on that same machine.
-    CachedMeasurement e{key.first,          report.backend,        report.runtime_ns, report.min_runtime_ns,
-                        report.max_runtime_ns, report.oom, report.counters};
-    measurements[key] = e;
-    MeasurementCacheMsg m = MeasurementsMsg();
-    m.entries.push_back(e);
-    Broadcast(EncodeMessage(m));
   }
 
   // An episode is acknowledged once both its transitions and its report are
@@ -658,9 +645,7 @@ struct Learner::Impl {
     w.F64(result.best_evaluation_reward);
     w.PodVector(result.workers_seen);
     trainer->SaveRng(w);
-    MeasurementCacheMsg cache = MeasurementsMsg();
-    for (const auto& [key, e] : measurements) cache.entries.push_back(e);
-    w.String(EncodeMessage(cache));
+    measurements->Save(w);
     Ingest::SavePartlyInReplay(w, partly);
     return std::move(w.bytes());
   }
@@ -708,13 +693,7 @@ struct Learner::Impl {
     result.best_evaluation_reward = r.F64();
     result.workers_seen = r.PodVector<uint32_t>();
     trainer->LoadRng(r);
-    const std::string cache_frame = r.String();
-    DecodeResult cache = DecodeMessage(cache_frame.data(), cache_frame.size());
-    if (!std::holds_alternative<Message>(cache) ||
-        !std::holds_alternative<MeasurementCacheMsg>(std::get<Message>(cache)))
-      throw CheckpointError("checkpoint measurement cache does not decode");
-    for (CachedMeasurement& e : std::get<MeasurementCacheMsg>(std::get<Message>(cache)).entries)
-      measurements[{e.plan_hash, e.backend}] = std::move(e);
+    measurements->Load(r);
     ingest.LoadPartlyInReplay(r, payload_version);
     result.counters.checkpoints_rejected += rejected_checkpoints;
     result.resumed = true;
