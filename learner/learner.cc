@@ -31,6 +31,7 @@
 #include "learner/measurement_cache.h"
 #include "learner/staged_batch.h"
 #include "learner/trainer.h"
+#include "learner/weights_publisher.h"
 #include "metrics/learner_metrics.h"
 #include "protocol/codec.h"
 #include "transport/channel.h"
@@ -125,7 +126,8 @@ struct Learner::Impl {
     base_task.agent = agent->name();
     base_task.agent_config_json = agent->config_json();
     task_frame = EncodeMessage(base_task);
-    PublishWeights(/*new_version=*/!payload);
+    if (!payload) weights.Advance();
+    weights.Publish(*agent, Clock::now());
     if (!config.run_dir.empty()) {
       MakeDirectories(config.run_dir);
       // Beside the checkpoints, so that `--resume RUN_DIR` finds the workload.
@@ -149,12 +151,7 @@ struct Learner::Impl {
   std::unique_ptr<Trainer> trainer;
   TaskMsg base_task;
   std::string task_frame;
-  std::string weights_frame;
-  uint64_t weights_version = 0;
-  uint64_t weights_published_version = 0;   // weights_version advances per report, frames lag
-  Clock::time_point weights_published_at;
-  std::string weights_blob;                 // SerializeWeights() at weights_blob_updates
-  uint64_t weights_blob_updates = 0;
+  WeightsPublisher weights{std::chrono::milliseconds(config.weights_publish_interval_ms)};
 
   FleetRegistry fleet{config.min_workers};
   std::unique_ptr<MeasurementCache> measurements;  // real measurements (learner/measurement_cache.h)
@@ -183,36 +180,15 @@ struct Learner::Impl {
 
   double Elapsed() const { return seconds_before + SecondsSince(start); }
 
-  // Encodes the weights frame for the current version. The Torch
-  // serialisation is redone only when gradient steps changed the weights
-  // (an ingest-only learner never repeats it). Under train_mu.
-  void PublishWeights(bool new_version = true) {
-    if (new_version) ++weights_version;
-    const uint64_t updates_now = agent->updates();
-    if (weights_blob.empty() || updates_now != weights_blob_updates) {
-      weights_blob = agent->SerializeWeights();
-      weights_blob_updates = updates_now;
-    }
-    WeightsMsg w;
-    w.version = weights_version;
-    w.agent = agent->name();
-    w.blob = weights_blob;
-    weights_frame = EncodeMessage(w);
-    weights_published_version = weights_version;
-    weights_published_at = Clock::now();
-  }
-
   // Sends the newest weights to every worker if reports advanced the
   // version and the publish interval has passed. Network thread.
   void MaybeBroadcastWeights(bool force = false) {
-    if (weights_version <= weights_published_version) return;
-    const auto interval = std::chrono::milliseconds(config.weights_publish_interval_ms);
-    if (!force && Clock::now() - weights_published_at < interval) return;
+    if (!weights.Due(Clock::now(), force)) return;
     {
       std::unique_lock<std::mutex> train_lock = LockTraining();
-      PublishWeights(/*new_version=*/false);
+      weights.Publish(*agent, Clock::now());
     }
-    Broadcast(weights_frame);
+    Broadcast(weights.frame());
   }
 
   void Broadcast(const std::string& frame) {
@@ -227,7 +203,7 @@ struct Learner::Impl {
     std::lock_guard<std::mutex> lock(status_mu);
     status.counters = result.counters;
     status.episodes = result.episodes;
-    status.weights_version = weights_version;
+    status.weights_version = weights.version();
     status.updates = trainer->updates();
     status.workers_connected = fleet.size();
     status.running = running;
@@ -326,7 +302,7 @@ struct Learner::Impl {
 
   void SendTask(const std::string& peer, const WorkerState& w) {
     server.Send(peer, TaskFrameFor(w));
-    server.Send(peer, weights_frame);
+    server.Send(peer, weights.frame());
     SendMeasurements(peer);
   }
 
@@ -462,7 +438,7 @@ struct Learner::Impl {
     }
     rec.loss = last_loss;
     rec.mean_q = last_q;
-    ++weights_version;
+    weights.Advance();
     MaybeBroadcastWeights(config.weights_publish_interval_ms == 0);
     MaybeAck(worker, report.episode_id);
     if (config.eval_interval_episodes > 0 && result.episodes % config.eval_interval_episodes == 0)
@@ -507,7 +483,7 @@ struct Learner::Impl {
   EpisodeSummary Evaluate() {
     if (!eval_env) eval_env = std::make_unique<PlacementEnv>(config.workload, config.env);
     EpisodeSummary s = RunEpisode(*eval_env, [&](const Observation& o) { return agent->Greedy(o.data()); });
-    s.plan.produced_by = agent->name() + "-greedy v" + std::to_string(weights_version);
+    s.plan.produced_by = agent->name() + "-greedy v" + std::to_string(weights.version());
     RecordEvaluation(s, agent->updates(), /*save_best=*/true);
     return s;
   }
@@ -556,15 +532,10 @@ struct Learner::Impl {
     Evaluator::Request req;
     {
       std::unique_lock<std::mutex> train_lock = LockTraining();
-      const uint64_t updates_now = agent->updates();
-      if (weights_blob.empty() || updates_now != weights_blob_updates) {
-        weights_blob = agent->SerializeWeights();
-        weights_blob_updates = updates_now;
-      }
-      req.weights = weights_blob;
-      req.updates = updates_now;
+      req.updates = agent->updates();
+      req.weights = weights.Blob(*agent);
     }
-    req.weights_version = weights_version;
+    req.weights_version = weights.version();
     req.episode = result.episodes;
     const uint64_t episode = req.episode;
     if (std::optional<uint64_t> replaced = evaluator->Submit(std::move(req))) {
@@ -627,7 +598,7 @@ struct Learner::Impl {
     ByteWriter w;
     SaveAgentSection(w, *agent, CheckpointDir(), config.workload.Signature(), config.env.dram_limit_bytes);
     w.U64(result.episodes);
-    w.U64(weights_version);
+    w.U64(weights.version());
     w.U64(result.evaluations);
     fleet.SaveNextIds(w);
     w.F64(Elapsed());
@@ -658,7 +629,7 @@ struct Learner::Impl {
       MakeDirectories(CheckpointDir());
       ++result.counters.checkpoints_written;
       const std::string path = store.Write(result.episodes, SavePayload());
-      LogInfo("checkpoint").kv("path", path).kv("episodes", result.episodes).kv("weights_version", weights_version)
+      LogInfo("checkpoint").kv("path", path).kv("episodes", result.episodes).kv("weights_version", weights.version())
           .kv("replay", trainer->replay_size());
     } catch (const std::exception& e) {
       --result.counters.checkpoints_written;
@@ -672,7 +643,7 @@ struct Learner::Impl {
     ByteReader r(payload);
     const uint64_t payload_version = LoadAgentSection(r).payload_version;  // its agent is restored already
     result.episodes = r.U64();
-    weights_version = r.U64();
+    weights.Restore(r.U64());
     result.evaluations = r.U64();
     fleet.LoadNextIds(r);
     seconds_before = r.F64();
@@ -698,9 +669,9 @@ struct Learner::Impl {
     result.counters.checkpoints_rejected += rejected_checkpoints;
     result.resumed = true;
     result.resumed_at_episode = result.episodes;
-    result.resumed_weights_version = weights_version;
+    result.resumed_weights_version = weights.version();
     LogInfo("resumed").kv("checkpoint", result.resumed_from).kv("episodes", result.episodes)
-        .kv("weights_version", weights_version).kv("replay", trainer->replay_size())
+        .kv("weights_version", weights.version()).kv("replay", trainer->replay_size())
         .kv("rejected_checkpoints", rejected_checkpoints);
   }
 
@@ -774,7 +745,7 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
       .kv("dram_limit_bytes", m.config.env.dram_limit_bytes).kv("episodes", m.config.episodes)
       .kv("agent", m.agent->name()).kv("device", m.agent->device_name()).kv("replay", m.config.replay)
       .kv("samples_per_insert", m.trainer->samples_per_insert()).kv("exploration", m.config.exploration)
-      .kv("resumed_at_episode", m.result.resumed_at_episode).kv("weights_version", m.weights_version);
+      .kv("resumed_at_episode", m.result.resumed_at_episode).kv("weights_version", m.weights.version());
   m.SyncStatus(true);
   m.trainer->Start();
   m.StartEvaluator();
@@ -819,7 +790,7 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
     m.KeepAlive(m.last_heartbeat, queue_drained);
     m.SyncStatus(true);
     if (m.metrics)
-      m.metrics->Sync(m.result.counters, m.fleet.size(), m.trainer->replay_items(), m.weights_version,
+      m.metrics->Sync(m.result.counters, m.fleet.size(), m.trainer->replay_items(), m.weights.version(),
                       m.trainer->updates());
   }
   m.StopTrainer(hurry || stop_.load());
@@ -834,7 +805,7 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
   m.result.greedy_plan = m.result.greedy_summary.plan;
   m.result.updates = m.agent->updates();
   m.result.agent = m.agent->name();
-  m.result.weights_version = m.weights_version;
+  m.result.weights_version = m.weights.version();
   m.result.wall_seconds = m.Elapsed();
   m.result.rate_limiter = m.trainer->limiter_counters();
   m.result.samples_per_insert = m.trainer->samples_per_insert();
