@@ -30,6 +30,7 @@
 #include "learner/ingest.h"
 #include "learner/measurement_cache.h"
 #include "learner/staged_batch.h"
+#include "learner/task_frames.h"
 #include "learner/trainer.h"
 #include "learner/weights_publisher.h"
 #include "metrics/learner_metrics.h"
@@ -54,12 +55,6 @@ std::unique_ptr<PlacementAgent> BuildAgent(LearnerConfig& config) {
   config.dqn.num_actions = config.sac.num_actions = 2;
   if (config.agent == "sac") return MakeAgent("sac", config.sac.ToJson());
   return MakeAgent(config.agent, config.dqn.ToJson());
-}
-
-// Ape-X: epsilon_i = epsilon^(1 + alpha * i / (N - 1)) for worker i of N.
-double ApexEpsilon(double epsilon, double alpha, uint32_t index, uint32_t workers) {
-  if (workers <= 1) return epsilon;
-  return std::pow(epsilon, 1.0 + alpha * static_cast<double>(index % workers) / static_cast<double>(workers - 1));
 }
 
 struct Learner::Impl {
@@ -115,17 +110,7 @@ struct Learner::Impl {
     result.exploration = config.exploration;
     if (payload) RestoreStateFrom(*payload);
 
-    base_task.task_id = 1;
-    base_task.workload = config.workload;
-    base_task.env = config.env;
-    base_task.exploration.epsilon_start = config.dqn.epsilon_start;
-    base_task.exploration.epsilon_end = config.dqn.epsilon_end;
-    base_task.exploration.schedule_episodes = static_cast<uint32_t>(config.dqn.epsilon_decay_episodes);
-    base_task.exploration.epsilon = config.dqn.epsilon_end;
-    base_task.exploration.seed = config.dqn.seed;
-    base_task.agent = agent->name();
-    base_task.agent_config_json = agent->config_json();
-    task_frame = EncodeMessage(base_task);
+    tasks = std::make_unique<TaskFrames>(config, *agent);
     if (!payload) weights.Advance();
     weights.Publish(*agent, Clock::now());
     if (!config.run_dir.empty()) {
@@ -134,7 +119,7 @@ struct Learner::Impl {
       WriteWorkloadFile(config.workload, config.run_dir + "/workload.ttwl");
     }
     metrics = LearnerMetrics::Start(config.metrics_address, config.metrics_sd_dir, config.workload, config.env,
-                                    base_task.agent, agent->device_name(), trainer->replay_capacity());
+                                    agent->name(), agent->device_name(), trainer->replay_capacity());
   }
 
   ~Impl() {
@@ -149,8 +134,7 @@ struct Learner::Impl {
   // the updates. Its lock guards the agent: the network thread takes it to
   // publish weights, snapshot them for an evaluation and checkpoint.
   std::unique_ptr<Trainer> trainer;
-  TaskMsg base_task;
-  std::string task_frame;
+  std::unique_ptr<TaskFrames> tasks;  // what workers are told to do (learner/task_frames.h)
   WeightsPublisher weights{std::chrono::milliseconds(config.weights_publish_interval_ms)};
 
   FleetRegistry fleet{config.min_workers};
@@ -268,15 +252,6 @@ struct Learner::Impl {
     Reply(in.peer, ErrorCode::kUnexpected, std::string("a learner does not take ") + MessageName(msg));
   }
 
-  std::string TaskFrameFor(const WorkerState& w) const {
-    if (config.exploration != "apex") return task_frame;
-    TaskMsg t = base_task;
-    const uint32_t n = config.apex_workers > 0 ? config.apex_workers : std::max<uint32_t>(config.min_workers, 1);
-    t.exploration.schedule_episodes = 0;  // a fixed epsilon per worker
-    t.exploration.epsilon = ApexEpsilon(config.apex_epsilon, config.apex_alpha, w.exploration_index, n);
-    return EncodeMessage(t);
-  }
-
   void OnRegister(const std::string& peer, const RegisterMsg& reg) {
     const FleetRegistry::Registration registration = fleet.Register(peer, reg, Clock::now());
     const WorkerState& w = *registration.worker;
@@ -301,7 +276,7 @@ struct Learner::Impl {
   }
 
   void SendTask(const std::string& peer, const WorkerState& w) {
-    server.Send(peer, TaskFrameFor(w));
+    server.Send(peer, tasks->For(w.exploration_index));
     server.Send(peer, weights.frame());
     SendMeasurements(peer);
   }
