@@ -24,11 +24,11 @@
 #include "envs/workload_io.h"
 #include "learner/checkpoint_sections.h"
 #include "learner/checkpoint_store.h"
-#include "learner/convergence.h"
 #include "learner/evaluator.h"
 #include "learner/fleet_registry.h"
 #include "learner/ingest.h"
 #include "learner/measurement_cache.h"
+#include "learner/scoreboard.h"
 #include "learner/staged_batch.h"
 #include "learner/task_frames.h"
 #include "learner/trainer.h"
@@ -146,7 +146,8 @@ struct Learner::Impl {
   double seconds_before = 0;                    // of the sessions before a resume
   std::unique_ptr<PlacementEnv> eval_env;
   std::unique_ptr<LearnerMetrics> metrics;  // null without --metrics-address
-  std::vector<uint64_t> evaluation_updates;     // agent updates at each evaluation
+  // The best plan and the greedy evaluations (learner/scoreboard.h); LearnerResult gets them at the end.
+  Scoreboard scores{config.workload, config.converge_window, config.converge_tolerance};
   double last_loss = 0, last_q = 0;
   Clock::time_point last_heartbeat = Clock::now();  // KeepAlive's; network thread
 
@@ -418,7 +419,7 @@ struct Learner::Impl {
     MaybeAck(worker, report.episode_id);
     if (config.eval_interval_episodes > 0 && result.episodes % config.eval_interval_episodes == 0)
       RequestEvaluation();
-    rec.best_runtime_ns = result.best_runtime_ns;
+    rec.best_runtime_ns = scores.best_runtime_ns();
     rec.wall_seconds = Elapsed();
     result.records.push_back(rec);
     if (on_episode) on_episode(rec);
@@ -433,23 +434,12 @@ struct Learner::Impl {
     }
   }
 
-  // Plans are ranked on the cost model whatever scored them on the worker,
-  // so that measured and modelled episodes compare on one scale.
   void ConsiderPlan(const PlacementPlan& plan) {
-    double runtime_ns = 0;
     try {
-      CostReport cost = EvaluatePlan(config.workload, plan);
-      if (cost.oom) return;
-      runtime_ns = cost.total_ns;
+      scores.ConsiderPlan(plan);
     } catch (const std::exception& e) {
       ++result.counters.malformed_frames;
       LogWarn("bad_plan").kv("detail", e.what());
-      return;
-    }
-    if (!result.has_best_plan || runtime_ns < result.best_runtime_ns) {
-      result.best_plan = plan;
-      result.best_runtime_ns = runtime_ns;
-      result.has_best_plan = true;
     }
   }
 
@@ -473,19 +463,14 @@ struct Learner::Impl {
     if (!s.oom) ConsiderPlan(s.plan);
     if (metrics) metrics->OnEvaluation(s);
     const double reward = s.step_reward_sum + s.episodic_reward;
-    result.evaluation_rewards.push_back(reward);
-    evaluation_updates.push_back(updates);
-    if (result.evaluation_rewards.size() == 1 || reward > result.best_evaluation_reward) {
-      result.best_evaluation_reward = reward;
-      if (save_best) SaveBest(*agent, s);
-    }
-    if (!result.converged &&
-        Converged(result.evaluation_rewards, evaluation_updates, config.converge_window, config.converge_tolerance)) {
+    const Scoreboard::Evaluation booked = scores.BookEvaluation(reward, updates);
+    if (booked.new_best && save_best) SaveBest(*agent, s);
+    if (booked.converged_now) {
       result.converged = true;
       result.converged_at_episode = result.episodes;
       result.converged_at_seconds = Elapsed();
       LogInfo("converged").kv("episodes", result.episodes).kv("seconds", result.converged_at_seconds)
-          .kv("evaluation_reward", reward).kv("best_evaluation_reward", result.best_evaluation_reward)
+          .kv("evaluation_reward", reward).kv("best_evaluation_reward", *scores.best_evaluation_reward())
           .kv("window", config.converge_window).kv("tolerance", config.converge_tolerance);
     }
   }
@@ -520,9 +505,9 @@ struct Learner::Impl {
   }
 
   void StartEvaluator() {
-    std::optional<double> best;  // resumed: the checkpoint's best stands
-    if (!result.evaluation_rewards.empty()) best = result.best_evaluation_reward;
-    evaluator = std::make_unique<Evaluator>(config.workload, config.env, agent->name(), agent->config_json(), best,
+    // Resumed: the checkpoint's best stands.
+    evaluator = std::make_unique<Evaluator>(config.workload, config.env, agent->name(), agent->config_json(),
+                                            scores.best_evaluation_reward(),
                                             [this](const PlacementAgent& a, const EpisodeSummary& s) { SaveBest(a, s); });
     evaluator->Start();
   }
@@ -531,7 +516,7 @@ struct Learner::Impl {
     if (evaluator) evaluator->Stop();
   }
 
-  // Books the evaluations that finished, in the order they were asked for.  // Books the evaluations that finished, in the order they were asked for.
+  // Books the evaluations that finished, in the order they were asked for.
   // Network thread.
   void ApplyEvaluations() {
     if (!evaluator) return;
@@ -578,17 +563,13 @@ struct Learner::Impl {
     fleet.SaveNextIds(w);
     w.F64(Elapsed());
     w.Pod(counters);
-    w.Bool(result.has_best_plan);
-    w.String(result.has_best_plan ? SerializePlan(result.best_plan) : std::string());
-    w.F64(result.best_runtime_ns);
+    scores.SaveBestPlan(w);
     SaveRecords(w, result.records);
     w.String(config.replay);
     trainer->SaveReplay(w);
     ingest.SaveLedgers(w);
     fleet.SaveSlots(w);
-    w.PodVector(result.evaluation_rewards);
-    w.PodVector(evaluation_updates);
-    w.F64(result.best_evaluation_reward);
+    scores.SaveEvaluations(w);
     w.PodVector(result.workers_seen);
     trainer->SaveRng(w);
     measurements->Save(w);
@@ -623,20 +604,13 @@ struct Learner::Impl {
     fleet.LoadNextIds(r);
     seconds_before = r.F64();
     result.counters = r.Pod<LearnerCounters>();
-    result.has_best_plan = r.Bool();
-    const std::string plan = r.String();
-    if (result.has_best_plan) result.best_plan = ParsePlan(plan);
-    result.best_runtime_ns = r.F64();
+    scores.LoadBestPlan(r);
     result.records = LoadRecords(r);
     if (r.String() != config.replay) throw std::invalid_argument("the checkpoint holds another kind of replay");
     trainer->LoadReplay(r, payload_version);
     ingest.LoadLedgers(r);
     fleet.LoadSlots(r);
-    result.evaluation_rewards = r.PodVector<double>();
-    evaluation_updates = r.PodVector<uint64_t>();
-    if (evaluation_updates.size() != result.evaluation_rewards.size())
-      throw CheckpointError("checkpoint evaluations do not line up");
-    result.best_evaluation_reward = r.F64();
+    scores.LoadEvaluations(r);
     result.workers_seen = r.PodVector<uint32_t>();
     trainer->LoadRng(r);
     measurements->Load(r);
@@ -781,6 +755,11 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
   m.result.updates = m.agent->updates();
   m.result.agent = m.agent->name();
   m.result.weights_version = m.weights.version();
+  m.result.has_best_plan = m.scores.has_best_plan();
+  m.result.best_plan = m.scores.best_plan();
+  m.result.best_runtime_ns = m.scores.best_runtime_ns();
+  m.result.evaluation_rewards = m.scores.evaluation_rewards();
+  m.result.best_evaluation_reward = m.scores.best_evaluation_reward().value_or(0);
   m.result.wall_seconds = m.Elapsed();
   m.result.rate_limiter = m.trainer->limiter_counters();
   m.result.samples_per_insert = m.trainer->samples_per_insert();
