@@ -1,26 +1,16 @@
 #include "learner/learner.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <condition_variable>
-#include <deque>
-#include <cstdio>
-#include <map>
+#include <memory>
 #include <mutex>
-#include <numeric>
 #include <optional>
-#include <random>
 #include <set>
-#include <sstream>
 #include <stdexcept>
-#include <thread>
+#include <string>
 
 #include "common/files.h"
 #include "common/log.h"
-#include "envs/cost_model.h"
 #include "envs/workload_io.h"
 #include "learner/checkpoint_sections.h"
 #include "learner/checkpoint_store.h"
@@ -61,18 +51,8 @@ struct Learner::Impl {
   explicit Impl(LearnerConfig c) : config(std::move(c)), server(config.bind_endpoint, config.security) {
     if (!config.workload.finalized()) config.workload.Finalize();
     measurements = std::make_unique<MeasurementCache>(config.workload.Signature(), config.env.dram_limit_bytes);
-    PlacementEnv probe(config.workload, config.env);  // validates the env settings up front
-    // The derived samples-per-insert ratio needs the length of a typical
-    // episode, and lengths vary 50x with the policy: random play, as early
-    // exploration, is short (slow-tier tensors leave the decision scope), a
-    // DRAM-first policy is long. Until episodes arrive, the start-up guess
-    // is the midpoint of the two; then the ratio follows the mean length of
-    // the last kRateWindowEpisodes reported episodes (ObserveEpisodeLength).
-    std::mt19937_64 probe_rng(config.dqn.seed);
-    const uint32_t random_steps =
-        RunEpisode(probe, [&](const Observation&) { return static_cast<int>(probe_rng() & 1); }).steps;
-    const uint32_t dram_first_steps = RunEpisode(probe, [](const Observation&) { return 0; }).steps;
-    const size_t steps_per_episode = std::max<size_t>(1, (static_cast<size_t>(random_steps) + dram_first_steps) / 2);
+    // Also validates the env settings up front.
+    const size_t steps_per_episode = StartupEpisodeSteps(config.workload, config.env, config.dqn.seed);
     if (config.replay != "uniform" && config.replay != "prioritized")
       throw std::invalid_argument("replay must be uniform or prioritized, not '" + config.replay + "'");
     if (config.exploration != "schedule" && config.exploration != "apex")

@@ -31,6 +31,15 @@ Transition LoadTransition(ByteReader& r) {
 
 }  // namespace
 
+size_t StartupEpisodeSteps(const Workload& workload, const EnvConfig& env, uint64_t seed) {
+  PlacementEnv probe(workload, env);
+  std::mt19937_64 rng(seed);
+  const uint32_t random_steps =
+      RunEpisode(probe, [&](const Observation&) { return static_cast<int>(rng() & 1); }).steps;
+  const uint32_t dram_first_steps = RunEpisode(probe, [](const Observation&) { return 0; }).steps;
+  return std::max<size_t>(1, (static_cast<size_t>(random_steps) + dram_first_steps) / 2);
+}
+
 Trainer::Trainer(PlacementAgent& agent, const TrainerSettings& settings) : agent_(agent), settings_(settings) {
   const AgentSchedule schedule = agent_.schedule();
   if (settings_.prioritized) {

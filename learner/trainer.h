@@ -22,10 +22,21 @@
 #include "agents/prioritized_replay.h"
 #include "agents/rate_limiter.h"
 #include "agents/replay_buffer.h"
+#include "envs/placement_env.h"
+#include "envs/workload.h"
 #include "learner/checkpoint_store.h"
 #include "learner/staged_batch.h"
 
 namespace tensortier {
+
+// The derived samples-per-insert ratio needs the length of a typical
+// episode, and lengths vary 50x with the policy: random play, as early
+// exploration, is short (slow-tier tensors leave the decision scope), a
+// DRAM-first policy is long. Until episodes arrive, the start-up guess is
+// the midpoint of the two (at least 1); then the ratio follows the mean
+// length of the recent episodes (Trainer::ObserveEpisodeLength). Throws
+// for env settings the workload cannot take.
+size_t StartupEpisodeSteps(const Workload& workload, const EnvConfig& env, uint64_t seed);
 
 struct TrainerSettings {
   bool prioritized = false;          // prioritised replay, else uniform

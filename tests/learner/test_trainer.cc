@@ -157,5 +157,21 @@ TEST(LearnerTrainer, PrioritizedReplayNeedsAnAgentWithAPrioritisedUpdateAndTrain
   EXPECT_GT(trainer.replay_max_priority(), 0);
 }
 
+TEST(LearnerTrainer, TheStartUpGuessLiesBetweenRandomAndDramFirstEpisodes) {
+  const Workload w = testing::SmallWorkload();
+  const EnvConfig env = testing::SmallEnv(w);
+  PlacementEnv probe(w, env);
+  const uint32_t dram_first = RunEpisode(probe, [](const Observation&) { return 0; }).steps;
+  const uint32_t slow_first = RunEpisode(probe, [](const Observation&) { return 1; }).steps;
+  ASSERT_NE(dram_first, slow_first);  // lengths depend on the policy here
+  const size_t guess = StartupEpisodeSteps(w, env, 1);
+  EXPECT_GT(guess, std::min(dram_first, slow_first) / 2);
+  EXPECT_LT(guess, dram_first);
+  EXPECT_EQ(guess, StartupEpisodeSteps(w, env, 1));  // seeded
+  EnvConfig impossible = env;
+  impossible.dram_limit_bytes = 0;
+  EXPECT_ANY_THROW(StartupEpisodeSteps(w, impossible, 1));
+}
+
 }  // namespace
 }  // namespace tensortier
