@@ -486,9 +486,9 @@ struct Learner::Impl {
 
   void StartEvaluator() {
     // Resumed: the checkpoint's best stands.
+    auto save_best = [this](const PlacementAgent& a, const EpisodeSummary& s) { SaveBest(a, s); };
     evaluator = std::make_unique<Evaluator>(config.workload, config.env, agent->name(), agent->config_json(),
-                                            scores.best_evaluation_reward(),
-                                            [this](const PlacementAgent& a, const EpisodeSummary& s) { SaveBest(a, s); });
+                                            scores.best_evaluation_reward(), save_best);
     evaluator->Start();
   }
 

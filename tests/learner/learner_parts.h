@@ -33,6 +33,17 @@ inline DqnConfig SmallDqn(uint64_t seed) {
   return c;
 }
 
+// A transition of the right shape: every observation float `value`.
+inline Transition Row(float value, uint8_t action, float reward = 0, bool done = false) {
+  Transition t;
+  t.observation.assign(kObservationSize, value);
+  t.next_observation = t.observation;
+  t.action = action;
+  t.reward = reward;
+  t.done = done;
+  return t;
+}
+
 inline std::unique_ptr<PlacementAgent> SmallAgent(uint64_t seed) {
   return MakeAgent("dqn", SmallDqn(seed).ToJson());
 }

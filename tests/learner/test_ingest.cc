@@ -6,6 +6,7 @@
 
 #include "learner/ingest.h"
 #include "protocol/codec.h"
+#include "tests/learner/learner_parts.h"
 
 namespace tensortier {
 namespace {
@@ -26,13 +27,7 @@ TransitionBatchMsg Batch(uint32_t worker, uint64_t episode, size_t transitions, 
   b.episode_id = episode;
   b.chunk_index = chunk_index;
   b.chunk_count = chunk_count;
-  for (size_t i = 0; i < transitions; ++i) {
-    Transition t;
-    t.observation.assign(kObservationSize, 0.5f);
-    t.next_observation.assign(kObservationSize, 0.5f);
-    t.action = static_cast<uint8_t>(i & 1);
-    b.transitions.push_back(t);
-  }
+  for (size_t i = 0; i < transitions; ++i) b.transitions.push_back(testing::Row(0.5f, static_cast<uint8_t>(i & 1)));
   return b;
 }
 
@@ -140,7 +135,8 @@ TEST(LearnerIngest, AbandonedPartialEpisodesAreDropped) {
     ASSERT_EQ(ingest.OnBatch(w, c).verdict, Verdict::kChunkHeld);
   }
   // A fifth partial episode drops the oldest: its second chunk starts a new assembly.
-  TransitionBatchMsg fifth = Batch(1, 5, 2, 0, 2), oldest_rest = Batch(1, 1, 2, 1, 2), newest_rest = Batch(1, 5, 2, 1, 2);
+  TransitionBatchMsg fifth = Batch(1, 5, 2, 0, 2), oldest_rest = Batch(1, 1, 2, 1, 2),
+                     newest_rest = Batch(1, 5, 2, 1, 2);
   EXPECT_EQ(ingest.OnBatch(w, fifth).verdict, Verdict::kChunkHeld);
   EXPECT_EQ(ingest.OnBatch(w, newest_rest).verdict, Verdict::kStaged);
   EXPECT_EQ(ingest.OnBatch(w, oldest_rest).verdict, Verdict::kChunkHeld);

@@ -24,15 +24,9 @@ StagedBatch Batch(uint64_t incarnation, uint64_t episode, size_t transitions, bo
   b.size = transitions;
   b.completes_episode = completes;
   b.episode_transitions = transitions;
-  for (size_t i = 0; i < transitions; ++i) {
-    Transition t;
-    t.observation.assign(kObservationSize, static_cast<float>(episode) + 0.001f * static_cast<float>(i));
-    t.next_observation = t.observation;
-    t.action = static_cast<uint8_t>(i & 1);
-    t.reward = -1.0f;
-    t.done = i + 1 == transitions;
-    b.transitions.push_back(std::move(t));
-  }
+  for (size_t i = 0; i < transitions; ++i)
+    b.transitions.push_back(testing::Row(static_cast<float>(episode) + 0.001f * static_cast<float>(i),
+                                         static_cast<uint8_t>(i & 1), -1.0f, i + 1 == transitions));
   return b;
 }
 

@@ -61,14 +61,8 @@ TEST(LearnerWeightsPublisher, TheFrameCarriesTheVersionAndTheCurrentWeights) {
   // A gradient step changes the weights: the next frame has the new ones.
   const std::string before = msg.blob;
   ReplayBuffer replay(64);
-  for (int i = 0; i < 32; ++i) {
-    Transition t;
-    t.observation.assign(kObservationSize, 0.1f * static_cast<float>(i % 5));
-    t.next_observation = t.observation;
-    t.action = static_cast<uint8_t>(i & 1);
-    t.reward = static_cast<float>(i % 3);
-    replay.Add(t);
-  }
+  for (int i = 0; i < 32; ++i)
+    replay.Add(testing::Row(0.1f * static_cast<float>(i % 5), static_cast<uint8_t>(i & 1), static_cast<float>(i % 3)));
   std::mt19937_64 rng(1);
   agent->Update(replay, rng);
   EXPECT_EQ(weights.Blob(*agent), agent->SerializeWeights());
