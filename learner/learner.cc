@@ -18,6 +18,7 @@
 #include "learner/fleet_registry.h"
 #include "learner/ingest.h"
 #include "learner/measurement_cache.h"
+#include "learner/payload.h"
 #include "learner/scoreboard.h"
 #include "learner/staged_batch.h"
 #include "learner/task_frames.h"
@@ -333,14 +334,6 @@ struct Learner::Impl {
     }
   }
 
-  // partly_in_replay as a checkpoint must store it: with the rows of the
-  // batches the trainer has started on. Under train_mu.
-  EpisodeRows PartlyInReplayNow() {
-    EpisodeRows now = ingest.partly_in_replay();
-    for (const auto& [key, rows] : trainer->RowsOfStartedBatches()) now[key] += rows;
-    return now;
-  }
-
   // Counts what the training thread put into replay and acknowledges the
   // episodes that are complete now. Network thread.
   void CollectInserted() {
@@ -528,33 +521,8 @@ struct Learner::Impl {
 
   std::string CheckpointDir() const { return config.run_dir + "/checkpoints"; }
 
-  std::string SavePayload() {
-    const auto partly = PartlyInReplayNow();
-    LearnerCounters counters = result.counters;
-    for (const auto& [key, rows] : partly) {  // rows of started batches are in the saved replay
-      auto counted = ingest.partly_in_replay().find(key);
-      counters.transitions_ingested += rows - (counted == ingest.partly_in_replay().end() ? 0 : counted->second);
-    }
-    ByteWriter w;
-    SaveAgentSection(w, *agent, CheckpointDir(), config.workload.Signature(), config.env.dram_limit_bytes);
-    w.U64(result.episodes);
-    w.U64(weights.version());
-    w.U64(result.evaluations);
-    fleet.SaveNextIds(w);
-    w.F64(Elapsed());
-    w.Pod(counters);
-    scores.SaveBestPlan(w);
-    SaveRecords(w, result.records);
-    w.String(config.replay);
-    trainer->SaveReplay(w);
-    ingest.SaveLedgers(w);
-    fleet.SaveSlots(w);
-    scores.SaveEvaluations(w);
-    w.PodVector(result.workers_seen);
-    trainer->SaveRng(w);
-    measurements->Save(w);
-    Ingest::SavePartlyInReplay(w, partly);
-    return std::move(w.bytes());
+  LearnerParts Parts() {
+    return LearnerParts{*agent, weights, fleet, *trainer, ingest, scores, *measurements, result};
   }
 
   // Under train_mu (or with the trainer stopped).
@@ -564,7 +532,8 @@ struct Learner::Impl {
       CheckpointStore store(CheckpointDir(), config.checkpoints_kept);
       MakeDirectories(CheckpointDir());
       ++result.counters.checkpoints_written;
-      const std::string path = store.Write(result.episodes, SavePayload());
+      const std::string payload = SavePayload(Parts(), config, Elapsed(), CheckpointDir());
+      const std::string path = store.Write(result.episodes, payload);
       LogInfo("checkpoint").kv("path", path).kv("episodes", result.episodes).kv("weights_version", weights.version())
           .kv("replay", trainer->replay_size());
     } catch (const std::exception& e) {
@@ -576,25 +545,8 @@ struct Learner::Impl {
   uint64_t rejected_checkpoints = 0;  // newer checkpoints than the one resumed from, skipped
 
   void RestoreStateFrom(const std::string& payload) {
-    ByteReader r(payload);
-    const uint64_t payload_version = LoadAgentSection(r).payload_version;  // its agent is restored already
-    result.episodes = r.U64();
-    weights.Restore(r.U64());
-    result.evaluations = r.U64();
-    fleet.LoadNextIds(r);
-    seconds_before = r.F64();
-    result.counters = r.Pod<LearnerCounters>();
-    scores.LoadBestPlan(r);
-    result.records = LoadRecords(r);
-    if (r.String() != config.replay) throw std::invalid_argument("the checkpoint holds another kind of replay");
-    trainer->LoadReplay(r, payload_version);
-    ingest.LoadLedgers(r);
-    fleet.LoadSlots(r);
-    scores.LoadEvaluations(r);
-    result.workers_seen = r.PodVector<uint32_t>();
-    trainer->LoadRng(r);
-    measurements->Load(r);
-    ingest.LoadPartlyInReplay(r, payload_version);
+    LearnerParts parts = Parts();
+    seconds_before = LoadPayload(payload, config, parts);
     result.counters.checkpoints_rejected += rejected_checkpoints;
     result.resumed = true;
     result.resumed_at_episode = result.episodes;
