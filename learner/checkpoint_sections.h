@@ -17,7 +17,7 @@
 namespace tensortier {
 
 // 2: the rate limiter's credit, ratio and recent episode lengths follow
-// its counters. 3: episodes partly in replay (partly_in_replay) at the end.
+// its counters. 3: episodes partly in replay (Ingest::partly_in_replay) at the end.
 // Versions 1 and 2 are still read.
 constexpr uint64_t kCheckpointPayloadVersion = 3;
 

@@ -525,7 +525,7 @@ struct Learner::Impl {
     return LearnerParts{*agent, weights, fleet, *trainer, ingest, scores, *measurements, result};
   }
 
-  // Under train_mu (or with the trainer stopped).
+  // Under the training lock (or with the trainer stopped).
   void Checkpoint() {
     CollectInserted();  // the ledger must say what replay holds
     try {

@@ -25,7 +25,7 @@ struct StagedBatch {
   std::vector<Transition> transitions;
   std::vector<float> priorities;
   size_t next = 0;               // transitions already inserted
-  size_t already_in_replay = 0;  // of them, inserted before a resume (partly_in_replay)
+  size_t already_in_replay = 0;  // of them, inserted before a resume (Ingest::partly_in_replay)
   // An episode in several chunks is staged chunk by chunk; only its last
   // chunk, once inserted, makes the episode count as taken in.
   bool completes_episode = true;
