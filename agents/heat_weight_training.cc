@@ -1,6 +1,6 @@
 // The training loop and the Algorithm 1 comparison of the heat-weight agent.
-// The agent itself (networks, updates, checkpoints) is in sac_agent.cc,
-// which keeps LibTorch to one translation unit.
+// The agent itself (networks, updates, checkpoints) is in
+// heat_weight_agent.cc.
 #include "agents/heat_weight_agent.h"
 
 #include <algorithm>

@@ -18,11 +18,12 @@
 #include <stdexcept>
 #include <thread>
 
-#include "agents/prioritized_replay.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "envs/cost_model.h"
 #include "envs/workload_io.h"
+#include "replay/prioritized_replay.h"
+#include "replay/replay_buffer.h"
 #include "learner/checkpoint_store.h"
 #include "learner/episode_ledger.h"
 #include "metrics/learner_metrics.h"
@@ -839,7 +840,7 @@ struct Learner::Impl {
   }
 
   void OneUpdate() {
-    TrainStats s = uniform ? agent->Update(*uniform, rng) : agent->Update(*prioritized, rng);
+    TrainStats s = agent->Update(uniform ? static_cast<Replay&>(*uniform) : *prioritized, rng);
     if (prioritized) ++prioritized_updates;
     ++updates_done;
     loss_sum += s.loss;
@@ -1293,11 +1294,11 @@ struct Learner::Impl {
   std::string CheckpointDir() const { return config.run_dir + "/checkpoints"; }
 
   // The agent's own checkpoint file stays where `tensortier export` looks
-  // (checkpoints/<agent>.ckpt); the learner's checkpoint embeds its bytes.
+  // (checkpoints/<agent>.ckpt); the learner's checkpoint embeds its state.
   std::string AgentCheckpointBytes() {
-    const std::string path = CheckpointDir() + "/" + agent->name() + ".ckpt";
-    agent->SaveCheckpoint(path);
-    return ReadFile(path);
+    std::string state = agent->SaveState();
+    WriteAgentCheckpoint(CheckpointDir() + "/" + agent->name() + ".ckpt", state);
+    return state;
   }
 
   std::string SavePayload() {
@@ -1434,16 +1435,7 @@ struct Learner::Impl {
       throw std::invalid_argument("the checkpoint was trained with another DRAM limit");
     const std::string device = name == "sac" ? c.sac.device : c.dqn.device;
     std::unique_ptr<PlacementAgent> a = MakeAgent(name, json, device);
-    MakeDirectories(CheckpointDir());
-    const std::string tmp = CheckpointDir() + "/.agent-load-" + std::to_string(::getpid()) + ".tmp";
-    WriteFileAtomically(tmp, bytes);
-    try {
-      a->LoadCheckpoint(tmp);
-    } catch (...) {
-      std::remove(tmp.c_str());
-      throw;
-    }
-    std::remove(tmp.c_str());
+    a->LoadState(bytes);
     // The run goes on with the checkpoint's network and training settings.
     if (name == "sac") {
       c.sac = SacConfig::FromJson(json);
