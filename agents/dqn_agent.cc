@@ -161,57 +161,35 @@ inline float Dot(const float* a, const float* b, int64_t n) {
   return s;
 }
 
-}  // namespace
-
-// ---------------------------------------------------------------------------
-
-std::string DqnConfig::ToJson() const {
-  Json j = {
-      {"observation_size", observation_size},
-      {"num_actions", num_actions},
-      {"hidden", hidden},
-      {"learning_rate", learning_rate},
-      {"gamma", gamma},
-      {"batch_size", batch_size},
-      {"huber_delta", huber_delta},
-      {"grad_clip_norm", grad_clip_norm},
-      {"target_update_interval", target_update_interval},
-      {"epsilon_start", epsilon_start},
-      {"epsilon_end", epsilon_end},
-      {"epsilon_decay_episodes", epsilon_decay_episodes},
-      {"replay_capacity", replay_capacity},
-      {"learning_starts", learning_starts},
-      {"updates_per_episode", updates_per_episode},
-      {"seed", seed},
-      {"device", device},
-  };
-  return j.dump(2);
+const ConfigJson<DqnConfig>& JsonFields() {
+  static const ConfigJson<DqnConfig> fields("DqnConfig", {
+      {"observation_size", &DqnConfig::observation_size},
+      {"num_actions", &DqnConfig::num_actions},
+      {"hidden", &DqnConfig::hidden},
+      {"learning_rate", &DqnConfig::learning_rate},
+      {"gamma", &DqnConfig::gamma},
+      {"batch_size", &DqnConfig::batch_size},
+      {"huber_delta", &DqnConfig::huber_delta},
+      {"grad_clip_norm", &DqnConfig::grad_clip_norm},
+      {"target_update_interval", &DqnConfig::target_update_interval},
+      {"epsilon_start", &DqnConfig::epsilon_start},
+      {"epsilon_end", &DqnConfig::epsilon_end},
+      {"epsilon_decay_episodes", &DqnConfig::epsilon_decay_episodes},
+      {"replay_capacity", &DqnConfig::replay_capacity},
+      {"learning_starts", &DqnConfig::learning_starts},
+      {"updates_per_episode", &DqnConfig::updates_per_episode},
+      {"seed", &DqnConfig::seed},
+      {"device", &DqnConfig::device},
+  });
+  return fields;
 }
 
+}  // namespace
+
+std::string DqnConfig::ToJson() const { return JsonFields().Write(*this); }
+
 DqnConfig DqnConfig::FromJson(const std::string& text) {
-  const char* who = "DqnConfig";
-  Json j = ParseObject(who, text);
-  DqnConfig c;
-  for (const auto& [key, v] : j.items()) {
-    if (key == "observation_size") c.observation_size = AsInt(who, key, v);
-    else if (key == "num_actions") c.num_actions = AsInt(who, key, v);
-    else if (key == "hidden") c.hidden = AsIntList(who, key, v);
-    else if (key == "learning_rate") c.learning_rate = AsDouble(who, key, v);
-    else if (key == "gamma") c.gamma = AsDouble(who, key, v);
-    else if (key == "batch_size") c.batch_size = AsInt(who, key, v);
-    else if (key == "huber_delta") c.huber_delta = AsDouble(who, key, v);
-    else if (key == "grad_clip_norm") c.grad_clip_norm = AsDouble(who, key, v);
-    else if (key == "target_update_interval") c.target_update_interval = AsInt(who, key, v);
-    else if (key == "epsilon_start") c.epsilon_start = AsDouble(who, key, v);
-    else if (key == "epsilon_end") c.epsilon_end = AsDouble(who, key, v);
-    else if (key == "epsilon_decay_episodes") c.epsilon_decay_episodes = AsInt(who, key, v);
-    else if (key == "replay_capacity") c.replay_capacity = AsInt(who, key, v);
-    else if (key == "learning_starts") c.learning_starts = AsInt(who, key, v);
-    else if (key == "updates_per_episode") c.updates_per_episode = AsInt(who, key, v);
-    else if (key == "seed") c.seed = AsU64(who, key, v);
-    else if (key == "device") c.device = AsString(who, key, v);
-    else BadConfig("unknown key '" + key + "'");
-  }
+  DqnConfig c = JsonFields().Read(text);
   Validate(c);
   return c;
 }

@@ -45,53 +45,37 @@ void Validate(const HeatSacConfig& c) {
 
 }  // namespace
 
-std::string HeatSacConfig::ToJson() const {
-  Json j = {
-      {"observation_size", observation_size},
-      {"action_size", action_size},
-      {"hidden", hidden},
-      {"actor_learning_rate", actor_learning_rate},
-      {"critic_learning_rate", critic_learning_rate},
-      {"alpha_learning_rate", alpha_learning_rate},
-      {"gamma", gamma},
-      {"tau", tau},
-      {"batch_size", batch_size},
-      {"actor_update_interval", actor_update_interval},
-      {"autotune_alpha", autotune_alpha},
-      {"initial_alpha", initial_alpha},
-      {"target_entropy", target_entropy},
-      {"log_std_min", log_std_min},
-      {"log_std_max", log_std_max},
-      {"seed", seed},
-      {"device", device},
-  };
-  return j.dump(2);
+namespace {
+
+const ConfigJson<HeatSacConfig>& JsonFields() {
+  static const ConfigJson<HeatSacConfig> fields("HeatSacConfig", {
+      {"observation_size", &HeatSacConfig::observation_size},
+      {"action_size", &HeatSacConfig::action_size},
+      {"hidden", &HeatSacConfig::hidden},
+      {"actor_learning_rate", &HeatSacConfig::actor_learning_rate},
+      {"critic_learning_rate", &HeatSacConfig::critic_learning_rate},
+      {"alpha_learning_rate", &HeatSacConfig::alpha_learning_rate},
+      {"gamma", &HeatSacConfig::gamma},
+      {"tau", &HeatSacConfig::tau},
+      {"batch_size", &HeatSacConfig::batch_size},
+      {"actor_update_interval", &HeatSacConfig::actor_update_interval},
+      {"autotune_alpha", &HeatSacConfig::autotune_alpha},
+      {"initial_alpha", &HeatSacConfig::initial_alpha},
+      {"target_entropy", &HeatSacConfig::target_entropy},
+      {"log_std_min", &HeatSacConfig::log_std_min},
+      {"log_std_max", &HeatSacConfig::log_std_max},
+      {"seed", &HeatSacConfig::seed},
+      {"device", &HeatSacConfig::device},
+  });
+  return fields;
 }
 
+}  // namespace
+
+std::string HeatSacConfig::ToJson() const { return JsonFields().Write(*this); }
+
 HeatSacConfig HeatSacConfig::FromJson(const std::string& text) {
-  const char* who = "HeatSacConfig";
-  Json j = ParseObject(who, text);
-  HeatSacConfig c;
-  for (const auto& [key, v] : j.items()) {
-    if (key == "observation_size") c.observation_size = AsInt(who, key, v);
-    else if (key == "action_size") c.action_size = AsInt(who, key, v);
-    else if (key == "hidden") c.hidden = AsIntList(who, key, v);
-    else if (key == "actor_learning_rate") c.actor_learning_rate = AsDouble(who, key, v);
-    else if (key == "critic_learning_rate") c.critic_learning_rate = AsDouble(who, key, v);
-    else if (key == "alpha_learning_rate") c.alpha_learning_rate = AsDouble(who, key, v);
-    else if (key == "gamma") c.gamma = AsDouble(who, key, v);
-    else if (key == "tau") c.tau = AsDouble(who, key, v);
-    else if (key == "batch_size") c.batch_size = AsInt(who, key, v);
-    else if (key == "actor_update_interval") c.actor_update_interval = AsInt(who, key, v);
-    else if (key == "autotune_alpha") c.autotune_alpha = AsBool(who, key, v);
-    else if (key == "initial_alpha") c.initial_alpha = AsDouble(who, key, v);
-    else if (key == "target_entropy") c.target_entropy = AsDouble(who, key, v);
-    else if (key == "log_std_min") c.log_std_min = AsDouble(who, key, v);
-    else if (key == "log_std_max") c.log_std_max = AsDouble(who, key, v);
-    else if (key == "seed") c.seed = AsU64(who, key, v);
-    else if (key == "device") c.device = AsString(who, key, v);
-    else BadConfig(who, "unknown key '" + key + "'");
-  }
+  HeatSacConfig c = JsonFields().Read(text);
   Validate(c);
   return c;
 }

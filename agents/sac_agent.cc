@@ -60,61 +60,41 @@ void Validate(const SacConfig& c) {
 }  // namespace
 
 
-std::string SacConfig::ToJson() const {
-  Json j = {
-      {"observation_size", observation_size},
-      {"num_actions", num_actions},
-      {"hidden", hidden},
-      {"actor_learning_rate", actor_learning_rate},
-      {"critic_learning_rate", critic_learning_rate},
-      {"alpha_learning_rate", alpha_learning_rate},
-      {"gamma", gamma},
-      {"tau", tau},
-      {"target_update_interval", target_update_interval},
-      {"actor_update_interval", actor_update_interval},
-      {"batch_size", batch_size},
-      {"autotune_alpha", autotune_alpha},
-      {"initial_alpha", initial_alpha},
-      {"target_entropy_scale", target_entropy_scale},
-      {"grad_clip_norm", grad_clip_norm},
-      {"reward_scale", reward_scale},
-      {"replay_capacity", replay_capacity},
-      {"learning_starts", learning_starts},
-      {"updates_per_episode", updates_per_episode},
-      {"seed", seed},
-      {"device", device},
-  };
-  return j.dump(2);
+namespace {
+
+const ConfigJson<SacConfig>& JsonFields() {
+  static const ConfigJson<SacConfig> fields("SacConfig", {
+      {"observation_size", &SacConfig::observation_size},
+      {"num_actions", &SacConfig::num_actions},
+      {"hidden", &SacConfig::hidden},
+      {"actor_learning_rate", &SacConfig::actor_learning_rate},
+      {"critic_learning_rate", &SacConfig::critic_learning_rate},
+      {"alpha_learning_rate", &SacConfig::alpha_learning_rate},
+      {"gamma", &SacConfig::gamma},
+      {"tau", &SacConfig::tau},
+      {"target_update_interval", &SacConfig::target_update_interval},
+      {"actor_update_interval", &SacConfig::actor_update_interval},
+      {"batch_size", &SacConfig::batch_size},
+      {"autotune_alpha", &SacConfig::autotune_alpha},
+      {"initial_alpha", &SacConfig::initial_alpha},
+      {"target_entropy_scale", &SacConfig::target_entropy_scale},
+      {"grad_clip_norm", &SacConfig::grad_clip_norm},
+      {"reward_scale", &SacConfig::reward_scale},
+      {"replay_capacity", &SacConfig::replay_capacity},
+      {"learning_starts", &SacConfig::learning_starts},
+      {"updates_per_episode", &SacConfig::updates_per_episode},
+      {"seed", &SacConfig::seed},
+      {"device", &SacConfig::device},
+  });
+  return fields;
 }
 
+}  // namespace
+
+std::string SacConfig::ToJson() const { return JsonFields().Write(*this); }
+
 SacConfig SacConfig::FromJson(const std::string& text) {
-  const char* who = "SacConfig";
-  Json j = ParseObject(who, text);
-  SacConfig c;
-  for (const auto& [key, v] : j.items()) {
-    if (key == "observation_size") c.observation_size = AsInt(who, key, v);
-    else if (key == "num_actions") c.num_actions = AsInt(who, key, v);
-    else if (key == "hidden") c.hidden = AsIntList(who, key, v);
-    else if (key == "actor_learning_rate") c.actor_learning_rate = AsDouble(who, key, v);
-    else if (key == "critic_learning_rate") c.critic_learning_rate = AsDouble(who, key, v);
-    else if (key == "alpha_learning_rate") c.alpha_learning_rate = AsDouble(who, key, v);
-    else if (key == "gamma") c.gamma = AsDouble(who, key, v);
-    else if (key == "tau") c.tau = AsDouble(who, key, v);
-    else if (key == "target_update_interval") c.target_update_interval = AsInt(who, key, v);
-    else if (key == "actor_update_interval") c.actor_update_interval = AsInt(who, key, v);
-    else if (key == "batch_size") c.batch_size = AsInt(who, key, v);
-    else if (key == "autotune_alpha") c.autotune_alpha = AsBool(who, key, v);
-    else if (key == "initial_alpha") c.initial_alpha = AsDouble(who, key, v);
-    else if (key == "target_entropy_scale") c.target_entropy_scale = AsDouble(who, key, v);
-    else if (key == "grad_clip_norm") c.grad_clip_norm = AsDouble(who, key, v);
-    else if (key == "reward_scale") c.reward_scale = AsDouble(who, key, v);
-    else if (key == "replay_capacity") c.replay_capacity = AsInt(who, key, v);
-    else if (key == "learning_starts") c.learning_starts = AsInt(who, key, v);
-    else if (key == "updates_per_episode") c.updates_per_episode = AsInt(who, key, v);
-    else if (key == "seed") c.seed = AsU64(who, key, v);
-    else if (key == "device") c.device = AsString(who, key, v);
-    else BadConfig(who, "unknown key '" + key + "'");
-  }
+  SacConfig c = JsonFields().Read(text);
   Validate(c);
   return c;
 }

@@ -9,8 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 namespace tensortier {
@@ -30,6 +33,54 @@ bool AsBool(const char* who, const std::string& key, const Json& v);
 std::string AsString(const char* who, const std::string& key, const Json& v);
 std::vector<int> AsIntList(const char* who, const std::string& key, const Json& v);
 void CheckPositive(const char* who, const char* key, double v);  // finite and > 0
+
+// A config's JSON form from one list of (key, member): ToJson writes every
+// member, FromJson reads the keys present (the others keep their defaults)
+// and refuses unknown keys and values of the wrong type.
+template <typename Config>
+class ConfigJson {
+ public:
+  using Member = std::variant<int Config::*, double Config::*, uint64_t Config::*, bool Config::*,
+                              std::string Config::*, std::vector<int> Config::*>;
+  ConfigJson(const char* who, std::initializer_list<std::pair<const char*, Member>> fields)
+      : who_(who), fields_(fields) {}
+
+  std::string Write(const Config& c) const {
+    Json j = Json::object();
+    for (const auto& [key, member] : fields_) std::visit([&](auto m) { j[key] = c.*m; }, member);
+    return j.dump(2);
+  }
+
+  // Unvalidated: the caller checks the values.
+  Config Read(const std::string& text) const {
+    Json j = ParseObject(who_, text);
+    Config c;
+    for (const auto& [key, v] : j.items()) {
+      const Member* member = Find(key);
+      if (!member) BadConfig(who_, "unknown key '" + key + "'");
+      std::visit([&](auto m) { Assign(key, v, &(c.*m)); }, *member);
+    }
+    return c;
+  }
+
+ private:
+  const Member* Find(const std::string& key) const {
+    for (const auto& [k, member] : fields_)
+      if (key == k) return &member;
+    return nullptr;
+  }
+  void Assign(const std::string& key, const Json& v, int* out) const { *out = AsInt(who_, key, v); }
+  void Assign(const std::string& key, const Json& v, double* out) const { *out = AsDouble(who_, key, v); }
+  void Assign(const std::string& key, const Json& v, uint64_t* out) const { *out = AsU64(who_, key, v); }
+  void Assign(const std::string& key, const Json& v, bool* out) const { *out = AsBool(who_, key, v); }
+  void Assign(const std::string& key, const Json& v, std::string* out) const { *out = AsString(who_, key, v); }
+  void Assign(const std::string& key, const Json& v, std::vector<int>* out) const {
+    *out = AsIntList(who_, key, v);
+  }
+
+  const char* who_;
+  std::vector<std::pair<const char*, Member>> fields_;
+};
 
 // ---------------------------------------------------------------------------
 // Devices: "auto" (CUDA when present), "cpu", "cuda", "cuda:N".
