@@ -61,8 +61,8 @@ class PlacementAgent {
   virtual std::string SaveState() const = 0;
   virtual void LoadState(const std::string& bytes) = 0;
 
-  // The state in an agent checkpoint file (agents/agent.h's
-  // WriteAgentCheckpoint): written atomically, versioned and checksummed.
+  // The state in an agent checkpoint file (WriteAgentCheckpoint below):
+  // written atomically, versioned and checksummed.
   void SaveCheckpoint(const std::string& path) const;
   void LoadCheckpoint(const std::string& path);  // ReadAgentCheckpoint, then LoadState
 };

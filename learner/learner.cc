@@ -22,12 +22,12 @@
 #include "common/log.h"
 #include "envs/cost_model.h"
 #include "envs/workload_io.h"
-#include "replay/prioritized_replay.h"
-#include "replay/replay_buffer.h"
 #include "learner/checkpoint_store.h"
 #include "learner/episode_ledger.h"
 #include "metrics/learner_metrics.h"
 #include "protocol/codec.h"
+#include "replay/prioritized_replay.h"
+#include "replay/replay_buffer.h"
 #include "transport/channel.h"
 
 namespace tensortier {
