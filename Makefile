@@ -28,7 +28,7 @@ run: build
 # their own build directory (the normal build is untouched); suppressions of
 # third-party code only, in sanitizers/ (docs/security.md).
 SANITIZE_DIR ?= build-asan
-SANITIZE_SUITES ?= tests_core tests_agents tests_export tests_policies tests_security
+SANITIZE_SUITES ?= tests_core tests_replay tests_agents tests_export tests_policies tests_security
 SANITIZE_ENV = ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1 \
 	LSAN_OPTIONS=suppressions=$(CURDIR)/sanitizers/lsan.supp:print_suppressions=0 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=$(CURDIR)/sanitizers/ubsan.supp

@@ -1,6 +1,6 @@
 // What the learner and the workers need of an agent, whichever family it
-// is: act, learn from replay, ship weights, checkpoint. DQN and SAC sit
-// behind it (agents/dqn_agent.h, agents/sac_agent.h).
+// is: act, learn from replay, ship weights, checkpoint. DqnAgent
+// (agents/dqn_agent.h) and SacAgent (agents/sac_agent.h) implement it.
 #pragma once
 
 #include <cstdint>
@@ -8,16 +8,19 @@
 #include <random>
 #include <string>
 
-#include "agents/prioritized_replay.h"
-#include "agents/replay_buffer.h"
+#include "replay/replay.h"
 
 namespace tensortier {
 
 struct TrainStats {
-  double loss = 0;      // DQN: Huber loss; SAC: critics' loss
-  double mean_q = 0;
-  double entropy = 0;   // SAC only: mean policy entropy (nats)
-  double alpha = 0;     // SAC only: entropy temperature
+  double loss = 0;            // DQN: Huber loss; SAC: the sum of the critics' (weighted) MSE
+  double mean_q = 0;          // DQN: Q at the taken actions; SAC: min(Q1, Q2) there
+  double grad_norm = 0;       // DQN only: before clipping
+  double entropy = 0;         // SAC only: mean policy entropy (nats)
+  double alpha = 0;           // SAC only: entropy temperature after this update
+  double actor_loss = 0;      // SAC only: of the last actor update
+  double alpha_loss = 0;      // SAC only
+  bool actor_updated = false; // SAC only: whether this update stepped the actor
 };
 
 // The settings the learner's loop needs, whatever the agent.
@@ -39,16 +42,29 @@ class PlacementAgent {
   virtual int Act(const float* observation, double epsilon, std::mt19937_64& rng) const = 0;
   // The evaluation action.
   virtual int Greedy(const float* observation) const = 0;
-  virtual TrainStats Update(const ReplayBuffer& replay, std::mt19937_64& rng) = 0;
-  // One step on a prioritised batch: the loss is weighted by the importance
-  // weights and the sampled items get their new |TD error| as priority.
-  virtual bool supports_prioritized_replay() const { return false; }
-  virtual TrainStats Update(PrioritizedReplay& replay, std::mt19937_64& rng);
+  // One gradient step on a batch drawn from `replay`. From prioritised
+  // replay the loss is weighted by the importance weights and the sampled
+  // items get their new |TD error| as priority. Throws std::logic_error
+  // when replay is empty.
+  virtual TrainStats Update(Replay& replay, std::mt19937_64& rng) = 0;
+  virtual bool supports_prioritized_replay() const { return true; }
   virtual uint64_t updates() const = 0;
+  // Policy parameters only, for workers.
   virtual std::string SerializeWeights() const = 0;
-  virtual void LoadWeights(const std::string& blob) = 0;
-  virtual void SaveCheckpoint(const std::string& path) const = 0;
-  virtual void LoadCheckpoint(const std::string& path) = 0;
+  virtual void LoadWeights(const std::string& blob) = 0;  // throws std::runtime_error on a bad blob
+
+  // The whole training state (networks, optimisers, counters and the
+  // settings that rebuild the agent) as bytes, for the learner's checkpoint
+  // to embed. LoadState throws std::runtime_error on bytes that are not
+  // this agent's (another family, another network shape, corrupt) and then
+  // changes nothing.
+  virtual std::string SaveState() const = 0;
+  virtual void LoadState(const std::string& bytes) = 0;
+
+  // The state in an agent checkpoint file (WriteAgentCheckpoint below):
+  // written atomically, versioned and checksummed.
+  void SaveCheckpoint(const std::string& path) const;
+  void LoadCheckpoint(const std::string& path);  // ReadAgentCheckpoint, then LoadState
 };
 
 // `name` is "dqn" or "sac"; `config_json` is that agent's config (empty =
@@ -57,9 +73,22 @@ class PlacementAgent {
 std::unique_ptr<PlacementAgent> MakeAgent(const std::string& name, const std::string& config_json,
                                           const std::string& device = "");
 
-// The agent a checkpoint holds (DQN or SAC: its own format tells), built from
-// the checkpoint's settings on `device`. Throws std::runtime_error naming
-// both formats when the file is neither.
+// Agent checkpoint files (.ckpt):
+//   "TTAGNT" | format version (2 digits) | state length (u64 LE) | FNV-1a 64 of the state (u64 LE) | state
+// (common/framed_file.h, as the learner's .ttckpt). Files from before the
+// frame (TensorTier 0.1: the bare state, a LibTorch archive) still load,
+// unverified. Reading throws std::runtime_error naming the path and the
+// problem: not an agent checkpoint, another format version, truncated,
+// bytes appended, checksum mismatch.
+void WriteAgentCheckpoint(const std::string& path, const std::string& state);
+std::string ReadAgentCheckpoint(const std::string& path);
+
+// The agent a checkpoint file holds (DQN or SAC: its own state tells),
+// built from the checkpoint's settings on `device`. Throws
+// std::runtime_error naming both families when the state is neither.
 std::unique_ptr<PlacementAgent> LoadAgentCheckpoint(const std::string& path, const std::string& device = "cpu");
+// The same from state bytes (SaveState's).
+std::unique_ptr<PlacementAgent> LoadAgentState(const std::string& state, const std::string& device,
+                                               const std::string& what);
 
 }  // namespace tensortier

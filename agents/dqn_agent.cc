@@ -17,50 +17,34 @@
 //    CPU, through a host mirror refreshed after updates on CUDA), with no
 //    allocation once a thread has warmed up.
 // Concurrency: Act and QValues may run on several threads at once, but not
-// while Update, SyncTarget, LoadWeights or LoadCheckpoint runs.
+// while Update, SyncTarget, LoadWeights or LoadState runs.
 #include "agents/dqn_agent.h"
 
 #include <torch/torch.h>
-
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <mutex>
-#include <sstream>
 #include <stdexcept>
 #include <utility>
 
-#include "common/files.h"
+#include "agents/torch_helpers.h"
 
 namespace tensortier {
+using namespace agents_internal;
 namespace {
-
-using Json = nlohmann::json;
 
 constexpr double kAdamBeta1 = 0.9;
 constexpr double kAdamBeta2 = 0.999;
 constexpr double kAdamEps = 1e-8;
-constexpr const char* kCheckpointFormat = "tensortier.dqn.checkpoint";
-constexpr int64_t kCheckpointVersion = 1;
+constexpr const char* kStateFormat = "tensortier.dqn.checkpoint";
 
 // ---------------------------------------------------------------------------
 // Config validation and JSON.
 
-[[noreturn]] void BadConfig(const std::string& what) {
-  throw std::invalid_argument("DqnConfig: " + what);
-}
-
-void ValidateDevice(const std::string& device) {
-  if (device == "auto" || device == "cpu" || device == "cuda") return;
-  if (device.rfind("cuda:", 0) == 0 && device.size() > 5 && device.size() <= 8 &&
-      std::all_of(device.begin() + 5, device.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return;
-  BadConfig("device '" + device + "' is not one of auto, cpu, cuda, cuda:N");
-}
+[[noreturn]] void BadConfig(const std::string& what) { agents_internal::BadConfig("DqnConfig", what); }
 
 void Validate(const DqnConfig& c) {
   if (c.observation_size < 1) BadConfig("observation_size must be at least 1");
@@ -83,77 +67,13 @@ void Validate(const DqnConfig& c) {
   if (c.replay_capacity < 1) BadConfig("replay_capacity must be at least 1");
   if (c.learning_starts < 0) BadConfig("learning_starts must not be negative");
   if (c.updates_per_episode < 0) BadConfig("updates_per_episode must not be negative");
-  ValidateDevice(c.device);
+  if (!ValidDevice(c.device)) BadConfig("device '" + c.device + "' is not one of auto, cpu, cuda, cuda:N");
 }
 
-std::string Describe(const Json& v) {
-  std::string s = v.dump();
-  if (s.size() > 40) s = s.substr(0, 37) + "...";
-  return std::string(v.type_name()) + " " + s;
-}
-
-int AsInt(const std::string& key, const Json& v) {
-  if (!v.is_number_integer()) BadConfig("'" + key + "' must be an integer, got " + Describe(v));
-  if (v.is_number_unsigned()) {
-    uint64_t u = v.get<uint64_t>();
-    if (u > static_cast<uint64_t>(std::numeric_limits<int>::max()))
-      BadConfig("'" + key + "' is out of range: " + v.dump());
-    return static_cast<int>(u);
-  }
-  int64_t i = v.get<int64_t>();
-  if (i < std::numeric_limits<int>::min() || i > std::numeric_limits<int>::max())
-    BadConfig("'" + key + "' is out of range: " + v.dump());
-  return static_cast<int>(i);
-}
-
-double AsDouble(const std::string& key, const Json& v) {
-  if (!v.is_number()) BadConfig("'" + key + "' must be a number, got " + Describe(v));
-  return v.get<double>();
-}
-
-uint64_t AsU64(const std::string& key, const Json& v) {
-  if (v.is_number_unsigned()) return v.get<uint64_t>();
-  BadConfig("'" + key + "' must be a non-negative integer, got " + Describe(v));
-}
-
-std::string AsString(const std::string& key, const Json& v) {
-  if (!v.is_string()) BadConfig("'" + key + "' must be a string, got " + Describe(v));
-  return v.get<std::string>();
-}
-
-// "12-128-128-2"
-std::string ShapeText(const std::vector<int64_t>& shape) {
-  std::string s;
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "-" : "") + std::to_string(shape[i]);
-  return s;
-}
-
-std::vector<int64_t> NetworkShape(const DqnConfig& c) {
-  std::vector<int64_t> shape{c.observation_size};
-  for (int h : c.hidden) shape.push_back(h);
-  shape.push_back(c.num_actions);
-  return shape;
-}
+std::vector<int64_t> NetworkShape(const DqnConfig& c) { return MlpShape(c.observation_size, c.hidden, c.num_actions); }
 
 // ---------------------------------------------------------------------------
 // Networks.
-
-torch::Device ResolveDevice(const std::string& name) {
-  ValidateDevice(name);
-  if (name == "cpu") return torch::Device(torch::kCPU);
-  if (name == "auto")
-    return torch::cuda::is_available() ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
-  if (!torch::cuda::is_available())
-    throw std::runtime_error("DqnAgent: device '" + name +
-                             "' was requested but CUDA is not available to this LibTorch build "
-                             "or machine (use \"auto\" or \"cpu\")");
-  int index = name.size() > 5 ? std::stoi(name.substr(5)) : 0;
-  int count = static_cast<int>(torch::cuda::device_count());
-  if (index >= count)
-    throw std::runtime_error("DqnAgent: device '" + name + "' does not exist (" +
-                             std::to_string(count) + " CUDA device(s))");
-  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
-}
 
 // The Q-network's layers: flatten (observations arrive flat, [rows, obs]),
 // then Linear-ReLU-...-Linear. The modules hold the parameters; training
@@ -241,66 +161,35 @@ inline float Dot(const float* a, const float* b, int64_t n) {
   return s;
 }
 
-}  // namespace
-
-// ---------------------------------------------------------------------------
-
-std::string DqnConfig::ToJson() const {
-  Json j = {
-      {"observation_size", observation_size},
-      {"num_actions", num_actions},
-      {"hidden", hidden},
-      {"learning_rate", learning_rate},
-      {"gamma", gamma},
-      {"batch_size", batch_size},
-      {"huber_delta", huber_delta},
-      {"grad_clip_norm", grad_clip_norm},
-      {"target_update_interval", target_update_interval},
-      {"epsilon_start", epsilon_start},
-      {"epsilon_end", epsilon_end},
-      {"epsilon_decay_episodes", epsilon_decay_episodes},
-      {"replay_capacity", replay_capacity},
-      {"learning_starts", learning_starts},
-      {"updates_per_episode", updates_per_episode},
-      {"seed", seed},
-      {"device", device},
-  };
-  return j.dump(2);
+const ConfigJson<DqnConfig>& JsonFields() {
+  static const ConfigJson<DqnConfig> fields("DqnConfig", {
+      {"observation_size", &DqnConfig::observation_size},
+      {"num_actions", &DqnConfig::num_actions},
+      {"hidden", &DqnConfig::hidden},
+      {"learning_rate", &DqnConfig::learning_rate},
+      {"gamma", &DqnConfig::gamma},
+      {"batch_size", &DqnConfig::batch_size},
+      {"huber_delta", &DqnConfig::huber_delta},
+      {"grad_clip_norm", &DqnConfig::grad_clip_norm},
+      {"target_update_interval", &DqnConfig::target_update_interval},
+      {"epsilon_start", &DqnConfig::epsilon_start},
+      {"epsilon_end", &DqnConfig::epsilon_end},
+      {"epsilon_decay_episodes", &DqnConfig::epsilon_decay_episodes},
+      {"replay_capacity", &DqnConfig::replay_capacity},
+      {"learning_starts", &DqnConfig::learning_starts},
+      {"updates_per_episode", &DqnConfig::updates_per_episode},
+      {"seed", &DqnConfig::seed},
+      {"device", &DqnConfig::device},
+  });
+  return fields;
 }
 
+}  // namespace
+
+std::string DqnConfig::ToJson() const { return JsonFields().Write(*this); }
+
 DqnConfig DqnConfig::FromJson(const std::string& text) {
-  Json j;
-  try {
-    j = Json::parse(text);
-  } catch (const Json::exception& e) {
-    BadConfig(std::string("malformed JSON: ") + e.what());
-  }
-  if (!j.is_object()) BadConfig("expected a JSON object, got " + Describe(j));
-  DqnConfig c;
-  for (const auto& [key, v] : j.items()) {
-    if (key == "observation_size") c.observation_size = AsInt(key, v);
-    else if (key == "num_actions") c.num_actions = AsInt(key, v);
-    else if (key == "hidden") {
-      if (!v.is_array()) BadConfig("'hidden' must be an array of integers, got " + Describe(v));
-      c.hidden.clear();
-      for (const auto& h : v) c.hidden.push_back(AsInt("hidden[]", h));
-    }
-    else if (key == "learning_rate") c.learning_rate = AsDouble(key, v);
-    else if (key == "gamma") c.gamma = AsDouble(key, v);
-    else if (key == "batch_size") c.batch_size = AsInt(key, v);
-    else if (key == "huber_delta") c.huber_delta = AsDouble(key, v);
-    else if (key == "grad_clip_norm") c.grad_clip_norm = AsDouble(key, v);
-    else if (key == "target_update_interval") c.target_update_interval = AsInt(key, v);
-    else if (key == "epsilon_start") c.epsilon_start = AsDouble(key, v);
-    else if (key == "epsilon_end") c.epsilon_end = AsDouble(key, v);
-    else if (key == "epsilon_decay_episodes") c.epsilon_decay_episodes = AsInt(key, v);
-    else if (key == "replay_capacity") c.replay_capacity = AsInt(key, v);
-    else if (key == "learning_starts") c.learning_starts = AsInt(key, v);
-    else if (key == "updates_per_episode") c.updates_per_episode = AsInt(key, v);
-    else if (key == "seed") c.seed = AsU64(key, v);
-    else if (key == "device") c.device = AsString(key, v);
-    else BadConfig("unknown key '" + key + "'");
-  }
+  DqnConfig c = JsonFields().Read(text);
   Validate(c);
   return c;
 }
@@ -491,81 +380,9 @@ struct DqnAgent::Impl {
   }
 };
 
-namespace {
-
-// Writes a network as nested archives fc0/{weight,bias}, ... plus its shape.
-void WriteNetwork(torch::serialize::OutputArchive& ar, const std::vector<int64_t>& shape,
-                  const std::vector<torch::Tensor>& params) {
-  ar.write("shape", torch::tensor(shape, torch::kInt64), /*is_buffer=*/true);
-  for (size_t i = 0; i + 1 < shape.size(); ++i) {
-    torch::serialize::OutputArchive layer(ar.compilation_unit());
-    layer.write("weight", params[2 * i].detach().to(torch::kCPU).clone());
-    layer.write("bias", params[2 * i + 1].detach().to(torch::kCPU).clone());
-    ar.write("fc" + std::to_string(i), layer);
-  }
-}
-
-// Reads a network written by WriteNetwork and checks it against `shape`.
-// Returns CPU tensors in parameter order. Throws std::runtime_error.
-std::vector<torch::Tensor> ReadNetwork(torch::serialize::InputArchive& ar,
-                                       const std::vector<int64_t>& shape,
-                                       const std::string& what) {
-  torch::Tensor stored;
-  if (!ar.try_read("shape", stored, /*is_buffer=*/true) || stored.dim() != 1 ||
-      stored.scalar_type() != torch::kInt64)
-    throw std::runtime_error(what + " has no network shape record");
-  std::vector<int64_t> got(stored.data_ptr<int64_t>(), stored.data_ptr<int64_t>() + stored.numel());
-  if (got != shape)
-    throw std::runtime_error(what + " holds a network of shape " + ShapeText(got) +
-                             " but this agent's network is " + ShapeText(shape));
-  std::vector<torch::Tensor> out;
-  for (size_t i = 0; i + 1 < shape.size(); ++i) {
-    std::string name = "fc" + std::to_string(i);
-    torch::serialize::InputArchive layer;
-    if (!ar.try_read(name, layer)) throw std::runtime_error(what + " lacks layer " + name);
-    for (const char* field : {"weight", "bias"}) {
-      torch::Tensor t;
-      if (!layer.try_read(field, t))
-        throw std::runtime_error(what + " lacks " + name + "." + field);
-      std::vector<int64_t> want = std::string(field) == "weight"
-                                      ? std::vector<int64_t>{shape[i + 1], shape[i]}
-                                      : std::vector<int64_t>{shape[i + 1]};
-      if (t.sizes().vec() != want || t.scalar_type() != torch::kFloat32)
-        throw std::runtime_error(what + ": " + name + "." + field + " has shape " +
-                                 ShapeText(t.sizes().vec()) + " (" +
-                                 std::string(c10::toString(t.scalar_type())) + "), expected " +
-                                 ShapeText(want) + " (Float)");
-      out.push_back(t.detach().to(torch::kCPU).contiguous());
-    }
-  }
-  return out;
-}
-
-std::string SaveArchive(torch::serialize::OutputArchive& ar) {
-  std::ostringstream os;
-  ar.save_to(os);
-  return os.str();
-}
-
-// Runs `fn`, turning LibTorch errors into std::runtime_error.
-template <typename Fn>
-auto WithTorchErrors(const std::string& what, Fn&& fn) -> decltype(fn()) {
-  try {
-    return fn();
-  } catch (const c10::Error& e) {
-    throw std::runtime_error(what + ": " + e.what_without_backtrace());
-  } catch (const std::runtime_error&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw std::runtime_error(what + ": " + e.what());
-  }
-}
-
-}  // namespace
-
 DqnAgent::DqnAgent(DqnConfig config) : config_(std::move(config)) {
   Validate(config_);
-  torch::Device device = ResolveDevice(config_.device);
+  torch::Device device = ResolveDevice("DqnAgent", config_.device);
   impl_ = std::make_unique<Impl>(config_, device);
 }
 
@@ -575,12 +392,21 @@ DqnAgent& DqnAgent::operator=(DqnAgent&&) noexcept = default;
 
 std::string DqnAgent::device_name() const { return impl_->device.str(); }
 
+AgentSchedule DqnAgent::schedule() const {
+  return {config_.replay_capacity, config_.learning_starts, config_.updates_per_episode};
+}
+
 int DqnAgent::Act(const float* observation, double epsilon, std::mt19937_64& rng) const {
   const int actions = config_.num_actions;
   if (epsilon > 0) {
     std::uniform_real_distribution<double> coin(0.0, 1.0);
     if (coin(rng) < epsilon) return std::uniform_int_distribution<int>(0, actions - 1)(rng);
   }
+  return Greedy(observation);
+}
+
+int DqnAgent::Greedy(const float* observation) const {
+  const int actions = config_.num_actions;
   thread_local std::vector<float> q;
   if (q.size() < static_cast<size_t>(actions)) q.resize(actions);
   impl_->HostForward(observation, q.data());
@@ -593,22 +419,17 @@ std::vector<float> DqnAgent::QValues(const float* observation) const {
   return q;
 }
 
-UpdateStats DqnAgent::Update(const ReplayBuffer& replay, std::mt19937_64& rng) {
+TrainStats DqnAgent::Update(Replay& replay, std::mt19937_64& rng) {
   if (replay.size() == 0) throw std::logic_error("DqnAgent::Update: the replay buffer is empty");
-  return Update(replay.Sample(static_cast<size_t>(impl_->batch), rng), {}, nullptr);
-}
-
-UpdateStats DqnAgent::Update(PrioritizedReplay& replay, std::mt19937_64& rng) {
-  if (replay.size() == 0) throw std::logic_error("DqnAgent::Update: the replay buffer is empty");
-  PrioritizedSample s = replay.Sample(static_cast<size_t>(impl_->batch), rng);
-  std::vector<double> abs_td_errors;
-  UpdateStats stats = Update(s.transitions, s.weights, &abs_td_errors);
-  replay.UpdatePriorities(s.keys, abs_td_errors);
+  replay.SampleInto(static_cast<size_t>(impl_->batch), rng, &sample_);
+  if (!replay.prioritized()) return Update(sample_.transitions, {}, nullptr);
+  TrainStats stats = Update(sample_.transitions, sample_.weights, &abs_td_errors_);
+  replay.UpdatePriorities(sample_.keys, abs_td_errors_);
   return stats;
 }
 
-UpdateStats DqnAgent::Update(const std::vector<const Transition*>& sample,
-                             const std::vector<float>& importance_weights, std::vector<double>* abs_td_errors) {
+TrainStats DqnAgent::Update(const std::vector<const Transition*>& sample,
+                            const std::vector<float>& importance_weights, std::vector<double>* abs_td_errors) {
   Impl& m = *impl_;
   const int64_t batch = m.batch;
   const int64_t obs = config_.observation_size;
@@ -699,7 +520,7 @@ UpdateStats DqnAgent::Update(const std::vector<const Transition*>& sample,
     grad_out = &m.grad_pre[l];
   }
 
-  UpdateStats stats;
+  TrainStats stats;
   // clip_grad_norm_ over all parameters at once.
   torch::Tensor norm = m.grad.norm();
   if (m.on_cpu) {
@@ -778,14 +599,11 @@ void DqnAgent::LoadWeights(const std::string& blob) {
   impl_->Changed();
 }
 
-void DqnAgent::SaveCheckpoint(const std::string& path) const {
+std::string DqnAgent::SaveState() const {
   const Impl& m = *impl_;
-  std::string data = WithTorchErrors("DqnAgent::SaveCheckpoint", [&] {
+  return WithTorchErrors("DqnAgent::SaveState", [&] {
     torch::serialize::OutputArchive ar;
-    ar.write("format", c10::IValue(std::string(kCheckpointFormat)));
-    ar.write("version", c10::IValue(kCheckpointVersion));
-    ar.write("config", c10::IValue(config_.ToJson()));
-    ar.write("updates", c10::IValue(static_cast<int64_t>(updates_)));
+    WriteStateHeader(ar, kStateFormat, config_.ToJson(), updates_);
     ar.write("adam_step", c10::IValue(m.adam_step));
     torch::serialize::OutputArchive online(ar.compilation_unit());
     WriteNetwork(online, m.shape, m.online.params);
@@ -797,77 +615,47 @@ void DqnAgent::SaveCheckpoint(const std::string& path) const {
     ar.write("adam_exp_avg_sq", m.exp_avg_sq.to(torch::kCPU).clone(), /*is_buffer=*/true);
     return SaveArchive(ar);
   });
-  WriteFileAtomically(path, data);
+}
+
+DqnConfig DqnAgent::StateConfig(const std::string& bytes, const std::string& what) {
+  return ParseStateConfig<DqnConfig>(StateConfigJson(bytes, what, kStateFormat), what);
 }
 
 DqnConfig DqnAgent::ReadCheckpointConfig(const std::string& path) {
-  std::string data = ReadFile(path);
-  const std::string what = "checkpoint '" + path + "'";
-  std::string json = WithTorchErrors("DqnAgent::ReadCheckpointConfig", [&] {
-    torch::serialize::InputArchive ar;
-    ar.load_from(data.data(), data.size(), torch::Device(torch::kCPU));
-    c10::IValue format, config;
-    if (!ar.try_read("format", format) || !format.isString() || format.toStringRef() != kCheckpointFormat)
-      throw std::runtime_error(what + " is not a DQN checkpoint");
-    if (!ar.try_read("config", config) || !config.isString()) throw std::runtime_error(what + " has no config record");
-    return config.toStringRef();
-  });
-  try {
-    return DqnConfig::FromJson(json);
-  } catch (const std::invalid_argument& e) {
-    throw std::runtime_error(what + " has an invalid config: " + e.what());
-  }
+  return StateConfig(ReadAgentCheckpoint(path), "checkpoint '" + path + "'");
 }
 
 std::unique_ptr<DqnAgent> DqnAgent::FromCheckpoint(const std::string& path, const std::string& device) {
-  DqnConfig config = ReadCheckpointConfig(path);
+  const std::string state = ReadAgentCheckpoint(path);
+  const std::string what = "checkpoint '" + path + "'";
+  DqnConfig config = StateConfig(state, what);
   config.device = device;
   auto agent = std::make_unique<DqnAgent>(config);
-  agent->LoadCheckpoint(path);
+  agent->LoadState(state);
   return agent;
 }
 
-void DqnAgent::LoadCheckpoint(const std::string& path) {
+void DqnAgent::LoadState(const std::string& bytes) {
   Impl& m = *impl_;
-  std::string data = ReadFile(path);
-  const std::string what = "checkpoint '" + path + "'";
+  const std::string what = "DQN agent state";
   struct Loaded {
     std::vector<torch::Tensor> online, target;
     torch::Tensor exp_avg, exp_avg_sq;
     int64_t updates = 0, adam_step = 0;
   };
-  Loaded in = WithTorchErrors("DqnAgent::LoadCheckpoint", [&] {
+  Loaded in = WithTorchErrors("DqnAgent::LoadState", [&] {
     torch::serialize::InputArchive ar;
-    ar.load_from(data.data(), data.size(), torch::Device(torch::kCPU));
-    auto read_value = [&](const char* key) {
-      c10::IValue v;
-      if (!ar.try_read(key, v)) throw std::runtime_error(what + " lacks '" + key + "'");
-      return v;
-    };
-    c10::IValue format = read_value("format");
-    if (!format.isString() || format.toStringRef() != kCheckpointFormat)
-      throw std::runtime_error(what + " is not a DQN checkpoint");
-    c10::IValue version = read_value("version");
-    if (!version.isInt() || version.toInt() != kCheckpointVersion)
-      throw std::runtime_error(what + " has an unsupported version");
-    c10::IValue config = read_value("config");
-    if (!config.isString()) throw std::runtime_error(what + " has no config record");
-    DqnConfig saved;
-    try {
-      saved = DqnConfig::FromJson(config.toStringRef());
-    } catch (const std::invalid_argument& e) {
-      throw std::runtime_error(what + " has an invalid config: " + e.what());
-    }
+    ar.load_from(bytes.data(), bytes.size(), torch::Device(torch::kCPU));
+    StateHeader header = ReadStateHeader(ar, what, kStateFormat);
+    const DqnConfig saved = ParseStateConfig<DqnConfig>(header.config_json, what);
     if (NetworkShape(saved) != m.shape)
       throw std::runtime_error(what + " was saved by an agent with network " +
                                ShapeText(NetworkShape(saved)) + "; this agent's network is " +
                                ShapeText(m.shape));
     Loaded out;
-    c10::IValue updates = read_value("updates");
-    c10::IValue adam_step = read_value("adam_step");
-    if (!updates.isInt() || updates.toInt() < 0 || !adam_step.isInt() || adam_step.toInt() < 0)
-      throw std::runtime_error(what + " has invalid counters");
-    out.updates = updates.toInt();
+    c10::IValue adam_step = ReadValue(ar, "adam_step", what);
+    if (!adam_step.isInt() || adam_step.toInt() < 0) throw std::runtime_error(what + " has invalid counters");
+    out.updates = header.updates;
     out.adam_step = adam_step.toInt();
     torch::serialize::InputArchive online, target;
     if (!ar.try_read("online", online) || !ar.try_read("target", target))

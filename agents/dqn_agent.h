@@ -9,8 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "agents/prioritized_replay.h"
-#include "agents/replay_buffer.h"
+#include "agents/agent.h"
 
 namespace tensortier {
 
@@ -39,49 +38,48 @@ struct DqnConfig {
   double EpsilonAt(uint64_t episode) const;
 };
 
-struct UpdateStats {
-  double loss = 0;
-  double mean_q = 0;
-  double grad_norm = 0;
-};
-
-class DqnAgent {
+class DqnAgent : public PlacementAgent {
  public:
   explicit DqnAgent(DqnConfig config);
-  ~DqnAgent();
+  ~DqnAgent() override;
   DqnAgent(DqnAgent&&) noexcept;
   DqnAgent& operator=(DqnAgent&&) noexcept;
 
   const DqnConfig& config() const { return config_; }
-  std::string device_name() const;
+  std::string name() const override { return "dqn"; }
+  std::string config_json() const override { return config_.ToJson(); }
+  std::string device_name() const override;
+  AgentSchedule schedule() const override;
 
   // Greedy action; with probability epsilon a uniform one.
-  int Act(const float* observation, double epsilon, std::mt19937_64& rng) const;
+  int Act(const float* observation, double epsilon, std::mt19937_64& rng) const override;
+  int Greedy(const float* observation) const override;
   std::vector<float> QValues(const float* observation) const;
 
-  // One double-DQN gradient step on a batch sampled from `replay`.
-  UpdateStats Update(const ReplayBuffer& replay, std::mt19937_64& rng);
-  // One step on a prioritised batch (Schaul et al. 2016): each item's Huber
-  // loss is scaled by its importance weight, and the sampled items get
-  // their |TD error| (before the step) as new priority.
-  UpdateStats Update(PrioritizedReplay& replay, std::mt19937_64& rng);
+  // One double-DQN gradient step on a batch sampled from `replay`. From
+  // prioritised replay (Schaul et al. 2016) each item's Huber loss is
+  // scaled by its importance weight, and the sampled items get their |TD
+  // error| (before the step) as new priority.
+  TrainStats Update(Replay& replay, std::mt19937_64& rng) override;
   // One step on `batch` (exactly batch_size transitions). With importance
   // weights (one per transition; empty = all 1) the loss is
   // mean_i w_i huber(e_i); `abs_td_errors`, when given, receives |e_i|.
-  UpdateStats Update(const std::vector<const Transition*>& batch, const std::vector<float>& importance_weights,
-                     std::vector<double>* abs_td_errors);
+  TrainStats Update(const std::vector<const Transition*>& batch, const std::vector<float>& importance_weights,
+                    std::vector<double>* abs_td_errors);
   void SyncTarget();
-  uint64_t updates() const { return updates_; }
+  uint64_t updates() const override { return updates_; }
 
   // Policy (online network) parameters only, for workers.
-  std::string SerializeWeights() const;
-  void LoadWeights(const std::string& blob);  // throws std::runtime_error on a bad blob
+  std::string SerializeWeights() const override;
+  void LoadWeights(const std::string& blob) override;  // throws std::runtime_error on a bad blob
 
-  // Online and target networks, optimizer state and counters; written to a
-  // temporary file and renamed.
-  void SaveCheckpoint(const std::string& path) const;
-  void LoadCheckpoint(const std::string& path);
-  // The settings a checkpoint was saved with (its network shape included).
+  // Online and target networks, optimizer state, counters and the config.
+  std::string SaveState() const override;
+  void LoadState(const std::string& bytes) override;
+  // The settings a state was saved with (its network shape included);
+  // throws std::runtime_error when `bytes` are not a DQN agent's state.
+  static DqnConfig StateConfig(const std::string& bytes, const std::string& what = "agent state");
+  // The settings of a checkpoint file (ReadAgentCheckpoint).
   static DqnConfig ReadCheckpointConfig(const std::string& path);
   // An agent built from a checkpoint's own settings and loaded from it, on
   // `device` ("cpu" for inference on a host).
@@ -92,6 +90,8 @@ class DqnAgent {
   DqnConfig config_;
   std::unique_ptr<Impl> impl_;
   uint64_t updates_ = 0;
+  ReplaySample sample_;               // reused by Update(Replay&)
+  std::vector<double> abs_td_errors_;
 };
 
 }  // namespace tensortier

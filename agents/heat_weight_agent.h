@@ -5,8 +5,8 @@
 // log std heads, log std squashed into [log_std_min, log_std_max]); twin
 // critics Q(s, a) with Polyak-averaged targets; automatic entropy tuning
 // towards -|A|. Actions are in [-1, 1]^5; the env maps them to weight and
-// threshold ranges. LibTorch stays behind this header (the implementation
-// shares sac_agent.cc's translation unit).
+// threshold ranges. LibTorch stays behind this header (heat_weight_agent.cc;
+// the networks are SacCore's, as the discrete SAC agent's).
 #pragma once
 
 #include <cstdint>
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "agents/sac_agent.h"
+#include "agents/agent.h"
 #include "envs/heat_weight_env.h"
 
 namespace tensortier {
@@ -80,12 +80,19 @@ class HeatWeightAgent {
   std::vector<float> Act(const float* observation, bool deterministic, std::mt19937_64& rng) const;
   double alpha() const;
 
-  SacUpdateStats Update(const ContinuousReplay& replay, std::mt19937_64& rng);
-  SacUpdateStats Update(const std::vector<const ContinuousTransition*>& batch);
+  // TrainStats.loss is the critics' loss.
+  TrainStats Update(const ContinuousReplay& replay, std::mt19937_64& rng);
+  TrainStats Update(const std::vector<const ContinuousTransition*>& batch);
   uint64_t updates() const { return updates_; }
 
   std::string SerializeWeights() const;        // actor only
   void LoadWeights(const std::string& blob);   // throws std::runtime_error; then changes nothing
+  // Networks, optimisers, log alpha, the update noise's generator, the
+  // counters and the config; LoadState throws std::runtime_error and then
+  // changes nothing.
+  std::string SaveState() const;
+  void LoadState(const std::string& bytes);
+  // The state in an agent checkpoint file (WriteAgentCheckpoint).
   void SaveCheckpoint(const std::string& path) const;
   void LoadCheckpoint(const std::string& path);
 

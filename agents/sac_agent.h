@@ -23,8 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "agents/prioritized_replay.h"
-#include "agents/replay_buffer.h"
+#include "agents/agent.h"
 
 namespace tensortier {
 
@@ -56,67 +55,61 @@ struct SacConfig {
   double TargetEntropy() const;
 };
 
-struct SacUpdateStats {
-  double critic_loss = 0;  // sum of the two critics' (weighted) MSE
-  double actor_loss = 0;   // of the last actor update
-  double alpha = 0;        // after this update
-  double alpha_loss = 0;
-  double entropy = 0;      // mean policy entropy over the batch states (nats)
-  double mean_q = 0;       // mean of min(Q1, Q2) at the taken actions
-  bool actor_updated = false;
-};
-
 enum class SacActMode : uint8_t {
   kSample = 0,  // draw from the policy (training episodes)
   kGreedy = 1,  // the most probable action (evaluation episodes)
 };
 
-class SacAgent {
+class SacAgent : public PlacementAgent {
  public:
   explicit SacAgent(SacConfig config);  // throws std::invalid_argument on a bad config
-  ~SacAgent();
+  ~SacAgent() override;
   SacAgent(SacAgent&&) noexcept;
   SacAgent& operator=(SacAgent&&) noexcept;
 
   const SacConfig& config() const { return config_; }
-  std::string device_name() const;
+  std::string name() const override { return "sac"; }
+  std::string config_json() const override { return config_.ToJson(); }
+  std::string device_name() const override;
+  AgentSchedule schedule() const override;
 
-  // An action from the actor. The double overload mirrors DqnAgent::Act:
-  // SAC explores through its own policy, so `epsilon` is ignored and the
-  // action is sampled; pass SacActMode::kGreedy for evaluation episodes.
-  int Act(const float* observation, double epsilon, std::mt19937_64& rng) const;
+  // An action from the actor. SAC explores through its own policy, so
+  // `epsilon` is ignored and the action is sampled; Greedy (or
+  // SacActMode::kGreedy) takes the most probable one, for evaluation.
+  int Act(const float* observation, double epsilon, std::mt19937_64& rng) const override;
   int Act(const float* observation, SacActMode mode, std::mt19937_64& rng) const;
+  int Greedy(const float* observation) const override;
   std::vector<float> ActionProbabilities(const float* observation) const;
   // min(Q1, Q2) of one observation (diagnostics).
   std::vector<float> QValues(const float* observation) const;
   double alpha() const;
 
-  // One gradient step on a batch drawn uniformly from `replay`.
-  SacUpdateStats Update(const ReplayBuffer& replay, std::mt19937_64& rng);
-  // One gradient step on a prioritised batch: the critic loss is weighted by
-  // the importance weights and the sampled items' priorities are set to
-  // their new |TD error| (the mean over the two critics).
-  SacUpdateStats Update(PrioritizedReplay& replay, std::mt19937_64& rng);
+  // One gradient step on a batch drawn from `replay`. From prioritised
+  // replay the critic loss is weighted by the importance weights and the
+  // sampled items' priorities are set to their new |TD error| (the mean
+  // over the two critics).
+  TrainStats Update(Replay& replay, std::mt19937_64& rng) override;
   // One gradient step on a given batch. `importance_weights` (one per item,
   // or empty) weight the critic loss; `td_errors`, when not null, receives
   // |y - Q| per item (the mean over the two critics) for priorities.
-  SacUpdateStats Update(const std::vector<const Transition*>& batch,
-                        const std::vector<float>& importance_weights = {},
-                        std::vector<double>* td_errors = nullptr);
-  uint64_t updates() const { return updates_; }
+  TrainStats Update(const std::vector<const Transition*>& batch, const std::vector<float>& importance_weights = {},
+                    std::vector<double>* td_errors = nullptr);
+  uint64_t updates() const override { return updates_; }
 
   // Actor parameters only, for workers (which only act).
-  std::string SerializeWeights() const;
+  std::string SerializeWeights() const override;
   // Throws std::runtime_error on a bad blob and then changes nothing.
-  void LoadWeights(const std::string& blob);
+  void LoadWeights(const std::string& blob) override;
 
-  // Actor, critics, target critics, the three optimisers, log alpha and the
-  // counters; written to a temporary file and renamed. LoadCheckpoint throws
-  // std::runtime_error (and changes nothing) when the file is unreadable or
-  // holds networks of another shape.
-  void SaveCheckpoint(const std::string& path) const;
-  void LoadCheckpoint(const std::string& path);
-  // The settings a checkpoint was saved with (throws std::runtime_error).
+  // Actor, critics, target critics, the three optimisers, log alpha, the
+  // counters and the config. LoadState throws std::runtime_error (and
+  // changes nothing) on bytes that are unreadable or hold networks of
+  // another shape.
+  std::string SaveState() const override;
+  void LoadState(const std::string& bytes) override;
+  // The settings a state was saved with (throws std::runtime_error).
+  static SacConfig StateConfig(const std::string& bytes, const std::string& what = "agent state");
+  // The settings of a checkpoint file (ReadAgentCheckpoint).
   static SacConfig ReadCheckpointConfig(const std::string& path);
   // An agent built from a checkpoint's own settings and loaded from it, on
   // `device` ("cpu" for inference on a host).
@@ -127,6 +120,8 @@ class SacAgent {
   SacConfig config_;
   std::unique_ptr<Impl> impl_;
   uint64_t updates_ = 0;
+  ReplaySample sample_;  // reused by Update(Replay&)
+  std::vector<double> td_errors_;
 };
 
 }  // namespace tensortier

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "agents/dqn_agent.h"
-#include "agents/replay_buffer.h"
+#include "replay/replay_buffer.h"
 #include "envs/cost_model.h"
 #include "envs/placement_env.h"
 #include "executor/executor.h"

@@ -31,7 +31,7 @@
 
 #include "common/log.h"
 #include "envs/workload_spec.h"
-#include "agents/replay_buffer.h"
+#include "replay/replay_buffer.h"
 #include "envs/placement_env.h"
 #include "learner/learner.h"
 #include "protocol/codec.h"

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "agents/dqn_agent.h"
-#include "agents/replay_buffer.h"
+#include "replay/replay_buffer.h"
 #include "agents/sac_agent.h"
 #include "envs/placement_env.h"
 
@@ -43,7 +43,7 @@ ReplayBuffer RandomReplay(size_t n, uint64_t seed) {
 }
 
 template <typename Agent>
-double UpdatesPerSecond(Agent& agent, const ReplayBuffer& replay, double seconds, int warmup_updates,
+double UpdatesPerSecond(Agent& agent, ReplayBuffer& replay, double seconds, int warmup_updates,
                         uint64_t* updates_done) {
   std::mt19937_64 rng(7);
   for (int i = 0; i < warmup_updates; ++i) agent.Update(replay, rng);

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <random>
 
-#include "agents/replay_buffer.h"
+#include "replay/replay_buffer.h"
 #include "agents/sac_agent.h"
 #include "envs/placement_env.h"
 
@@ -40,10 +40,10 @@ int main(int argc, char** argv) {
     }
     std::mt19937_64 sample_rng(5);
     for (int i = 0; i < updates; ++i) {
-      SacUpdateStats s = agent.Update(replay, sample_rng);
+      TrainStats s = agent.Update(replay, sample_rng);
       if (i % 25 == 0 || i + 1 == updates)
         std::printf("v%d u%d critic %.9g actor %.9g alpha %.9g alpha_loss %.9g entropy %.9g mean_q %.9g %d\n",
-                    variant, i, s.critic_loss, s.actor_loss, s.alpha, s.alpha_loss, s.entropy, s.mean_q,
+                    variant, i, s.loss, s.actor_loss, s.alpha, s.alpha_loss, s.entropy, s.mean_q,
                     s.actor_updated ? 1 : 0);
     }
     // Prioritised-style update with importance weights and TD errors.
@@ -51,8 +51,8 @@ int main(int argc, char** argv) {
     std::vector<float> weights(16);
     for (int i = 0; i < 16; ++i) weights[i] = 0.1f * (i + 1);
     std::vector<double> td;
-    SacUpdateStats s = agent.Update(batch, weights, &td);
-    std::printf("v%d weighted critic %.9g td0 %.9g td15 %.9g\n", variant, s.critic_loss, td[0], td[15]);
+    TrainStats s = agent.Update(batch, weights, &td);
+    std::printf("v%d weighted critic %.9g td0 %.9g td15 %.9g\n", variant, s.loss, td[0], td[15]);
     for (int i = 0; i < 3; ++i) {
       const float* obs = replay.items()[i].observation.data();
       std::vector<float> p = agent.ActionProbabilities(obs);

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "agents/dqn_agent.h"
-#include "agents/replay_buffer.h"
+#include "replay/replay_buffer.h"
 #include "envs/placement_env.h"
 #include "envs/workload_spec.h"
 #include "exporter/export.h"

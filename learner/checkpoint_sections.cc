@@ -1,7 +1,5 @@
 #include "learner/checkpoint_sections.h"
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <stdexcept>
 
@@ -12,12 +10,14 @@ namespace tensortier {
 
 void SaveAgentSection(ByteWriter& w, const PlacementAgent& agent, const std::string& checkpoint_dir,
                       uint64_t workload_signature, uint64_t dram_limit_bytes) {
-  const std::string path = checkpoint_dir + "/" + agent.name() + ".ckpt";
-  agent.SaveCheckpoint(path);
+  // The agent's own checkpoint file stays where `tensortier export` looks
+  // (checkpoints/<agent>.ckpt); the learner's checkpoint embeds its state.
+  const std::string state = agent.SaveState();
+  WriteAgentCheckpoint(checkpoint_dir + "/" + agent.name() + ".ckpt", state);
   w.U64(kCheckpointPayloadVersion);
   w.String(agent.name());
   w.String(agent.config_json());
-  w.String(ReadFile(path));
+  w.String(state);
   w.U64(workload_signature);
   w.U64(dram_limit_bytes);
 }
@@ -45,16 +45,7 @@ std::unique_ptr<PlacementAgent> RestoreAgent(const AgentSection& s, LearnerConfi
     throw std::invalid_argument("the checkpoint was trained with another DRAM limit");
   const std::string device = s.agent == "sac" ? c.sac.device : c.dqn.device;
   std::unique_ptr<PlacementAgent> a = MakeAgent(s.agent, s.agent_config_json, device);
-  MakeDirectories(checkpoint_dir);
-  const std::string tmp = checkpoint_dir + "/.agent-load-" + std::to_string(::getpid()) + ".tmp";
-  WriteFileAtomically(tmp, s.agent_checkpoint);
-  try {
-    a->LoadCheckpoint(tmp);
-  } catch (...) {
-    std::remove(tmp.c_str());
-    throw;
-  }
-  std::remove(tmp.c_str());
+  a->LoadState(s.agent_checkpoint);
   // The run goes on with the checkpoint's network and training settings.
   if (s.agent == "sac") {
     c.sac = SacConfig::FromJson(s.agent_config_json);

@@ -5,18 +5,15 @@
 #include <filesystem>
 
 #include "common/files.h"
-#include "common/hash.h"
+#include "common/framed_file.h"
 #include "common/log.h"
 
 namespace tensortier {
 namespace {
 
-constexpr char kMagic[8] = {'T', 'T', 'C', 'K', 'P', 'T', '0', '1'};
-constexpr size_t kHeaderBytes = 8 + 8 + 8;
+constexpr FileFrame kFrame{"TTCKPT", 1, "learner checkpoint"};  // "TTCKPT01"
 constexpr const char* kPrefix = "learner-";
 constexpr const char* kSuffix = ".ttckpt";
-
-uint64_t Checksum(const char* data, size_t n) { return Fnv1a().Bytes(data, n).digest(); }
 
 }  // namespace
 
@@ -51,14 +48,7 @@ std::string CheckpointStore::Write(uint64_t sequence, const std::string& payload
   char name[64];
   std::snprintf(name, sizeof name, "%s%012llu%s", kPrefix, static_cast<unsigned long long>(sequence), kSuffix);
   const std::string path = dir_ + "/" + name;
-  std::string file;
-  file.reserve(kHeaderBytes + payload.size());
-  file.append(kMagic, sizeof kMagic);
-  const uint64_t length = payload.size(), sum = Checksum(payload.data(), payload.size());
-  file.append(reinterpret_cast<const char*>(&length), sizeof length);
-  file.append(reinterpret_cast<const char*>(&sum), sizeof sum);
-  file.append(payload);
-  WriteFileAtomically(path, file);
+  WriteFileAtomically(path, FramePayload(kFrame, payload));
   std::vector<std::string> all = List();
   for (size_t i = keep_; i < all.size(); ++i) {
     std::error_code ec;
@@ -74,16 +64,11 @@ std::string CheckpointStore::ReadVerified(const std::string& path) {
   } catch (const std::exception& e) {
     throw CheckpointError(e.what());
   }
-  if (file.size() < kHeaderBytes || std::memcmp(file.data(), kMagic, sizeof kMagic) != 0)
-    throw CheckpointError(path + ": not a learner checkpoint (bad magic or shorter than its header)");
-  uint64_t length = 0, sum = 0;
-  std::memcpy(&length, file.data() + 8, 8);
-  std::memcpy(&sum, file.data() + 16, 8);
-  if (length != file.size() - kHeaderBytes)
-    throw CheckpointError(path + ": truncated: header says " + std::to_string(length) + " payload bytes, file has " +
-                          std::to_string(file.size() - kHeaderBytes));
-  if (Checksum(file.data() + kHeaderBytes, length) != sum) throw CheckpointError(path + ": checksum mismatch");
-  return file.substr(kHeaderBytes);
+  try {
+    return VerifiedPayload(kFrame, file, path);
+  } catch (const std::runtime_error& e) {
+    throw CheckpointError(e.what());
+  }
 }
 
 }  // namespace tensortier

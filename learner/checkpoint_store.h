@@ -1,5 +1,6 @@
 // The learner's checkpoint files. One file per checkpoint,
 //   "TTCKPT01" | payload length (u64 LE) | FNV-1a 64 of the payload (u64 LE) | payload
+// (common/framed_file.h)
 // written with WriteFileAtomically (temporary file, fsync, rename), named
 // learner-<sequence>.ttckpt, and only the newest `keep` are kept: a crash
 // while writing leaves the previous ones intact, and a file that is torn or

@@ -21,12 +21,12 @@
 
 #include "agents/agent.h"
 #include "agents/dqn_agent.h"
-#include "agents/rate_limiter.h"
 #include "agents/sac_agent.h"
 #include "envs/placement_env.h"
 #include "envs/placement_plan.h"
 #include "envs/workload.h"
 #include "protocol/messages.h"
+#include "replay/rate_limiter.h"
 #include "transport/security.h"
 
 namespace tensortier {
@@ -63,7 +63,7 @@ struct LearnerConfig {
   std::string replay = "uniform";
   double priority_alpha = 0.6;
   double priority_beta = 0.4;
-  // Rate limiter (agents/rate_limiter.h): transitions drawn for gradient
+  // Rate limiter (replay/rate_limiter.h): transitions drawn for gradient
   // steps per transition inserted. < 0: derived, updates_per_episode *
   // batch_size / the mean length of the last 32 reported episodes (a
   // start-up guess before any), so that each episode trains about

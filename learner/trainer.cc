@@ -199,7 +199,7 @@ void Trainer::Insert(StagedBatch& b, size_t i, std::optional<double> priority) {
 }
 
 void Trainer::OneUpdate() {
-  TrainStats s = uniform_ ? agent_.Update(*uniform_, rng_) : agent_.Update(*prioritized_, rng_);
+  TrainStats s = agent_.Update(uniform_ ? static_cast<Replay&>(*uniform_) : *prioritized_, rng_);
   if (prioritized_) ++prioritized_updates_;
   ++updates_done_;
   loss_sum_ += s.loss;

@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "agents/agent.h"
-#include "agents/prioritized_replay.h"
-#include "agents/rate_limiter.h"
-#include "agents/replay_buffer.h"
+#include "replay/prioritized_replay.h"
+#include "replay/rate_limiter.h"
+#include "replay/replay_buffer.h"
 #include "envs/placement_env.h"
 #include "envs/workload.h"
 #include "learner/checkpoint_store.h"

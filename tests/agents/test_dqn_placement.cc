@@ -7,6 +7,7 @@
 
 #include "agents/dqn_agent.h"
 #include "envs/placement_env.h"
+#include "replay/replay_buffer.h"
 #include "tests/core/brute_force.h"
 #include "tests/core/hand_graph.h"
 

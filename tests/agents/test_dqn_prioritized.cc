@@ -10,8 +10,9 @@
 #include <vector>
 
 #include "agents/dqn_agent.h"
-#include "agents/prioritized_replay.h"
 #include "envs/placement_env.h"
+#include "replay/prioritized_replay.h"
+#include "replay/replay_buffer.h"
 #include "tests/core/brute_force.h"
 #include "tests/core/hand_graph.h"
 
@@ -77,7 +78,7 @@ TEST(DqnPrioritized, ReturnsAbsTdErrorsAndWeightsTheLoss) {
   expected_loss /= kBatch;
 
   std::vector<double> td;
-  UpdateStats s = agent.Update(batch, weights, &td);
+  TrainStats s = agent.Update(batch, weights, &td);
   ASSERT_EQ(td.size(), static_cast<size_t>(kBatch));
   for (int i = 0; i < kBatch; ++i) EXPECT_NEAR(td[i], expected_td[i], 1e-4 * (1 + expected_td[i])) << i;
   EXPECT_NEAR(s.loss, expected_loss, 1e-4 * (1 + expected_loss));
@@ -131,7 +132,7 @@ TEST(DqnPrioritized, UpdateWritesAbsTdErrorsAsPriorities) {
   std::mt19937_64 rng(23);
   // The same draw the update will make (Sample is const and deterministic).
   std::mt19937_64 probe_rng = rng;
-  PrioritizedSample expected = replay.Sample(kBatch, probe_rng);
+  ReplaySample expected = replay.Sample(kBatch, probe_rng);
   ASSERT_TRUE(std::any_of(expected.weights.begin(), expected.weights.end(), [](float w) { return w < 0.99f; }));
   std::map<uint64_t, double> expected_priority;
   double expected_loss = 0;
@@ -142,7 +143,7 @@ TEST(DqnPrioritized, UpdateWritesAbsTdErrorsAsPriorities) {
   }
   expected_loss /= kBatch;
 
-  UpdateStats s = agent.Update(replay, rng);
+  TrainStats s = agent.Update(replay, rng);
   EXPECT_NEAR(s.loss, expected_loss, 1e-4 * (1 + expected_loss));
   for (const auto& [key, priority] : expected_priority) {
     std::optional<double> got = replay.Priority(key);

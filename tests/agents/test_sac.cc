@@ -20,11 +20,13 @@
 
 #include "agents/dqn_agent.h"
 #include "agents/heat_weight_agent.h"
-#include "agents/prioritized_replay.h"
 #include "agents/sac_agent.h"
 #include "envs/heat_weight_env.h"
 #include "envs/placement_env.h"
 #include "envs/synthetic.h"
+#include "replay/prioritized_replay.h"
+#include "replay/replay_buffer.h"
+#include "tests/agents/random_replay.h"
 #include "tests/core/brute_force.h"
 #include "tests/core/hand_graph.h"
 
@@ -48,19 +50,7 @@ SacConfig SmallConfig(int obs = kObservationSize, uint64_t seed = 1) {
 }
 
 ReplayBuffer RandomReplay(size_t n, uint64_t seed, int obs = kObservationSize) {
-  ReplayBuffer replay(n);
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (size_t i = 0; i < n; ++i) {
-    Transition t;
-    for (int k = 0; k < obs; ++k) t.observation.push_back(normal(rng));
-    for (int k = 0; k < obs; ++k) t.next_observation.push_back(normal(rng));
-    t.action = static_cast<uint8_t>(i % 2);
-    t.reward = normal(rng);
-    t.done = i % 10 == 9;
-    replay.Add(std::move(t));
-  }
-  return replay;
+  return RandomNormalReplay(n, seed, obs);
 }
 
 std::vector<std::vector<float>> Probes(int n, uint64_t seed, int obs = kObservationSize) {
@@ -161,10 +151,10 @@ TEST(SacAgent, UpdateReportsStatsAndMovesTheNetworks) {
   auto p0 = AllProbabilities(agent, probes);
   auto q0 = AllQ(agent, probes);
   std::mt19937_64 rng(6);
-  SacUpdateStats s = agent.Update(replay, rng);
+  TrainStats s = agent.Update(replay, rng);
   EXPECT_EQ(agent.updates(), 1u);
   EXPECT_TRUE(s.actor_updated);
-  EXPECT_GT(s.critic_loss, 0);
+  EXPECT_GT(s.loss, 0);
   EXPECT_TRUE(std::isfinite(s.actor_loss));
   EXPECT_GT(s.entropy, 0);
   EXPECT_LE(s.entropy, std::log(2.0) + 1e-6);
@@ -187,7 +177,8 @@ TEST(SacAgent, UpdateReportsStatsAndMovesTheNetworks) {
   batch = {replay.Sample(1, rng)[0]};
   EXPECT_THROW(agent.Update(batch, {1.0f, 1.0f}), std::invalid_argument);
   EXPECT_THROW(agent.Update(std::vector<const Transition*>{}), std::invalid_argument);
-  EXPECT_THROW(agent.Update(ReplayBuffer(4), rng), std::logic_error);
+  ReplayBuffer empty(4);
+  EXPECT_THROW(agent.Update(empty, rng), std::logic_error);
 }
 
 TEST(SacAgent, ZeroImportanceWeightsFreezeTheCritics) {
@@ -201,8 +192,8 @@ TEST(SacAgent, ZeroImportanceWeightsFreezeTheCritics) {
   auto q = AllQ(agent, probes);
   auto p = AllProbabilities(agent, probes);
   std::vector<double> td;
-  SacUpdateStats s = agent.Update(replay.Sample(16, rng), std::vector<float>(16, 0.0f), &td);
-  EXPECT_EQ(s.critic_loss, 0.0);
+  TrainStats s = agent.Update(replay.Sample(16, rng), std::vector<float>(16, 0.0f), &td);
+  EXPECT_EQ(s.loss, 0.0);
   EXPECT_EQ(AllQ(agent, probes), q);
   EXPECT_NE(AllProbabilities(agent, probes), p);
   ASSERT_EQ(td.size(), 16u);
@@ -210,7 +201,7 @@ TEST(SacAgent, ZeroImportanceWeightsFreezeTheCritics) {
   // Unit weights are the unweighted loss.
   SacAgent a(SmallConfig()), b(SmallConfig());
   auto batch = replay.Sample(16, rng);
-  EXPECT_NEAR(a.Update(batch).critic_loss, b.Update(batch, std::vector<float>(16, 1.0f)).critic_loss, 1e-6);
+  EXPECT_NEAR(a.Update(batch).loss, b.Update(batch, std::vector<float>(16, 1.0f)).loss, 1e-6);
   EXPECT_EQ(AllQ(a, probes), AllQ(b, probes));
 }
 
@@ -333,8 +324,8 @@ TEST(SacAgent, CheckpointResumesTrainingIdentically) {
   // target networks, log alpha and the interval counters all came back.
   std::mt19937_64 ra(20), rb(20);
   for (int i = 0; i < 6; ++i) {
-    SacUpdateStats sa = a.Update(replay, ra), sb = b.Update(replay, rb);
-    EXPECT_NEAR(sa.critic_loss, sb.critic_loss, 1e-6 * (1 + std::abs(sa.critic_loss))) << i;
+    TrainStats sa = a.Update(replay, ra), sb = b.Update(replay, rb);
+    EXPECT_NEAR(sa.loss, sb.loss, 1e-6 * (1 + std::abs(sa.loss))) << i;
     EXPECT_NEAR(sa.actor_loss, sb.actor_loss, 1e-6 * (1 + std::abs(sa.actor_loss))) << i;
     EXPECT_EQ(sa.actor_updated, sb.actor_updated);
     EXPECT_NEAR(sa.alpha, sb.alpha, 1e-9);
@@ -621,8 +612,8 @@ TEST(HeatWeightAgent, CheckpointAndWeightsRoundTrip) {
   EXPECT_DOUBLE_EQ(c.alpha(), a.alpha());
   std::mt19937_64 ra(10), rc(10);
   for (int i = 0; i < 4; ++i) {
-    SacUpdateStats sa = a.Update(replay, ra), sc = c.Update(replay, rc);
-    EXPECT_NEAR(sa.critic_loss, sc.critic_loss, 1e-6 * (1 + std::abs(sa.critic_loss)));
+    TrainStats sa = a.Update(replay, ra), sc = c.Update(replay, rc);
+    EXPECT_NEAR(sa.loss, sc.loss, 1e-6 * (1 + std::abs(sa.loss)));
     EXPECT_NEAR(sa.actor_loss, sc.actor_loss, 1e-6 * (1 + std::abs(sa.actor_loss)));
   }
   for (const auto& p : probes) {

@@ -89,6 +89,19 @@ TEST(ExportSac, ExportsTheActorsGreedyActionFromARunDirectory) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("no checkpoint at"), std::string::npos) << e.what();
   }
+
+  // A checkpoint with a flipped bit is refused, not exported.
+  std::string bytes = ReadFile(dir + "/checkpoints/sac.ckpt");
+  bytes[bytes.size() / 2] ^= 0x04;
+  WriteFileAtomically(dir + "/checkpoints/sac.ckpt", bytes);
+  ExportOptions corrupt = Quick(dir);
+  corrupt.output_path = dir + "/corrupt.ttlookup";
+  try {
+    ExportLookup(corrupt);
+    ADD_FAILURE() << "exported from a corrupt checkpoint";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("checksum mismatch"), std::string::npos) << e.what();
+  }
   std::filesystem::remove_all(dir);
 }
 

@@ -8,7 +8,7 @@
 
 #include "learner/weights_publisher.h"
 #include "protocol/codec.h"
-#include "agents/replay_buffer.h"
+#include "replay/replay_buffer.h"
 #include "tests/learner/learner_parts.h"
 
 namespace tensortier {

@@ -1,4 +1,4 @@
-#include "agents/prioritized_replay.h"
+#include "replay/prioritized_replay.h"
 
 #include <algorithm>
 #include <cmath>
@@ -92,13 +92,18 @@ uint64_t PrioritizedReplay::Add(Transition t, std::optional<double> priority) {
   return AddInPlace([&](Transition& row) { row = std::move(t); }, priority);
 }
 
-PrioritizedSample PrioritizedReplay::Sample(size_t batch, std::mt19937_64& rng) const {
+ReplaySample PrioritizedReplay::Sample(size_t batch, std::mt19937_64& rng) const {
+  ReplaySample out;
+  SampleInto(batch, rng, &out);
+  return out;
+}
+
+void PrioritizedReplay::SampleInto(size_t batch, std::mt19937_64& rng, ReplaySample* out) const {
   if (items_.empty()) throw std::logic_error("PrioritizedReplay::Sample: the buffer is empty");
-  PrioritizedSample out;
-  out.keys.reserve(batch);
-  out.transitions.reserve(batch);
-  out.weights.reserve(batch);
-  out.probabilities.reserve(batch);
+  out->keys.resize(batch);
+  out->transitions.resize(batch);
+  out->weights.resize(batch);
+  out->probabilities.resize(batch);
   const double total = sum_[1];
   const double min_mass = min_[1];
   std::uniform_real_distribution<double> unit(0.0, 1.0);
@@ -110,13 +115,12 @@ PrioritizedSample PrioritizedReplay::Sample(size_t batch, std::mt19937_64& rng) 
     value = std::min(value, below_total);
     const size_t slot = FindSlot(value);
     const double mass = sum_[leaves_ + slot];
-    out.keys.push_back(KeyOfSlot(slot));
-    out.transitions.push_back(&items_[slot]);
-    out.probabilities.push_back(mass / total);
+    out->keys[j] = KeyOfSlot(slot);
+    out->transitions[j] = &items_[slot];
+    out->probabilities[j] = mass / total;
     // (N P_i)^-beta / max_j (N P_j)^-beta = (p_i / p_min)^-beta.
-    out.weights.push_back(static_cast<float>(std::pow(mass / min_mass, -config_.beta)));
+    out->weights[j] = static_cast<float>(std::pow(mass / min_mass, -config_.beta));
   }
-  return out;
 }
 
 size_t PrioritizedReplay::UpdatePriorities(const std::vector<uint64_t>& keys,

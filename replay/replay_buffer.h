@@ -6,11 +6,11 @@
 #include <random>
 #include <vector>
 
-#include "envs/transition.h"
+#include "replay/replay.h"
 
 namespace tensortier {
 
-class ReplayBuffer {
+class ReplayBuffer : public Replay {
  public:
   explicit ReplayBuffer(size_t capacity);
 
@@ -25,12 +25,16 @@ class ReplayBuffer {
     next_ = (next_ + 1) % capacity_;
     ++total_added_;
   }
-  size_t size() const { return items_.size(); }
-  size_t capacity() const { return capacity_; }
-  uint64_t total_added() const { return total_added_; }
+  size_t size() const override { return items_.size(); }
+  size_t capacity() const override { return capacity_; }
+  uint64_t total_added() const override { return total_added_; }
+  bool prioritized() const override { return false; }
 
   // `batch` indices drawn uniformly with replacement; requires size() > 0.
   std::vector<const Transition*> Sample(size_t batch, std::mt19937_64& rng) const;
+  // The same draws into out->transitions; no weights, keys or probabilities.
+  void SampleInto(size_t batch, std::mt19937_64& rng, ReplaySample* out) const override;
+  size_t UpdatePriorities(const std::vector<uint64_t>&, const std::vector<double>&) override { return 0; }
 
   const std::vector<Transition>& items() const { return items_; }
   void Restore(std::vector<Transition> items, size_t next, uint64_t total_added);

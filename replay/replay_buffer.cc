@@ -1,4 +1,4 @@
-#include "agents/replay_buffer.h"
+#include "replay/replay_buffer.h"
 
 #include <stdexcept>
 #include <string>
@@ -21,12 +21,19 @@ void ReplayBuffer::Add(Transition t) {
 }
 
 std::vector<const Transition*> ReplayBuffer::Sample(size_t batch, std::mt19937_64& rng) const {
+  ReplaySample s;
+  SampleInto(batch, rng, &s);
+  return std::move(s.transitions);
+}
+
+void ReplayBuffer::SampleInto(size_t batch, std::mt19937_64& rng, ReplaySample* out) const {
   if (items_.empty()) throw std::logic_error("ReplayBuffer::Sample: the buffer is empty");
-  std::vector<const Transition*> out;
-  out.reserve(batch);
+  out->transitions.resize(batch);
+  out->weights.clear();
+  out->keys.clear();
+  out->probabilities.clear();
   std::uniform_int_distribution<size_t> pick(0, items_.size() - 1);
-  for (size_t i = 0; i < batch; ++i) out.push_back(&items_[pick(rng)]);
-  return out;
+  for (size_t i = 0; i < batch; ++i) out->transitions[i] = &items_[pick(rng)];
 }
 
 void ReplayBuffer::Restore(std::vector<Transition> items, size_t next, uint64_t total_added) {

@@ -1,4 +1,4 @@
-#include "agents/rate_limiter.h"
+#include "replay/rate_limiter.h"
 
 #include <algorithm>
 #include <cmath>

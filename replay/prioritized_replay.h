@@ -19,7 +19,7 @@
 #include <random>
 #include <vector>
 
-#include "envs/transition.h"
+#include "replay/replay.h"
 
 namespace tensortier {
 
@@ -33,21 +33,15 @@ struct PrioritizedReplayConfig {
   void Validate() const;  // throws std::invalid_argument
 };
 
-struct PrioritizedSample {
-  std::vector<uint64_t> keys;                 // for UpdatePriorities
-  std::vector<const Transition*> transitions;
-  std::vector<float> weights;                 // importance weights, max 1
-  std::vector<double> probabilities;          // P(i) of each draw
-};
-
-class PrioritizedReplay {
+class PrioritizedReplay : public Replay {
  public:
   explicit PrioritizedReplay(PrioritizedReplayConfig config);
 
   const PrioritizedReplayConfig& config() const { return config_; }
-  size_t size() const { return items_.size(); }
-  size_t capacity() const { return config_.capacity; }
-  uint64_t total_added() const { return total_added_; }
+  size_t size() const override { return items_.size(); }
+  size_t capacity() const override { return config_.capacity; }
+  uint64_t total_added() const override { return total_added_; }
+  bool prioritized() const override { return true; }
 
   // Adds a transition with `priority` (|TD error| or a worker's estimate),
   // or the largest priority seen so far when none is given. Returns its key.
@@ -66,13 +60,15 @@ class PrioritizedReplay {
     return Commit(p);
   }
 
-  // `batch` draws with replacement, P(i) proportional to p_i. Requires size() > 0.
-  PrioritizedSample Sample(size_t batch, std::mt19937_64& rng) const;
+  // `batch` draws with replacement, P(i) proportional to p_i, with keys,
+  // importance weights and probabilities. Requires size() > 0.
+  ReplaySample Sample(size_t batch, std::mt19937_64& rng) const;
+  void SampleInto(size_t batch, std::mt19937_64& rng, ReplaySample* out) const override;
 
   // Sets the priorities of the items with these keys (raw priorities, e.g.
   // |TD error|; epsilon and alpha are applied here). Keys of items that have
   // been overwritten are skipped; returns how many were applied.
-  size_t UpdatePriorities(const std::vector<uint64_t>& keys, const std::vector<double>& priorities);
+  size_t UpdatePriorities(const std::vector<uint64_t>& keys, const std::vector<double>& priorities) override;
 
   void set_beta(double beta);
   double beta() const { return config_.beta; }

@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "agents/prioritized_replay.h"
-#include "agents/rate_limiter.h"
+#include "replay/prioritized_replay.h"
+#include "replay/rate_limiter.h"
 
 namespace tensortier {
 namespace {
@@ -83,7 +83,7 @@ TEST(PrioritizedReplay, ImportanceWeightsCorrectTheSamplingBias) {
   const std::vector<double> priorities = {1, 2, 4, 8};
   for (size_t i = 0; i < priorities.size(); ++i) replay.Add(Tagged(static_cast<float>(i)), priorities[i]);
   std::mt19937_64 rng(1);
-  PrioritizedSample s = replay.Sample(256, rng);
+  ReplaySample s = replay.Sample(256, rng);
   const double n = static_cast<double>(replay.size());
   const double p_min = (1 + c.epsilon) / replay.total_mass();
   const double w_max = std::pow(n * p_min, -c.beta);
@@ -98,7 +98,7 @@ TEST(PrioritizedReplay, ImportanceWeightsCorrectTheSamplingBias) {
   replay.set_beta(1.0);
   double weighted = 0, weights = 0;
   for (int round = 0; round < 200; ++round) {
-    PrioritizedSample b = replay.Sample(64, rng);
+    ReplaySample b = replay.Sample(64, rng);
     for (size_t i = 0; i < b.keys.size(); ++i) {
       weighted += b.weights[i] * b.transitions[i]->reward;
       weights += b.weights[i];
@@ -149,7 +149,7 @@ TEST(PrioritizedReplay, UpdatesForOverwrittenItemsAreIgnored) {
   EXPECT_DOUBLE_EQ(*replay.Priority(5), 3.0);
   // Sampled keys name the items they returned.
   std::mt19937_64 rng(2);
-  PrioritizedSample s = replay.Sample(100, rng);
+  ReplaySample s = replay.Sample(100, rng);
   for (size_t i = 0; i < s.keys.size(); ++i) {
     EXPECT_GE(s.keys[i], 2u);
     EXPECT_EQ(s.transitions[i]->reward, static_cast<float>(s.keys[i]));
@@ -165,7 +165,7 @@ TEST(PrioritizedReplay, TreeStaysExactUnderManyUpdatesAndRestores) {
   std::uniform_real_distribution<double> u(0.0, 100.0);
   for (int i = 0; i < 2500; ++i) replay.Add(Tagged(static_cast<float>(i)), u(rng));
   for (int round = 0; round < 200; ++round) {
-    PrioritizedSample s = replay.Sample(64, rng);
+    ReplaySample s = replay.Sample(64, rng);
     std::vector<double> p;
     for (size_t i = 0; i < s.keys.size(); ++i) p.push_back(u(rng));
     replay.UpdatePriorities(s.keys, p);
