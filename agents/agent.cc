@@ -11,6 +11,14 @@ TrainStats PlacementAgent::Update(PrioritizedReplay&, std::mt19937_64&) {
   throw std::logic_error(name() + " has no prioritised-replay update");
 }
 
+void PlacementAgent::SetDemonstrations(std::vector<Transition>) {
+  throw std::logic_error(name() + " does not learn from demonstrations");
+}
+
+TrainStats PlacementAgent::PretrainStep(std::mt19937_64&) {
+  throw std::logic_error(name() + " does not learn from demonstrations");
+}
+
 namespace {
 
 class DqnPlacementAgent : public PlacementAgent {
@@ -38,6 +46,13 @@ class DqnPlacementAgent : public PlacementAgent {
   void LoadWeights(const std::string& blob) override { agent_.LoadWeights(blob); }
   void SaveCheckpoint(const std::string& path) const override { agent_.SaveCheckpoint(path); }
   void LoadCheckpoint(const std::string& path) override { agent_.LoadCheckpoint(path); }
+  std::vector<float> ActionScores(const float* o) const override { return agent_.QValues(o); }
+  bool supports_demonstrations() const override { return true; }
+  void SetDemonstrations(std::vector<Transition> demonstrations) override {
+    agent_.SetDemonstrations(std::move(demonstrations));
+  }
+  TrainStats PretrainStep(std::mt19937_64& rng) override { return Stats(agent_.PretrainStep(rng)); }
+  void SyncTarget() override { agent_.SyncTarget(); }
 
  private:
   static TrainStats Stats(const UpdateStats& s) {
@@ -74,6 +89,7 @@ class SacPlacementAgent : public PlacementAgent {
   void LoadWeights(const std::string& blob) override { agent_.LoadWeights(blob); }
   void SaveCheckpoint(const std::string& path) const override { agent_.SaveCheckpoint(path); }
   void LoadCheckpoint(const std::string& path) override { agent_.LoadCheckpoint(path); }
+  std::vector<float> ActionScores(const float* o) const override { return agent_.ActionProbabilities(o); }
 
  private:
   static TrainStats Stats(const SacUpdateStats& s) {

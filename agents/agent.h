@@ -7,6 +7,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "agents/prioritized_replay.h"
 #include "agents/replay_buffer.h"
@@ -49,6 +50,22 @@ class PlacementAgent {
   virtual void LoadWeights(const std::string& blob) = 0;
   virtual void SaveCheckpoint(const std::string& path) const = 0;
   virtual void LoadCheckpoint(const std::string& path) = 0;
+
+  // The agent's preference for each action at an observation, higher is
+  // better (DQN: Q-values; SAC: its policy's probabilities): what a search at
+  // plan time (envs/plan_search.h) questions first where they are close.
+  virtual std::vector<float> ActionScores(const float* observation) const = 0;
+
+  // Learning from demonstrations (DQfD, learner/imitation.h). Agents without
+  // it return false here and throw std::logic_error from the two calls below.
+  virtual bool supports_demonstrations() const { return false; }
+  // The expert transitions every later Update mixes into its batches.
+  virtual void SetDemonstrations(std::vector<Transition> demonstrations);
+  // One gradient step on demonstrations alone.
+  virtual TrainStats PretrainStep(std::mt19937_64& rng);
+  // After LoadWeights on an agent that goes on training: the target network
+  // (where there is one) starts from the loaded weights too.
+  virtual void SyncTarget() {}
 };
 
 // `name` is "dqn" or "sac"; `config_json` is that agent's config (empty =

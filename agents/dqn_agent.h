@@ -32,6 +32,14 @@ struct DqnConfig {
   int updates_per_episode = 32;
   uint64_t seed = 1;
   std::string device = "auto";           // "auto" (CUDA when present), "cpu", "cuda", "cuda:N"
+  // Learning from demonstrations (DQfD, Hester et al. 2018), used once
+  // SetDemonstrations gave the agent an expert's transitions: this share of
+  // every batch is drawn from them, and on those rows a large-margin loss
+  // lambda * (max_a [Q(s,a) + margin (a != a_E)] - Q(s,a_E)) pushes the
+  // expert's action above the others by `demo_margin`.
+  double demo_fraction = 0.25;
+  double demo_margin = 0.8;
+  double demo_loss_weight = 1.0;
 
   std::string ToJson() const;
   static DqnConfig FromJson(const std::string& json);  // throws on malformed input
@@ -72,6 +80,15 @@ class DqnAgent {
                      std::vector<double>* abs_td_errors);
   void SyncTarget();
   uint64_t updates() const { return updates_; }
+
+  // The expert transitions (envs/demonstration.h) every later Update mixes
+  // into its batch (config demo_fraction); kept apart from replay, so the
+  // agent's own experience never evicts them. Empty: plain double DQN.
+  void SetDemonstrations(std::vector<Transition> demonstrations);
+  size_t demonstrations() const;
+  // One step on a batch drawn from the demonstrations alone: DQfD's
+  // pre-training phase, before the agent has experience of its own.
+  UpdateStats PretrainStep(std::mt19937_64& rng);
 
   // Policy (online network) parameters only, for workers.
   std::string SerializeWeights() const;

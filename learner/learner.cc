@@ -161,6 +161,7 @@ struct Learner::Impl {
       RestoreAgentFrom(*payload);
     } else {
       agent = BuildAgent(config);
+      if (!config.expert_plans.empty()) Imitate();
     }
     batch_size = static_cast<uint64_t>(config.agent == "sac" ? config.sac.batch_size : config.dqn.batch_size);
     const AgentSchedule schedule = agent->schedule();
@@ -1457,6 +1458,18 @@ struct Learner::Impl {
 
   void RestoreAgentFrom(const std::string& payload) { agent = ParseAgent(payload, config); }
 
+  // Before the first weights go out: the agent starts at the incumbent.
+  void Imitate() {
+    PlacementEnv env(config.workload, config.env);
+    std::mt19937_64 imitation_rng(config.dqn.seed ^ 0x1d7a7e5eedull);
+    result.imitation = LearnFromPlans(*agent, env, config.expert_plans, config.imitation, imitation_rng);
+    result.imitated = true;
+    const ImitationResult& im = result.imitation;
+    LogInfo("imitation_finished").kv("expert", im.expert).kv("expert_runtime_ns", im.expert_cost_ns)
+        .kv("best_round", im.best_round).kv("greedy_runtime_ns", im.best_cost_ns)
+        .kv("rounds", im.rounds.size()).kv("updates", im.updates).kv("seconds", im.seconds);
+  }
+
   void RestoreStateFrom(const std::string& payload) {
     ByteReader r(payload);
     const uint64_t payload_version = r.U64();  // checked by ParseAgent
@@ -1687,6 +1700,20 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
 
   m.result.greedy_summary = m.Evaluate();
   m.result.greedy_plan = m.result.greedy_summary.plan;
+  if (m.config.plan_search.max_rollouts > 1) {
+    PlacementEnv search_env(m.config.workload, m.config.env);
+    PlacementAgent& agent = *m.agent;
+    m.result.search = SearchPlan(search_env, [&](const Observation& o) {
+      std::vector<float> s = agent.ActionScores(o.data());
+      return std::make_pair(s.at(0), s.at(1));
+    }, m.config.plan_search);
+    m.result.search.best.plan.produced_by = m.agent->name() + "-greedy+search v" + std::to_string(m.weights_version);
+    m.result.searched = true;
+    LogInfo("plan_search_finished").kv("rollouts", m.result.search.rollouts)
+        .kv("improvements", m.result.search.improvements).kv("deviations", m.result.search.deviations)
+        .kv("greedy_runtime_ns", m.result.search.greedy.cost.total_ns)
+        .kv("searched_runtime_ns", m.result.search.best.cost.total_ns).kv("seconds", m.result.search.seconds);
+  }
   m.result.updates = m.agent->updates();
   m.result.agent = m.agent->name();
   m.result.weights_version = m.weights_version;
