@@ -75,13 +75,14 @@ struct Options {
   double dram_fraction = 0.2;
   MigrationMode mode = MigrationMode::kSync;
   std::vector<std::string> baselines = {"first-touch", "sentinel", "autotm-sync", "ca-lm", "deeptm-heuristic"};
-  std::vector<std::string> demos = {"autotm-sync"};
-  int pretrain_updates = 2000;
-  int dagger_rounds = 0;
-  int search_rollouts = 0;
+  std::vector<std::string> demos = {"autotm-sync", "sentinel"};
+  int pretrain_updates = 3000;
+  int dagger_rounds = 8;
+  int search_rollouts = 64;
   int search_candidates = 16;
-  int dagger_updates = 1000;
-  int episodes = 60;
+  double search_seconds = 120;
+  int dagger_updates = 1500;
+  int episodes = 0;
   int updates_per_episode = 64;
   double epsilon_start = 0.1;
   int eval_every = 10;
@@ -161,6 +162,7 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
     PlanSearchOptions so;
     so.max_rollouts = o.search_rollouts;
     so.candidates_per_round = o.search_candidates;
+    so.max_seconds = o.search_seconds;
     PlanSearchResult r = SearchPlan(env, [&](const Observation& x) {
       std::vector<float> q = agent.ActionScores(x.data());
       return std::make_pair(q[0], q[1]);
@@ -256,6 +258,8 @@ int Main(int argc, char** argv) {
   app.add_option("--search-candidates", o.search_candidates,
                  "Plan-time search: least-sure decisions tried before giving up on an incumbent")
       ->check(CLI::PositiveNumber);
+  app.add_option("--search-seconds", o.search_seconds, "Plan-time search: time limit (0 = none)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--dagger-updates", o.dagger_updates, "Pre-training steps after each DAgger round")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--episodes", o.episodes, "Episodes of the agent's own play after pre-training")

@@ -31,6 +31,10 @@ struct ImitationConfig {
   // episodes (MobileNetV2: 7x10^5 decisions) would otherwise hold gigabytes.
   size_t max_demonstrations = 200000;
   double max_seconds = 0;        // 0 = no limit; checked between rounds
+  // Workers' epsilon schedule starts here instead of DqnConfig::epsilon_start
+  // once the agent imitated (DQfD explores little after pre-training): random
+  // actions at 0.9 threw the imitated policy's episodes back to random play.
+  double epsilon_start = 0.1;
 };
 
 struct ImitationRound {

@@ -196,7 +196,8 @@ struct Learner::Impl {
     base_task.task_id = 1;
     base_task.workload = config.workload;
     base_task.env = config.env;
-    base_task.exploration.epsilon_start = config.dqn.epsilon_start;
+    base_task.exploration.epsilon_start =
+        result.imitated ? std::min(config.dqn.epsilon_start, config.imitation.epsilon_start) : config.dqn.epsilon_start;
     base_task.exploration.epsilon_end = config.dqn.epsilon_end;
     base_task.exploration.schedule_episodes = static_cast<uint32_t>(config.dqn.epsilon_decay_episodes);
     base_task.exploration.epsilon = config.dqn.epsilon_end;
@@ -267,6 +268,9 @@ struct Learner::Impl {
   Clock::time_point start = Clock::now();
   double seconds_before = 0;                    // of the sessions before a resume
   std::unique_ptr<PlacementEnv> eval_env;
+  std::string fastest_policy_weights;  // KeepFastestPolicy; network thread
+  double fastest_policy_ns = 0;
+  std::string fastest_policy_name;
   std::unique_ptr<LearnerMetrics> metrics;  // null without --metrics-address
   std::vector<uint64_t> evaluation_updates;     // agent updates at each evaluation
   double last_loss = 0, last_q = 0;
@@ -290,6 +294,7 @@ struct Learner::Impl {
     uint64_t weights_version = 0, updates = 0, episode = 0;
     bool ok = false;                // false: the evaluation threw (logged)
     EpisodeSummary summary;
+    std::string weights;            // the evaluated weights (the plan-time search may start from them)
     LearnerResult::EvaluationSpan span;
   };
   std::thread evaluator;
@@ -1090,7 +1095,26 @@ struct Learner::Impl {
     EpisodeSummary s = RunEpisode(*eval_env, [&](const Observation& o) { return agent->Greedy(o.data()); });
     s.plan.produced_by = agent->name() + "-greedy v" + std::to_string(weights_version);
     RecordEvaluation(s, agent->updates(), /*save_best=*/true);
+    KeepFastestPolicy(s, agent->SerializeWeights());
     return s;
+  }
+
+  // After training: the search from the fastest evaluated policy's greedy plan.
+  void SearchFinalPlan() {
+    std::unique_ptr<PlacementAgent> searcher = MakeAgent(agent->name(), agent->config_json(), "cpu");
+    searcher->LoadWeights(fastest_policy_weights);
+    PlacementEnv env(config.workload, config.env);
+    result.search = SearchPlan(env, [&](const Observation& o) {
+      std::vector<float> s = searcher->ActionScores(o.data());
+      return std::make_pair(s.at(0), s.at(1));
+    }, config.plan_search);
+    result.search.greedy.plan.produced_by = fastest_policy_name;
+    result.search.best.plan.produced_by = fastest_policy_name + "+search";
+    result.searched = true;
+    LogInfo("plan_search_finished").kv("policy", fastest_policy_name).kv("rollouts", result.search.rollouts)
+        .kv("improvements", result.search.improvements).kv("deviations", result.search.deviations)
+        .kv("greedy_runtime_ns", result.search.greedy.cost.total_ns)
+        .kv("searched_runtime_ns", result.search.best.cost.total_ns).kv("seconds", result.search.seconds);
   }
 
   // Books a greedy evaluation: tracks the best plan the policy itself
@@ -1174,6 +1198,7 @@ struct Learner::Impl {
       out.weights_version = req.weights_version;
       out.updates = req.updates;
       out.episode = req.episode;
+      out.weights = req.weights;
       out.span.started = Clock::now();
       try {
         if (!eval_agent) eval_agent = MakeAgent(eval_agent_name, eval_agent_json);
@@ -1248,6 +1273,20 @@ struct Learner::Impl {
         continue;
       }
       RecordEvaluation(o.summary, o.updates, /*save_best=*/false);
+      KeepFastestPolicy(o.summary, o.weights);
+    }
+  }
+
+  // The weights whose greedy plan was the fastest of every evaluation (the
+  // cost model's time, the comparison's measure; the best reward also weighs
+  // the memory price): where the plan-time search starts. Training can make
+  // a policy worse, and imitation's weights are often the best.
+  void KeepFastestPolicy(const EpisodeSummary& s, const std::string& weights) {
+    if (s.oom || weights.empty()) return;
+    if (fastest_policy_weights.empty() || s.cost.total_ns < fastest_policy_ns) {
+      fastest_policy_ns = s.cost.total_ns;
+      fastest_policy_weights = weights;
+      fastest_policy_name = s.plan.produced_by;
     }
   }
 
@@ -1464,6 +1503,11 @@ struct Learner::Impl {
     std::mt19937_64 imitation_rng(config.dqn.seed ^ 0x1d7a7e5eedull);
     result.imitation = LearnFromPlans(*agent, env, config.expert_plans, config.imitation, imitation_rng);
     result.imitated = true;
+    // The imitated policy is a candidate for the final plan like any evaluated one.
+    EpisodeSummary greedy = RunEpisode(env, [&](const Observation& o) { return agent->Greedy(o.data()); });
+    greedy.plan.produced_by = agent->name() + "-imitation";
+    if (!greedy.oom) ConsiderPlan(greedy.plan);
+    KeepFastestPolicy(greedy, agent->SerializeWeights());
     const ImitationResult& im = result.imitation;
     LogInfo("imitation_finished").kv("expert", im.expert).kv("expert_runtime_ns", im.expert_cost_ns)
         .kv("best_round", im.best_round).kv("greedy_runtime_ns", im.best_cost_ns)
@@ -1700,20 +1744,7 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
 
   m.result.greedy_summary = m.Evaluate();
   m.result.greedy_plan = m.result.greedy_summary.plan;
-  if (m.config.plan_search.max_rollouts > 1) {
-    PlacementEnv search_env(m.config.workload, m.config.env);
-    PlacementAgent& agent = *m.agent;
-    m.result.search = SearchPlan(search_env, [&](const Observation& o) {
-      std::vector<float> s = agent.ActionScores(o.data());
-      return std::make_pair(s.at(0), s.at(1));
-    }, m.config.plan_search);
-    m.result.search.best.plan.produced_by = m.agent->name() + "-greedy+search v" + std::to_string(m.weights_version);
-    m.result.searched = true;
-    LogInfo("plan_search_finished").kv("rollouts", m.result.search.rollouts)
-        .kv("improvements", m.result.search.improvements).kv("deviations", m.result.search.deviations)
-        .kv("greedy_runtime_ns", m.result.search.greedy.cost.total_ns)
-        .kv("searched_runtime_ns", m.result.search.best.cost.total_ns).kv("seconds", m.result.search.seconds);
-  }
+  if (m.config.plan_search.max_rollouts > 1) m.SearchFinalPlan();
   m.result.updates = m.agent->updates();
   m.result.agent = m.agent->name();
   m.result.weights_version = m.weights_version;

@@ -88,15 +88,22 @@ std::vector<PolicyScore> ComparePlans(const Workload& w, const EnvConfig& env, c
     if (b.policy == "first-touch") continue;  // a reference already
     out.push_back(Score(w, env, b.plan, b.status.empty() ? b.policy : b.policy + " (" + b.status + ")", "baseline"));
   }
-  auto mark = [&](PolicyScore s) {
-    if (s.source == final_plan.source) s.source += kFinalMark;
+  bool marked = false;
+  auto mark = [&](const PlacementPlan& plan, const std::string& name, const char* source) {
+    PolicyScore s = Score(w, env, plan, name, source);
+    if (!marked && s.source == final_plan.source && plan.Hash() == final_plan.plan.Hash()) {
+      s.source += kFinalMark;
+      marked = true;
+    }
     out.push_back(std::move(s));
   };
-  mark(Score(w, env, result.greedy_plan, result.greedy_plan.produced_by, kGreedy));
-  if (result.searched) mark(Score(w, env, result.search.best.plan, result.search.best.plan.produced_by, kSearch));
+  mark(result.greedy_plan, result.greedy_plan.produced_by, kGreedy);
+  if (result.searched && !(result.search.greedy.plan == result.greedy_plan))
+    mark(result.search.greedy.plan, result.search.greedy.plan.produced_by, kGreedy);
+  if (result.searched) mark(result.search.best.plan, result.search.best.plan.produced_by, kSearch);
   if (result.has_best_plan) {
     const PlacementPlan explored = BestTrainingPlan(result);
-    mark(Score(w, env, explored, explored.produced_by, kExplored));
+    mark(explored, explored.produced_by, kExplored);
   }
   return out;
 }
@@ -149,6 +156,7 @@ FinalPlanChoice ChooseFinalPlan(const Workload& w, const LearnerResult& result) 
     CostReport c = EvaluatePlan(w, plan);
     if (!c.oom && c.total_ns < best_ns) best = {plan, source}, best_ns = c.total_ns;
   };
+  if (result.searched) consider(result.search.greedy.plan, kGreedy);
   if (result.searched) consider(result.search.best.plan, kSearch);
   if (result.has_best_plan) {
     consider(BestTrainingPlan(result), kExplored);
