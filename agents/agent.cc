@@ -9,6 +9,14 @@
 #include "common/framed_file.h"
 
 namespace tensortier {
+
+void PlacementAgent::SetDemonstrations(std::vector<Transition>) {
+  throw std::logic_error(name() + " does not learn from demonstrations");
+}
+
+TrainStats PlacementAgent::PretrainStep(std::mt19937_64&) {
+  throw std::logic_error(name() + " does not learn from demonstrations");
+}
 namespace {
 
 constexpr FileFrame kAgentCheckpointFrame{"TTAGNT", 1, "TensorTier agent checkpoint"};  // "TTAGNT01"

@@ -7,6 +7,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "replay/replay.h"
 
@@ -65,6 +66,22 @@ class PlacementAgent {
   // written atomically, versioned and checksummed.
   void SaveCheckpoint(const std::string& path) const;
   void LoadCheckpoint(const std::string& path);  // ReadAgentCheckpoint, then LoadState
+
+  // The agent's preference for each action at an observation, higher is
+  // better (DQN: Q-values; SAC: its policy's probabilities): what a search at
+  // plan time (envs/plan_search.h) questions first where they are close.
+  virtual std::vector<float> ActionScores(const float* observation) const = 0;
+
+  // Learning from demonstrations (DQfD, learner/imitation.h). Agents without
+  // it return false here and throw std::logic_error from the two calls below.
+  virtual bool supports_demonstrations() const { return false; }
+  // The expert transitions every later Update mixes into its batches.
+  virtual void SetDemonstrations(std::vector<Transition> demonstrations);
+  // One gradient step on demonstrations alone.
+  virtual TrainStats PretrainStep(std::mt19937_64& rng);
+  // After LoadWeights on an agent that goes on training: the target network
+  // (where there is one) starts from the loaded weights too.
+  virtual void SyncTarget() {}
 };
 
 // `name` is "dqn" or "sac"; `config_json` is that agent's config (empty =

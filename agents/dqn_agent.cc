@@ -67,6 +67,10 @@ void Validate(const DqnConfig& c) {
   if (c.replay_capacity < 1) BadConfig("replay_capacity must be at least 1");
   if (c.learning_starts < 0) BadConfig("learning_starts must not be negative");
   if (c.updates_per_episode < 0) BadConfig("updates_per_episode must not be negative");
+  if (!(c.demo_fraction >= 0 && c.demo_fraction <= 1)) BadConfig("demo_fraction must be in [0, 1]");
+  if (!(c.demo_margin >= 0) || !std::isfinite(c.demo_margin)) BadConfig("demo_margin must be finite and >= 0");
+  if (!(c.demo_loss_weight >= 0) || !std::isfinite(c.demo_loss_weight))
+    BadConfig("demo_loss_weight must be finite and >= 0");
   if (!ValidDevice(c.device)) BadConfig("device '" + c.device + "' is not one of auto, cpu, cuda, cuda:N");
 }
 
@@ -180,6 +184,9 @@ const ConfigJson<DqnConfig>& JsonFields() {
       {"updates_per_episode", &DqnConfig::updates_per_episode},
       {"seed", &DqnConfig::seed},
       {"device", &DqnConfig::device},
+      {"demo_fraction", &DqnConfig::demo_fraction},
+      {"demo_margin", &DqnConfig::demo_margin},
+      {"demo_loss_weight", &DqnConfig::demo_loss_weight},
   });
   return fields;
 }
@@ -224,6 +231,9 @@ struct DqnAgent::Impl {
   std::vector<int64_t> h_act;
   std::vector<float> h_rd;
   std::vector<float> h_weight;  // importance weights (prioritised replay)
+  std::vector<Transition> demonstrations;  // DQfD: the expert's transitions
+  std::vector<const Transition*> demo_sample;  // scratch: a batch of demonstrations
+  int64_t expert_rows = 0;      // of the batch being trained, the first rows that are demonstrations
 
   // Device tensors of one batch (views of the host staging on the CPU).
   torch::Tensor obs;          // [2B, obs]
@@ -419,10 +429,57 @@ std::vector<float> DqnAgent::QValues(const float* observation) const {
   return q;
 }
 
+namespace {
+// How many rows of a batch of `batch` come from the demonstrations.
+int64_t DemoRows(const DqnConfig& c, int64_t batch, size_t demonstrations) {
+  if (demonstrations == 0) return 0;
+  return std::min<int64_t>(batch, static_cast<int64_t>(std::llround(c.demo_fraction * static_cast<double>(batch))));
+}
+}  // namespace
+
+void DqnAgent::SetDemonstrations(std::vector<Transition> demonstrations) {
+  for (const Transition& t : demonstrations) {
+    if (t.observation.size() != static_cast<size_t>(config_.observation_size) ||
+        t.action >= config_.num_actions)
+      throw std::invalid_argument("DqnAgent::SetDemonstrations: a transition does not fit the network (" +
+                                  std::to_string(t.observation.size()) + " floats, action " +
+                                  std::to_string(t.action) + ")");
+    for (float v : t.observation)
+      if (!std::isfinite(v)) throw std::invalid_argument("DqnAgent::SetDemonstrations: a non-finite observation");
+    if (!std::isfinite(t.reward)) throw std::invalid_argument("DqnAgent::SetDemonstrations: a non-finite reward");
+  }
+  impl_->demonstrations = std::move(demonstrations);
+}
+
+size_t DqnAgent::demonstrations() const { return impl_->demonstrations.size(); }
+
+TrainStats DqnAgent::PretrainStep(std::mt19937_64& rng) {
+  Impl& m = *impl_;
+  if (m.demonstrations.empty()) throw std::logic_error("DqnAgent::PretrainStep: no demonstrations");
+  std::uniform_int_distribution<size_t> pick(0, m.demonstrations.size() - 1);
+  m.demo_sample.resize(static_cast<size_t>(m.batch));
+  for (auto& p : m.demo_sample) p = &m.demonstrations[pick(rng)];
+  m.expert_rows = m.batch;
+  TrainStats stats = Update(m.demo_sample, {}, nullptr);
+  m.expert_rows = 0;
+  return stats;
+}
+
 TrainStats DqnAgent::Update(Replay& replay, std::mt19937_64& rng) {
   if (replay.size() == 0) throw std::logic_error("DqnAgent::Update: the replay buffer is empty");
   replay.SampleInto(static_cast<size_t>(impl_->batch), rng, &sample_);
-  if (!replay.prioritized()) return Update(sample_.transitions, {}, nullptr);
+  if (!replay.prioritized()) {
+    Impl& m = *impl_;
+    const int64_t demo_rows = DemoRows(config_, m.batch, m.demonstrations.size());
+    if (demo_rows > 0) {
+      std::uniform_int_distribution<size_t> pick(0, m.demonstrations.size() - 1);
+      for (int64_t i = 0; i < demo_rows; ++i) sample_.transitions[static_cast<size_t>(i)] = &m.demonstrations[pick(rng)];
+    }
+    m.expert_rows = demo_rows;
+    TrainStats stats = Update(sample_.transitions, {}, nullptr);
+    m.expert_rows = 0;
+    return stats;
+  }
   TrainStats stats = Update(sample_.transitions, sample_.weights, &abs_td_errors_);
   replay.UpdatePriorities(sample_.keys, abs_td_errors_);
   return stats;
@@ -507,6 +564,28 @@ TrainStats DqnAgent::Update(const std::vector<const Transition*>& sample,
   m.grad_q.mul_(1.0 / static_cast<double>(batch));
   // Weighted loss mean_i w_i huber(e_i): each row's gradient scales by w_i.
   if (weighted) m.grad_q.mul_(m.weight);
+  double margin_loss = 0;
+  if (m.expert_rows > 0 && config_.demo_loss_weight > 0) {
+    // DQfD's large-margin loss on the demonstration rows (the first
+    // expert_rows): lambda * (max_a [Q(s,a) + l(a_E,a)] - Q(s,a_E)), l the
+    // margin for every action but the expert's. Its gradient is +lambda at
+    // the augmented argmax and -lambda at the expert's action (they cancel
+    // when the expert's action already wins by the margin).
+    const int64_t e = m.expert_rows;
+    const int64_t actions = config_.num_actions;
+    torch::Tensor q = m.q_states.narrow(0, 0, e);
+    torch::Tensor a_e = m.actions.narrow(0, 0, e);
+    torch::Tensor augmented = q + static_cast<float>(config_.demo_margin);
+    augmented.scatter_(1, a_e, q.gather(1, a_e));
+    torch::Tensor a_star = augmented.argmax(1, /*keepdim=*/true);
+    torch::Tensor per_row = augmented.gather(1, a_star) - q.gather(1, a_e);
+    const double scale = config_.demo_loss_weight / static_cast<double>(batch);
+    torch::Tensor g = torch::zeros({e, actions}, q.options());
+    g.scatter_add_(1, a_star, torch::full({e, 1}, static_cast<float>(scale), q.options()));
+    g.scatter_add_(1, a_e, torch::full({e, 1}, static_cast<float>(-scale), q.options()));
+    m.grad_q.narrow(0, 0, e).add_(g);
+    margin_loss = config_.demo_loss_weight * per_row.sum().item<double>() / static_cast<double>(batch);
+  }
 
   // Backward through Linear(-ReLU) layers, into the flat gradient.
   const size_t layers = m.spans.size();
@@ -539,7 +618,7 @@ TrainStats DqnAgent::Update(const std::vector<const Transition*>& sample,
       sum_q += q[i];
       if (abs_td_errors) (*abs_td_errors)[i] = e;
     }
-    stats.loss = loss / batch;
+    stats.loss = loss / batch + margin_loss;
     stats.mean_q = sum_q / batch;
   } else {
     m.grad.mul_((config_.grad_clip_norm / (norm + 1e-6)).clamp_max_(1.0));
@@ -549,7 +628,7 @@ TrainStats DqnAgent::Update(const std::vector<const Transition*>& sample,
                                   : at::huber_loss(m.q_taken.view({batch}), m.td_target, at::Reduction::Mean, delta);
     torch::Tensor all = torch::stack({loss, m.q_taken.mean(), norm}).to(torch::kCPU);
     const float* v = all.data_ptr<float>();
-    stats.loss = v[0];
+    stats.loss = v[0] + margin_loss;
     stats.mean_q = v[1];
     stats.grad_norm = v[2];
     if (abs_td_errors) {

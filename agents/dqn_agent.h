@@ -31,6 +31,14 @@ struct DqnConfig {
   int updates_per_episode = 32;
   uint64_t seed = 1;
   std::string device = "auto";           // "auto" (CUDA when present), "cpu", "cuda", "cuda:N"
+  // Learning from demonstrations (DQfD, Hester et al. 2018), used once
+  // SetDemonstrations gave the agent an expert's transitions: this share of
+  // every batch is drawn from them, and on those rows a large-margin loss
+  // lambda * (max_a [Q(s,a) + margin (a != a_E)] - Q(s,a_E)) pushes the
+  // expert's action above the others by `demo_margin`.
+  double demo_fraction = 0.25;
+  double demo_margin = 0.8;
+  double demo_loss_weight = 1.0;
 
   std::string ToJson() const;
   static DqnConfig FromJson(const std::string& json);  // throws on malformed input
@@ -55,6 +63,7 @@ class DqnAgent : public PlacementAgent {
   int Act(const float* observation, double epsilon, std::mt19937_64& rng) const override;
   int Greedy(const float* observation) const override;
   std::vector<float> QValues(const float* observation) const;
+  std::vector<float> ActionScores(const float* observation) const override { return QValues(observation); }
 
   // One double-DQN gradient step on a batch sampled from `replay`. From
   // prioritised replay (Schaul et al. 2016) each item's Huber loss is
@@ -66,8 +75,20 @@ class DqnAgent : public PlacementAgent {
   // mean_i w_i huber(e_i); `abs_td_errors`, when given, receives |e_i|.
   TrainStats Update(const std::vector<const Transition*>& batch, const std::vector<float>& importance_weights,
                     std::vector<double>* abs_td_errors);
-  void SyncTarget();
+  void SyncTarget() override;
   uint64_t updates() const override { return updates_; }
+
+  // The expert transitions (envs/demonstration.h) every later Update mixes
+  // into its batch from uniform replay (config demo_fraction; prioritised
+  // batches stay the replay's own, their priorities belong to its items);
+  // kept apart from replay, so the agent's own experience never evicts them.
+  // Empty: plain double DQN.
+  bool supports_demonstrations() const override { return true; }
+  void SetDemonstrations(std::vector<Transition> demonstrations) override;
+  size_t demonstrations() const;
+  // One step on a batch drawn from the demonstrations alone: DQfD's
+  // pre-training phase, before the agent has experience of its own.
+  TrainStats PretrainStep(std::mt19937_64& rng) override;
 
   // Policy (online network) parameters only, for workers.
   std::string SerializeWeights() const override;

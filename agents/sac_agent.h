@@ -80,6 +80,7 @@ class SacAgent : public PlacementAgent {
   int Act(const float* observation, SacActMode mode, std::mt19937_64& rng) const;
   int Greedy(const float* observation) const override;
   std::vector<float> ActionProbabilities(const float* observation) const;
+  std::vector<float> ActionScores(const float* observation) const override { return ActionProbabilities(observation); }
   // min(Q1, Q2) of one observation (diagnostics).
   std::vector<float> QValues(const float* observation) const;
   double alpha() const;

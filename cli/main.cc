@@ -2,6 +2,7 @@
 // dispatches to the library. No logic of its own beyond presentation.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -155,6 +156,13 @@ struct CommonTraining {
   double sac_tau = 0.02;
   double sac_target_entropy_scale = 0.1;
   double sac_reward_scale = 0.05;
+  // Learning from demonstrations and the final comparison (learner/imitation.h,
+  // docs/results/learning.md). DQN imitates the fastest of these policies' plans first.
+  std::vector<std::string> demonstrations = {"autotm-sync", "sentinel"};
+  std::vector<std::string> baselines = {"sentinel", "autotm-sync", "ca-lm"};
+  double solver_seconds = 60;
+  int dagger_rounds = ImitationConfig{}.dagger_rounds;
+  int search_rollouts = LearnerConfig{}.plan_search.max_rollouts;
 };
 
 void AddTrainingOptions(CLI::App* cmd, CommonTraining& o) {
@@ -252,6 +260,54 @@ void AddTrainingOptions(CLI::App* cmd, CommonTraining& o) {
                   "Relative tolerance of --converge-window (times max(1, |best evaluation reward|))")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  // No captured defaults: CLI11 writes a list default into config.toml as
+  // one space-separated string, which would not read back as a list.
+  cmd->add_option("--demonstrations", o.demonstrations,
+                  "Baseline policies whose plans DQN imitates before training (DQfD + DAgger, the fastest plan "
+                  "of them); 'none' to start from random weights [default: autotm-sync sentinel]");
+  cmd->add_option("--baselines", o.baselines,
+                  "Baseline policies scored beside the learned plan at the end [default: sentinel autotm-sync ca-lm]");
+  cmd->add_option("--solver-seconds", o.solver_seconds, "Time limit of each ILP solve of the baselines (AutoTM)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--dagger-rounds", o.dagger_rounds, "Imitation: DAgger rounds after pre-training on the expert")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  cmd->add_option("--search-rollouts", o.search_rollouts,
+                  "Plan-time search from the final greedy plan, guided by the network (1 = none)")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+}
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// The baselines a run compares with and learns from; sets c.expert_plans.
+std::vector<BaselinePlan> PrepareBaselines(const CommonTraining& o, LearnerConfig& c) {
+  std::vector<std::string> demos = o.demonstrations;
+  demos.erase(std::remove(demos.begin(), demos.end(), "none"), demos.end());
+  if (c.agent == "sac" && !demos.empty()) {
+    LogInfo("demonstrations_skipped").kv("reason", "sac does not learn from demonstrations");
+    demos.clear();
+  }
+  if (c.resume) demos.clear();  // the checkpoint has the imitated weights
+  std::vector<std::string> names = o.baselines;
+  names.erase(std::remove(names.begin(), names.end(), "none"), names.end());
+  for (const std::string& d : demos)
+    if (std::find(names.begin(), names.end(), d) == names.end()) names.push_back(d);
+  std::vector<BaselinePlan> baselines =
+      ComputeBaselines(c.workload, c.env, names, o.solver_seconds, [](const std::string& name) {
+        std::printf("baseline %s ...\n", name.c_str());
+        std::fflush(stdout);
+      });
+  for (const BaselinePlan& b : baselines)
+    if (std::find(demos.begin(), demos.end(), b.policy) != demos.end()) c.expert_plans.push_back(b.plan);
+  c.imitation.dagger_rounds = o.dagger_rounds;
+  c.plan_search.max_rollouts = o.search_rollouts;
+  return baselines;
 }
 
 // --resume RUN_DIR is the run directory, and its workload unless one is given.
@@ -367,6 +423,10 @@ int RunTrain(CommonTraining& o, const ModelFlags& model, const WorkerFlags& work
   opts.worker_executable = SelfExecutable();
   opts.worker_args = WorkerArgs(worker_flags);
   opts.config_toml = config_toml;
+  opts.baselines = PrepareBaselines(o, opts.learner);
+  if (!opts.learner.expert_plans.empty())
+    std::printf("imitating the fastest plan of: %s (DQfD, %d DAgger rounds) ...\n",
+                JoinNames(o.demonstrations).c_str(), opts.learner.imitation.dagger_rounds);
   if (!opts.learner.metrics_address.empty()) {  // every process registers its metrics port for Prometheus
     opts.learner.metrics_sd_dir = o.out + "/prometheus/targets";
     opts.worker_args.insert(opts.worker_args.end(), {"--metrics-address", "127.0.0.1:0", "--metrics-sd-dir",
@@ -407,9 +467,15 @@ int RunTrain(CommonTraining& o, const ModelFlags& model, const WorkerFlags& work
   for (const EpisodeRecord& r : out.result.records) ++backends[r.backend];
   std::string scored_by;
   for (const auto& [name, n] : backends) scored_by += (scored_by.empty() ? "" : ", ") + name + " " + std::to_string(n);
-  std::printf("episodes scored by: %s\nfinal plan: %s; the table is the cost model's\n\n%s\nwritten to %s/\n",
-              scored_by.c_str(), out.final_plan.produced_by.c_str(), ComparisonMarkdown(out.comparison).c_str(),
-              o.out.c_str());
+  if (out.result.imitated)
+    std::printf("imitation: %s's plan (%.3f ms), greedy policy after the best of %zu rounds %.3f ms, %.1f s\n",
+                out.result.imitation.expert.c_str(), out.result.imitation.expert_cost_ns / 1e6,
+                out.result.imitation.rounds.size(), out.result.imitation.best_cost_ns / 1e6,
+                out.result.imitation.seconds);
+  std::printf("episodes scored by: %s\nfinal plan: %s, from the %s; the table is the cost model's\n\n%s\n%s\n"
+              "written to %s/\n",
+              scored_by.c_str(), out.final_plan.plan.produced_by.c_str(), out.final_plan.source.c_str(),
+              ComparisonMarkdown(out.comparison).c_str(), ComparisonVerdict(out.comparison).c_str(), o.out.c_str());
   if (prometheus)
     std::printf("Prometheus stopped; serve its data again with\n  prometheus --config.file=%s/prometheus/prometheus.yml "
                 "--storage.tsdb.path=%s/prometheus/data --web.listen-address=127.0.0.1:9090\n",
@@ -426,6 +492,7 @@ int RunLearner(CommonTraining& o, const std::string& bind, uint32_t min_workers,
   c.min_workers = min_workers;
   c.run_dir = o.out;
   c.metrics_sd_dir = metrics_sd_dir;
+  const std::vector<BaselinePlan> baselines = PrepareBaselines(o, c);
   Learner learner(c);
   if (!c.resume) WriteFileAtomically(o.out + "/config.toml", config_toml);  // a killed run resumes with it
   std::printf("learner listening on %s; run directory %s\n", learner.endpoint().c_str(), o.out.c_str());
@@ -437,10 +504,12 @@ int RunLearner(CommonTraining& o, const std::string& bind, uint32_t min_workers,
   if (r.converged)
     std::printf("converged after %llu episodes, %.1f s\n", static_cast<unsigned long long>(r.converged_at_episode),
                 r.converged_at_seconds);
-  PlacementPlan final_plan = ChooseFinalPlan(c.workload, r);
-  auto comparison = ComparePlans(c.workload, c.env, final_plan, final_plan.produced_by);
+  FinalPlanChoice final_plan = ChooseFinalPlan(c.workload, r);
+  auto comparison = ComparePlans(c.workload, c.env, r, final_plan, baselines);
   WriteRunDirectory(o.out, config_toml, c.workload, c.env, r, final_plan, comparison);
-  std::printf("\n%s\nwritten to %s/\n", ComparisonMarkdown(comparison).c_str(), o.out.c_str());
+  std::printf("\nfinal plan: %s, from the %s\n%s\n%s\nwritten to %s/\n", final_plan.plan.produced_by.c_str(),
+              final_plan.source.c_str(), ComparisonMarkdown(comparison).c_str(), ComparisonVerdict(comparison).c_str(),
+              o.out.c_str());
   return 0;
 }
 

@@ -25,19 +25,44 @@ namespace {
 constexpr double kDramPricePerGb = 23.81;
 constexpr double kSlowPricePerGb = 7.85;
 
+constexpr const char* kSearchSuffix = "+search";
+
+bool HasSearchSuffix(const std::string& name) {
+  const std::string suffix = kSearchSuffix;
+  return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// "dqn+search" -> "dqn".
+std::string AgentKind(const std::string& name) {
+  return HasSearchSuffix(name) ? name.substr(0, name.size() - std::string(kSearchSuffix).size()) : name;
+}
+
 // The agent of a checkpoint, rolled out greedily on the workload at the
-// given budget: the learned policy as a baseline-like decision.
-PlacementPlan LearnedPlan(const PlacementAgent& agent, const Workload& w, uint64_t dram_limit, MigrationMode mode) {
+// given budget: the learned policy as a baseline-like decision; with
+// `search`, improved by the plan-time search its network guides.
+PlacementPlan LearnedPlan(const PlacementAgent& agent, const Workload& w, uint64_t dram_limit, MigrationMode mode,
+                          const PlanSearchOptions* search) {
   EnvConfig env;
   env.dram_limit_bytes = dram_limit;
   env.mode = mode;
   PlacementEnv placement(w, env);
+  if (search) {
+    PlanSearchResult r = SearchPlan(placement, [&](const Observation& o) {
+      std::vector<float> s = agent.ActionScores(o.data());
+      return std::make_pair(s.at(0), s.at(1));
+    }, *search);
+    r.best.plan.produced_by = agent.name() + kSearchSuffix;
+    return r.best.plan;
+  }
   EpisodeSummary s = RunEpisode(placement, [&](const Observation& o) { return agent.Greedy(o.data()); });
   s.plan.produced_by = agent.name();
   return s.plan;
 }
 
-bool IsLearnedPolicy(const std::string& name) { return name == "dqn" || name == "sac" || name == "learned"; }
+bool IsLearnedPolicy(const std::string& name) {
+  const std::string kind = AgentKind(name);
+  return kind == "dqn" || kind == "sac" || name == "learned";
+}
 
 // The checkpoints that apply to workload `w`, by agent kind: one named for
 // the workload wins over one given for every workload.
@@ -75,22 +100,29 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
                                        const BenchmarkProgress& progress) {
   std::map<std::string, std::shared_ptr<PlacementAgent>> agents;
   if (std::any_of(o.policies.begin(), o.policies.end(), IsLearnedPolicy)) {
-    const bool named = std::any_of(o.policies.begin(), o.policies.end(),
-                                   [](const std::string& p) { return p == "dqn" || p == "sac"; });
+    const bool named = std::any_of(o.policies.begin(), o.policies.end(), [](const std::string& p) {
+      return AgentKind(p) == "dqn" || AgentKind(p) == "sac";
+    });
     if (named && o.checkpoints.empty())
       throw std::invalid_argument("the policies dqn and sac need --checkpoint [WORKLOAD=]FILE (a learner's "
                                   "checkpoints/dqn.ckpt or sac.ckpt)");
     agents = AgentsFor(w, o);
   }
-  // "learned" stands for every agent a checkpoint gives this workload.
+  // "learned" stands for every agent a checkpoint gives this workload: its
+  // greedy plan and, unless the search is off, the search's.
   std::vector<std::string> policies;
+  auto add = [&](const std::string& name) {
+    if (std::find(policies.begin(), policies.end(), name) == policies.end()) policies.push_back(name);
+  };
   for (const std::string& name : o.policies) {
     if (name != "learned") {
-      if (std::find(policies.begin(), policies.end(), name) == policies.end()) policies.push_back(name);
+      add(name);
       continue;
     }
-    for (const auto& [kind, agent] : agents)
-      if (std::find(policies.begin(), policies.end(), kind) == policies.end()) policies.push_back(kind);
+    for (const auto& [kind, agent] : agents) {
+      add(kind);
+      if (o.search.max_rollouts > 1) add(kind + kSearchSuffix);
+    }
   }
   std::unique_ptr<RealWorkloadRunner> runner;
   double measured_all_dram_ns = 0;
@@ -115,12 +147,13 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
       PlacementPlan plan;
       try {
         if (IsLearnedPolicy(name)) {
-          auto it = agents.find(name);
+          const std::string kind = AgentKind(name);
+          auto it = agents.find(kind);
           if (it == agents.end())
             throw std::invalid_argument("policy " + name + " needs --checkpoint [" + w.name + "=]FILE holding a " +
-                                        name + " agent (a learner's checkpoints/" + name + ".ckpt)");
+                                        kind + " agent (a learner's checkpoints/" + kind + ".ckpt)");
           auto t0 = std::chrono::steady_clock::now();
-          plan = LearnedPlan(*it->second, w, limit, o.mode);
+          plan = LearnedPlan(*it->second, w, limit, o.mode, HasSearchSuffix(name) ? &o.search : nullptr);
           row.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         } else {
           PolicyContext ctx;

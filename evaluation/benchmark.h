@@ -9,14 +9,17 @@
 #include <vector>
 
 #include "envs/placement_plan.h"
+#include "envs/plan_search.h"
 #include "envs/workload.h"
 
 namespace tensortier {
 
 struct BenchmarkOptions {
   // Baseline names (policies/policy.h), "dqn" and "sac" (the agent of a
-  // checkpoint, rolled out greedily at each budget) and "learned" (every
-  // agent the checkpoints give a workload).
+  // checkpoint, rolled out greedily at each budget), "dqn+search" and
+  // "sac+search" (that greedy plan improved by the plan-time search the
+  // network guides, envs/plan_search.h; its time is decision time) and
+  // "learned" (every agent the checkpoints give a workload, greedy and searched).
   std::vector<std::string> policies = {"all-slow", "first-touch", "sentinel", "autotm-sync", "deeptm-heuristic",
                                        "ca-lm", "learned"};
   std::vector<double> dram_fractions = {1.0, 0.6, 0.4, 0.2, 0.11};
@@ -32,6 +35,7 @@ struct BenchmarkOptions {
   int repeats = 3;
   double solver_time_limit_seconds = 60;
   uint64_t seed = 1;
+  PlanSearchOptions search{64, 16, 120};  // of the "+search" policies
 };
 
 struct BenchmarkRow {

@@ -76,6 +76,7 @@ void Evaluator::Loop() {
     out.weights_version = req.weights_version;
     out.updates = req.updates;
     out.episode = req.episode;
+    out.weights = req.weights;
     out.started = std::chrono::steady_clock::now();
     try {
       if (!agent_) agent_ = MakeAgent(agent_name_, agent_json_);

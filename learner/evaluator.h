@@ -38,6 +38,7 @@ class Evaluator {
     uint64_t weights_version = 0, updates = 0, episode = 0;
     bool ok = false;                // false: the evaluation threw (logged)
     EpisodeSummary summary;
+    std::string weights;            // the evaluated weights (learner/fastest_policy.h)
     std::chrono::steady_clock::time_point started, finished;
   };
   // Called on the evaluation thread with its own agent when a rollout's

@@ -15,6 +15,7 @@
 #include "learner/checkpoint_sections.h"
 #include "learner/checkpoint_store.h"
 #include "learner/evaluator.h"
+#include "learner/fastest_policy.h"
 #include "learner/fleet_registry.h"
 #include "learner/ingest.h"
 #include "learner/measurement_cache.h"
@@ -75,6 +76,7 @@ struct Learner::Impl {
       agent = RestoreAgent(LoadAgentSection(r), config, CheckpointDir());
     } else {
       agent = BuildAgent(config);
+      if (!config.expert_plans.empty()) Imitate();
     }
     TrainerSettings ts;
     ts.prioritized = config.replay == "prioritized";
@@ -91,7 +93,7 @@ struct Learner::Impl {
     result.exploration = config.exploration;
     if (payload) RestoreStateFrom(*payload);
 
-    tasks = std::make_unique<TaskFrames>(config, *agent);
+    tasks = std::make_unique<TaskFrames>(config, *agent, result.imitated);
     if (!payload) weights.Advance();
     weights.Publish(*agent, Clock::now());
     if (!config.run_dir.empty()) {
@@ -126,6 +128,7 @@ struct Learner::Impl {
   Clock::time_point start = Clock::now();
   double seconds_before = 0;                    // of the sessions before a resume
   std::unique_ptr<PlacementEnv> eval_env;
+  FastestPolicy fastest;  // where the plan-time search starts
   std::unique_ptr<LearnerMetrics> metrics;  // null without --metrics-address
   // The best plan and the greedy evaluations (learner/scoreboard.h); LearnerResult gets them at the end.
   Scoreboard scores{config.workload, config.converge_window, config.converge_tolerance};
@@ -407,6 +410,35 @@ struct Learner::Impl {
     }
   }
 
+  // Before the first weights go out (learner/imitation.h): the agent starts
+  // at the incumbent, and its greedy plan is a candidate like any evaluation's.
+  void Imitate() {
+    PlacementEnv env(config.workload, config.env);
+    std::mt19937_64 imitation_rng(config.dqn.seed ^ 0x1d7a7e5eedull);
+    result.imitation = LearnFromPlans(*agent, env, config.expert_plans, config.imitation, imitation_rng);
+    result.imitated = true;
+    EpisodeSummary greedy = result.imitation.best_greedy;
+    greedy.plan.produced_by = agent->name() + "-imitation";
+    if (!greedy.oom) ConsiderPlan(greedy.plan);
+    fastest.Consider(greedy, agent->SerializeWeights());
+    const ImitationResult& im = result.imitation;
+    LogInfo("imitation_finished").kv("expert", im.expert).kv("expert_runtime_ns", im.expert_cost_ns)
+        .kv("best_round", im.best_round).kv("greedy_runtime_ns", im.best_cost_ns)
+        .kv("rounds", im.rounds.size()).kv("updates", im.updates).kv("seconds", im.seconds);
+  }
+
+  // After training: the search from the fastest evaluated policy's greedy plan.
+  void SearchFinalPlan() {
+    if (fastest.empty()) return;
+    result.search = fastest.Search(config.workload, config.env, agent->name(), agent->config_json(),
+                                   config.plan_search);
+    result.searched = true;
+    LogInfo("plan_search_finished").kv("policy", fastest.name()).kv("rollouts", result.search.rollouts)
+        .kv("improvements", result.search.improvements).kv("deviations", result.search.deviations)
+        .kv("greedy_runtime_ns", result.search.greedy.cost.total_ns)
+        .kv("searched_runtime_ns", result.search.best.cost.total_ns).kv("seconds", result.search.seconds);
+  }
+
   void ConsiderPlan(const PlacementPlan& plan) {
     try {
       scores.ConsiderPlan(plan);
@@ -423,6 +455,7 @@ struct Learner::Impl {
     EpisodeSummary s = RunEpisode(*eval_env, [&](const Observation& o) { return agent->Greedy(o.data()); });
     s.plan.produced_by = agent->name() + "-greedy v" + std::to_string(weights.version());
     RecordEvaluation(s, agent->updates(), /*save_best=*/true);
+    fastest.Consider(s, agent->SerializeWeights());
     return s;
   }
 
@@ -500,6 +533,7 @@ struct Learner::Impl {
         continue;
       }
       RecordEvaluation(o.summary, o.updates, /*save_best=*/false);
+      fastest.Consider(o.summary, o.weights);
     }
   }
 
@@ -684,6 +718,7 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
 
   m.result.greedy_summary = m.Evaluate();
   m.result.greedy_plan = m.result.greedy_summary.plan;
+  if (m.config.plan_search.max_rollouts > 1) m.SearchFinalPlan();
   m.result.updates = m.agent->updates();
   m.result.agent = m.agent->name();
   m.result.weights_version = m.weights.version();

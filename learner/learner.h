@@ -24,7 +24,9 @@
 #include "agents/sac_agent.h"
 #include "envs/placement_env.h"
 #include "envs/placement_plan.h"
+#include "envs/plan_search.h"
 #include "envs/workload.h"
+#include "learner/imitation.h"
 #include "protocol/messages.h"
 #include "replay/rate_limiter.h"
 #include "transport/security.h"
@@ -90,6 +92,17 @@ struct LearnerConfig {
   bool resume = false;
   uint32_t checkpoints_kept = 2;
   bool keep_batch_log = false;           // fill LearnerResult::batches (tests)
+  // Learning from demonstrations (learner/imitation.h): plans of other
+  // policies for this task (train computes them: --demonstrations). Before
+  // any worker plays, the agent imitates the cheapest of them (DQfD and
+  // DAgger rounds); DQN then keeps mixing the demonstrations into its
+  // updates. Empty: the agent starts from random weights. Not repeated on a
+  // resume (the checkpoint has the imitated weights).
+  std::vector<PlacementPlan> expert_plans;
+  ImitationConfig imitation;
+  // After training: a limited-discrepancy search guided by the final network
+  // (envs/plan_search.h) from its greedy plan. max_rollouts 1 = none.
+  PlanSearchOptions plan_search{64, 16, 120};
 };
 
 // One row of metrics.csv.
@@ -167,6 +180,12 @@ struct LearnerResult {
   bool has_best_plan = false;
   PlacementPlan greedy_plan;        // the trained policy, rolled out greedily at the end
   EpisodeSummary greedy_summary;
+  // The plan-time search from the greedy plan with the final network (its
+  // best equals greedy_summary when nothing beat it).
+  bool searched = false;
+  PlanSearchResult search;
+  bool imitated = false;            // LearnerConfig::expert_plans were learned from
+  ImitationResult imitation;
   LearnerCounters counters;
   double wall_seconds = 0;           // of the whole run, sessions before a resume included
   std::vector<uint32_t> workers_seen;

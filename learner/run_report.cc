@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <iomanip>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -14,9 +15,11 @@ namespace {
 
 constexpr double kBytesPerGb = 1e9;
 
-PolicyScore Score(const Workload& w, const EnvConfig& env, const PlacementPlan& plan, const std::string& name) {
+PolicyScore Score(const Workload& w, const EnvConfig& env, const PlacementPlan& plan, const std::string& name,
+                  const std::string& source) {
   PolicyScore s;
   s.policy = name;
+  s.source = source;
   s.cost = EvaluatePlan(w, plan);
   s.relative_performance = s.cost.total_ns > 0 ? MinCostNs(w) / s.cost.total_ns : 0;
   s.normalised_cost = NormalisedCost(w, s.cost.total_ns);
@@ -28,6 +31,7 @@ PolicyScore Score(const Workload& w, const EnvConfig& env, const PlacementPlan& 
 
 nlohmann::json ScoreJson(const PolicyScore& s) {
   return {{"policy", s.policy},
+          {"source", s.source},
           {"runtime_ns", s.cost.total_ns},
           {"exec_ns", s.cost.exec_ns},
           {"migration_ns", s.cost.migration_ns},
@@ -55,27 +59,62 @@ std::string Csv(const std::vector<EpisodeRecord>& records) {
   return os.str();
 }
 
+constexpr const char* kGreedy = "greedy policy";
+constexpr const char* kSearch = "plan-time search";
+constexpr const char* kExplored = "best episode seen in training";
+constexpr const char* kFinalMark = " (final plan)";
+
+PlacementPlan BestTrainingPlan(const LearnerResult& result) {
+  PlacementPlan plan = result.best_plan;
+  if (plan.produced_by.empty() || plan.produced_by == "placement-env") plan.produced_by = result.agent + "-best-episode";
+  return plan;
+}
+
+bool IsLearned(const PolicyScore& s) {
+  return s.source.rfind(kGreedy, 0) == 0 || s.source.rfind(kSearch, 0) == 0;
+}
+
 }  // namespace
 
-std::vector<PolicyScore> ComparePlans(const Workload& w, const EnvConfig& env, const PlacementPlan& learned,
-                                      const std::string& learned_name) {
+std::vector<PolicyScore> ComparePlans(const Workload& w, const EnvConfig& env, const LearnerResult& result,
+                                      const FinalPlanChoice& final_plan, const std::vector<BaselinePlan>& baselines) {
   std::vector<PolicyScore> out;
-  out.push_back(Score(w, env, PlacementPlan::Uniform(w, Tier::kDram, 0), "all-dram (no limit)"));
+  out.push_back(Score(w, env, PlacementPlan::Uniform(w, Tier::kDram, 0), "all-dram (no limit)", "reference"));
   PlacementPlan first_touch = FirstTouchPlan(w, env.dram_limit_bytes);
   first_touch.mode = env.mode;
-  out.push_back(Score(w, env, first_touch, "first-touch"));
-  out.push_back(Score(w, env, PlacementPlan::Uniform(w, Tier::kSlow, env.dram_limit_bytes), "all-slow"));
-  out.push_back(Score(w, env, learned, learned_name));
+  out.push_back(Score(w, env, first_touch, "first-touch", "reference"));
+  out.push_back(Score(w, env, PlacementPlan::Uniform(w, Tier::kSlow, env.dram_limit_bytes), "all-slow", "reference"));
+  for (const BaselinePlan& b : baselines) {
+    if (b.policy == "first-touch") continue;  // a reference already
+    out.push_back(Score(w, env, b.plan, b.status.empty() ? b.policy : b.policy + " (" + b.status + ")", "baseline"));
+  }
+  bool marked = false;
+  auto mark = [&](const PlacementPlan& plan, const std::string& name, const char* source) {
+    PolicyScore s = Score(w, env, plan, name, source);
+    if (!marked && s.source == final_plan.source && plan.Hash() == final_plan.plan.Hash()) {
+      s.source += kFinalMark;
+      marked = true;
+    }
+    out.push_back(std::move(s));
+  };
+  mark(result.greedy_plan, result.greedy_plan.produced_by, kGreedy);
+  if (result.searched && !(result.search.greedy.plan == result.greedy_plan))
+    mark(result.search.greedy.plan, result.search.greedy.plan.produced_by, kGreedy);
+  if (result.searched) mark(result.search.best.plan, result.search.best.plan.produced_by, kSearch);
+  if (result.has_best_plan) {
+    const PlacementPlan explored = BestTrainingPlan(result);
+    mark(explored, explored.produced_by, kExplored);
+  }
   return out;
 }
 
 std::string ComparisonMarkdown(const std::vector<PolicyScore>& scores) {
   std::ostringstream os;
-  os << "| policy | runtime (ms) | vs all-DRAM | normalised cost | DRAM peak (MiB) | migrated (MiB) | OOM |\n"
-     << "|---|---:|---:|---:|---:|---:|---|\n";
+  os << "| policy | source | runtime (ms) | vs all-DRAM | normalised cost | DRAM peak (MiB) | migrated (MiB) | OOM |\n"
+     << "|---|---|---:|---:|---:|---:|---:|---|\n";
   os << std::fixed;
   for (const PolicyScore& s : scores) {
-    os << "| " << s.policy << " | " << std::setprecision(3) << s.cost.total_ns / 1e6 << " | "
+    os << "| " << s.policy << " | " << s.source << " | " << std::setprecision(3) << s.cost.total_ns / 1e6 << " | "
        << std::setprecision(1) << 100.0 * s.relative_performance << "% | " << std::setprecision(3)
        << s.normalised_cost << " | " << std::setprecision(1) << s.cost.dram_peak_bytes / 1048576.0 << " | "
        << (s.cost.bytes_to_slow + s.cost.bytes_to_dram) / 1048576.0 << " | " << (s.cost.oom ? "yes" : "no")
@@ -84,19 +123,51 @@ std::string ComparisonMarkdown(const std::vector<PolicyScore>& scores) {
   return os.str();
 }
 
-PlacementPlan ChooseFinalPlan(const Workload& w, const LearnerResult& result) {
-  const bool greedy_ok = !result.greedy_summary.oom && !result.greedy_summary.cost.oom;
-  if (!result.has_best_plan) return result.greedy_plan;
-  double best = EvaluatePlan(w, result.best_plan).total_ns;
-  if (greedy_ok && result.greedy_summary.cost.total_ns <= best) return result.greedy_plan;
-  PlacementPlan plan = result.best_plan;
-  if (plan.produced_by.empty() || plan.produced_by == "placement-env") plan.produced_by = result.agent + "-best-episode";
-  return plan;
+std::string ComparisonVerdict(const std::vector<PolicyScore>& scores) {
+  const PolicyScore* learned = nullptr;
+  const PolicyScore* rival = nullptr;
+  for (const PolicyScore& s : scores) {
+    if (s.cost.oom || (s.source == "reference" && s.policy.rfind("all-dram", 0) == 0)) continue;
+    if (s.source.rfind(kExplored, 0) == 0) continue;  // not a policy
+    const PolicyScore*& slot = IsLearned(s) ? learned : rival;
+    if (!slot || s.relative_performance > slot->relative_performance) slot = &s;
+  }
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(1);
+  if (!learned) return "no learned plan fits the DRAM limit";
+  if (!rival || learned->relative_performance >= rival->relative_performance) {
+    os << "the learned plan (" << learned->source << ", " << 100.0 * learned->relative_performance
+       << "% of all-DRAM) is the fastest of this comparison";
+    return os.str();
+  }
+  os << "the learned plan is NOT the best: " << rival->policy << " (" << rival->source << ") reaches "
+     << 100.0 * rival->relative_performance << "% of all-DRAM against the learned " << learned->source << "'s "
+     << 100.0 * learned->relative_performance << "% (" << 100.0 * (rival->relative_performance - learned->relative_performance)
+     << " points)";
+  return os.str();
+}
+
+FinalPlanChoice ChooseFinalPlan(const Workload& w, const LearnerResult& result) {
+  FinalPlanChoice best{result.greedy_plan, kGreedy};
+  double best_ns = result.greedy_summary.oom || result.greedy_summary.cost.oom
+                       ? std::numeric_limits<double>::infinity()
+                       : EvaluatePlan(w, result.greedy_plan).total_ns;
+  auto consider = [&](const PlacementPlan& plan, const char* source) {
+    CostReport c = EvaluatePlan(w, plan);
+    if (!c.oom && c.total_ns < best_ns) best = {plan, source}, best_ns = c.total_ns;
+  };
+  if (result.searched) consider(result.search.greedy.plan, kGreedy);
+  if (result.searched) consider(result.search.best.plan, kSearch);
+  if (result.has_best_plan) {
+    consider(BestTrainingPlan(result), kExplored);
+  }
+  return best;
 }
 
 void WriteRunDirectory(const std::string& dir, const std::string& config_toml, const Workload& w,
-                       const EnvConfig& env, const LearnerResult& result, const PlacementPlan& final_plan,
+                       const EnvConfig& env, const LearnerResult& result, const FinalPlanChoice& final_choice,
                        const std::vector<PolicyScore>& comparison) {
+  const PlacementPlan& final_plan = final_choice.plan;
   MakeDirectories(dir);
   WriteFileAtomically(dir + "/config.toml", config_toml);
   WriteFileAtomically(dir + "/metrics.csv", Csv(result.records));
@@ -144,16 +215,34 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
                             {"skipped", result.evaluations_skipped}, {"failed", result.evaluations_failed}};
   summary["convergence"] = {{"converged", result.converged}, {"episodes", result.converged_at_episode},
                             {"wall_seconds", result.converged_at_seconds}};
-  summary["final_plan"] = {{"produced_by", final_plan.produced_by}, {"hash", final_plan.Hash()}};
+  summary["final_plan"] = {{"produced_by", final_plan.produced_by}, {"source", final_choice.source},
+                           {"hash", final_plan.Hash()}, {"verdict", ComparisonVerdict(comparison)}};
+  if (result.searched)
+    summary["plan_search"] = {{"rollouts", result.search.rollouts}, {"improvements", result.search.improvements},
+                              {"deviations", result.search.deviations}, {"seconds", result.search.seconds},
+                              {"greedy_runtime_ns", result.search.greedy.cost.total_ns},
+                              {"runtime_ns", result.search.best.cost.total_ns}};
+  if (result.imitated) {
+    nlohmann::json rounds = nlohmann::json::array();
+    for (const ImitationRound& r : result.imitation.rounds)
+      rounds.push_back({{"round", r.round}, {"greedy_runtime_ns", r.greedy_cost_ns}, {"oom", r.greedy_oom},
+                        {"demonstrations", r.demonstrations}, {"seconds", r.seconds}});
+    summary["imitation"] = {{"expert", result.imitation.expert},
+                            {"expert_runtime_ns", result.imitation.expert_cost_ns},
+                            {"best_round", result.imitation.best_round},
+                            {"best_runtime_ns", result.imitation.best_cost_ns},
+                            {"updates", result.imitation.updates}, {"seconds", result.imitation.seconds},
+                            {"rounds", rounds}};
+  }
   WriteFileAtomically(dir + "/summary.json", summary.dump(2) + "\n");
 
   nlohmann::json comp = nlohmann::json::array();
   std::ostringstream csv;
-  csv << "policy,runtime_ns,relative_performance,normalised_cost,dram_peak_bytes,bytes_migrated,oom,memory_cost_dollars\n";
+  csv << "policy,source,runtime_ns,relative_performance,normalised_cost,dram_peak_bytes,bytes_migrated,oom,memory_cost_dollars\n";
   csv << std::setprecision(10);
   for (const PolicyScore& s : comparison) {
     comp.push_back(ScoreJson(s));
-    csv << s.policy << ',' << s.cost.total_ns << ',' << s.relative_performance << ',' << s.normalised_cost << ','
+    csv << '"' << s.policy << "\",\"" << s.source << "\"," << s.cost.total_ns << ',' << s.relative_performance << ',' << s.normalised_cost << ','
         << s.cost.dram_peak_bytes << ',' << (s.cost.bytes_to_slow + s.cost.bytes_to_dram) << ','
         << (s.cost.oom ? 1 : 0) << ',' << s.memory_cost_dollars << '\n';
   }

@@ -3,7 +3,9 @@
 //   metrics.csv       one row per episode (EpisodeRecord)
 //   summary.json      counters, best and greedy plans' scores, timings
 //   final_plan.ttplan the plan the run recommends (PlacementPlan file)
-//   comparison.{csv,json,md}  that plan against all-DRAM, first-touch and all-slow
+//   comparison.{csv,json,md}  that plan, the greedy policy's and the search's against the
+//                     baselines computed for the run (Sentinel, AutoTM, CA-LM, ...), all-DRAM,
+//                     first-touch and all-slow
 // Every file is written atomically. docs/file-formats.md describes them.
 #pragma once
 
@@ -19,25 +21,53 @@ namespace tensortier {
 
 struct PolicyScore {
   std::string policy;
+  // reference (all-DRAM, first-touch, all-slow), baseline, greedy policy,
+  // plan-time search, best episode seen in training; " (final plan)" marks the one
+  // the run recommends.
+  std::string source;
   CostReport cost;
   double relative_performance = 0;  // all-DRAM time / this time
   double normalised_cost = 0;
   double memory_cost_dollars = 0;   // DRAM and slow-tier peak bytes at the env's prices
 };
 
-// Scores the learned plan against the reference placements, on the cost model.
-std::vector<PolicyScore> ComparePlans(const Workload& w, const EnvConfig& env, const PlacementPlan& learned,
-                                      const std::string& learned_name);
+// A baseline policy's plan for the run's task (also what the agent may
+// imitate: LearnerConfig::expert_plans).
+struct BaselinePlan {
+  std::string policy;
+  PlacementPlan plan;
+  double decision_seconds = 0;
+  std::string status;           // the solver's ("optimal", "time-limit", ...), "" for heuristics
+};
+
+// The plan a run recommends and where it comes from: "greedy policy",
+// "plan-time search" (the network's greedy plan improved by
+// envs/plan_search.h) or "best episode seen in training" (the fastest plan
+// of any exploring worker's episode or periodic greedy evaluation: not what
+// the final policy does).
+struct FinalPlanChoice {
+  PlacementPlan plan;
+  std::string source;
+};
+
+// Every plan of the run and every baseline, scored by the cost model:
+// references, baselines, the greedy policy, the search, the best episode
+// seen in training; the final plan's row is marked.
+std::vector<PolicyScore> ComparePlans(const Workload& w, const EnvConfig& env, const LearnerResult& result,
+                                      const FinalPlanChoice& final_plan, const std::vector<BaselinePlan>& baselines);
 
 std::string ComparisonMarkdown(const std::vector<PolicyScore>& scores);
+// One line: whether the learned plan (greedy policy or plan-time search) is
+// the fastest of the comparison, and if not, what beats it by how much.
+std::string ComparisonVerdict(const std::vector<PolicyScore>& scores);
 
 // `config_toml` is stored as given.
 void WriteRunDirectory(const std::string& dir, const std::string& config_toml, const Workload& w,
-                       const EnvConfig& env, const LearnerResult& result, const PlacementPlan& final_plan,
+                       const EnvConfig& env, const LearnerResult& result, const FinalPlanChoice& final_plan,
                        const std::vector<PolicyScore>& comparison);
 
-// The plan a run recommends: the better of the greedy policy and the best
-// plan any episode found (both scored by the cost model).
-PlacementPlan ChooseFinalPlan(const Workload& w, const LearnerResult& result);
+// The plan a run recommends: the fastest on the cost model of the greedy
+// policy, the plan-time search and the best episode seen in training, named by its source.
+FinalPlanChoice ChooseFinalPlan(const Workload& w, const LearnerResult& result);
 
 }  // namespace tensortier

@@ -13,11 +13,13 @@ double ApexEpsilon(double epsilon, double alpha, uint32_t index, uint32_t worker
   return std::pow(epsilon, 1.0 + alpha * static_cast<double>(index % workers) / static_cast<double>(workers - 1));
 }
 
-TaskFrames::TaskFrames(const LearnerConfig& config, const PlacementAgent& agent) {
+TaskFrames::TaskFrames(const LearnerConfig& config, const PlacementAgent& agent, bool imitated) {
   base_.task_id = 1;
   base_.workload = config.workload;
   base_.env = config.env;
-  base_.exploration.epsilon_start = config.dqn.epsilon_start;
+  // After imitation DQfD explores little (LearnerConfig::imitation).
+  base_.exploration.epsilon_start =
+      imitated ? std::min(config.dqn.epsilon_start, config.imitation.epsilon_start) : config.dqn.epsilon_start;
   base_.exploration.epsilon_end = config.dqn.epsilon_end;
   base_.exploration.schedule_episodes = static_cast<uint32_t>(config.dqn.epsilon_decay_episodes);
   base_.exploration.epsilon = config.dqn.epsilon_end;

@@ -17,7 +17,8 @@ namespace tensortier {
 class TaskFrames {
  public:
   // `config` after a resume: the exploration schedule is the checkpoint's.
-  TaskFrames(const LearnerConfig& config, const PlacementAgent& agent);
+  // `imitated`: the agent learned from LearnerConfig::expert_plans first.
+  TaskFrames(const LearnerConfig& config, const PlacementAgent& agent, bool imitated = false);
 
   // The encoded task for the worker with this exploration index.
   std::string For(uint32_t exploration_index) const;

@@ -4,8 +4,27 @@
 #include "common/log.h"
 #include "learner/local_fleet.h"
 #include "metrics/prometheus_server.h"
+#include "policies/policy.h"
 
 namespace tensortier {
+
+std::vector<BaselinePlan> ComputeBaselines(const Workload& workload, const EnvConfig& env,
+                                           const std::vector<std::string>& policies, double solver_seconds,
+                                           const std::function<void(const std::string&)>& on_policy) {
+  std::vector<std::unique_ptr<PlacementPolicy>> made;
+  for (const std::string& name : policies) made.push_back(MakePolicy(name));  // every name checked first
+  PolicyContext ctx;
+  ctx.dram_limit_bytes = env.dram_limit_bytes;
+  ctx.mode = env.mode;
+  ctx.solver_time_limit_seconds = solver_seconds;
+  std::vector<BaselinePlan> out;
+  for (const auto& policy : made) {
+    if (on_policy) on_policy(policy->name());
+    PolicyResult r = policy->Decide(workload, ctx);
+    out.push_back({policy->name(), std::move(r.plan), r.decision_seconds, r.solver ? r.solver->status : ""});
+  }
+  return out;
+}
 
 TrainingRunOutcome RunTraining(const TrainingRunOptions& options,
                                const std::function<void(const EpisodeRecord&)>& on_episode) {
@@ -34,7 +53,7 @@ TrainingRunOutcome RunTraining(const TrainingRunOptions& options,
   out.workers_exited_cleanly = ReapWorkers(workers, 10.0);
   const Workload& w = options.learner.workload;
   out.final_plan = ChooseFinalPlan(w, out.result);
-  out.comparison = ComparePlans(w, options.learner.env, out.final_plan, out.final_plan.produced_by);
+  out.comparison = ComparePlans(w, options.learner.env, out.result, out.final_plan, options.baselines);
   if (!dir.empty())
     WriteRunDirectory(dir, options.config_toml, w, options.learner.env, out.result, out.final_plan, out.comparison);
   if (prometheus) prometheus->StopAfter(2.5);  // a last scrape of the learner's final values

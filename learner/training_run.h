@@ -1,6 +1,6 @@
 // `tensortier train`: an in-process learner with N worker processes on
 // loopback, ending with the run directory and the comparison of the final
-// plan against first-touch and all-DRAM.
+// plan (and the greedy policy's) against the baselines, first-touch and all-DRAM.
 #pragma once
 
 #include <functional>
@@ -18,6 +18,8 @@ struct TrainingRunOptions {
   std::string worker_executable;         // the tensortier binary
   std::vector<std::string> worker_args;  // extra flags for each worker
   std::string config_toml;               // stored in the run directory
+  // Scored beside the learned plans in the comparison (ComputeBaselines).
+  std::vector<BaselinePlan> baselines;
   // Start a Prometheus beside the run (RUN_DIR/prometheus/), scraping the
   // file_sd targets in learner.metrics_sd_dir (metrics/prometheus_server.h).
   bool prometheus = false;
@@ -29,10 +31,18 @@ struct TrainingRunOptions {
 
 struct TrainingRunOutcome {
   LearnerResult result;
-  PlacementPlan final_plan;
+  FinalPlanChoice final_plan;
   std::vector<PolicyScore> comparison;
   int workers_exited_cleanly = 0;
 };
+
+// The plans of `policies` (policies/policy.h names) for the task of
+// `workload` under `env`, each solver limited to `solver_seconds`. Throws
+// std::invalid_argument for an unknown policy name. `on_policy` is told
+// before each (a solve can take a minute).
+std::vector<BaselinePlan> ComputeBaselines(const Workload& workload, const EnvConfig& env,
+                                           const std::vector<std::string>& policies, double solver_seconds,
+                                           const std::function<void(const std::string&)>& on_policy = {});
 
 TrainingRunOutcome RunTraining(const TrainingRunOptions& options,
                                const std::function<void(const EpisodeRecord&)>& on_episode = {});

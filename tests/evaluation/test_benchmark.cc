@@ -54,8 +54,13 @@ TEST(Benchmark, CostModelFilesAreCompleteAndParseable) {
   o.checkpoints = {SaveAgent("dqn"), a.name + "=" + SaveAgent("sac")};
   std::vector<BenchmarkRow> rows = RunBenchmark(a, o);
   std::vector<BenchmarkRow> more = RunBenchmark(b, o);
-  EXPECT_EQ(rows.size(), 2u * 6);  // four baselines, dqn and sac
-  EXPECT_EQ(more.size(), 2u * 5);  // no sac for b
+  EXPECT_EQ(rows.size(), 2u * 8);  // four baselines, dqn and sac, each greedy and with the plan-time search
+  EXPECT_EQ(more.size(), 2u * 6);  // no sac for b
+  // The search starts from the greedy plan and keeps it unless it finds a faster one.
+  for (const BenchmarkRow& searched : rows)
+    for (const BenchmarkRow& greedy : rows)
+      if (searched.policy == greedy.policy + "+search" && searched.dram_fraction == greedy.dram_fraction)
+        EXPECT_LE(searched.predicted_ns, greedy.predicted_ns) << searched.policy << " at " << searched.dram_fraction;
   rows.insert(rows.end(), more.begin(), more.end());
   for (const BenchmarkRow& r : rows) {
     EXPECT_TRUE(r.note.empty()) << r.policy << ": " << r.note;
@@ -85,7 +90,8 @@ TEST(Benchmark, CostModelFilesAreCompleteAndParseable) {
     EXPECT_GT(std::stod(cells[5]), 0) << line;  // predicted_ns
   }
   EXPECT_EQ(lines, rows.size());
-  EXPECT_EQ(policies, (std::set<std::string>{"all-slow", "first-touch", "sentinel", "autotm-sync", "dqn", "sac"}));
+  EXPECT_EQ(policies, (std::set<std::string>{"all-slow", "first-touch", "sentinel", "autotm-sync", "dqn",
+                                             "dqn+search", "sac", "sac+search"}));
 
   const nlohmann::json json = nlohmann::json::parse(ReadFile(dir + "/bench.json"));
   ASSERT_EQ(json.size(), rows.size());

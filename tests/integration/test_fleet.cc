@@ -87,10 +87,25 @@ TEST(Fleet, LearnerAndTwoWorkerProcessesTrainEndToEnd) {
   EXPECT_LT(learned.total_ns, first_touch.total_ns);
   EXPECT_EQ(w.Signature(), LoadWorkloadSpec(workload).Signature());
 
+  // The comparison: references, the default baselines, the greedy policy,
+  // the search and the best training episode; the final plan's row is marked.
   auto comparison = nlohmann::json::parse(ReadFile(dir + "/run/comparison.json"));
-  ASSERT_EQ(comparison.size(), 4u);
   EXPECT_EQ(comparison[1]["policy"], "first-touch");
-  EXPECT_DOUBLE_EQ(comparison[3]["runtime_ns"].get<double>(), learned.total_ns);
+  std::set<std::string> sources;
+  int finals = 0;
+  for (const auto& row : comparison) {
+    const std::string source = row["source"];
+    sources.insert(source.substr(0, source.find(" (final plan)")));
+    if (source.find("(final plan)") != std::string::npos) {
+      ++finals;
+      EXPECT_DOUBLE_EQ(row["runtime_ns"].get<double>(), learned.total_ns);
+    }
+  }
+  EXPECT_EQ(finals, 1);
+  EXPECT_EQ(sources, (std::set<std::string>{"reference", "baseline", "greedy policy", "plan-time search",
+                                            "best episode seen in training"}));
+  EXPECT_EQ(summary["final_plan"]["source"].get<std::string>().empty(), false);
+  EXPECT_TRUE(summary["imitation"].contains("expert"));
   fs::remove_all(dir);
 }
 

@@ -1,0 +1,314 @@
+// Where the learned placement stands against the baselines, and what the
+// network adds (issue #15): for each workload, on the cost model at one DRAM
+// limit, in one run,
+//   - the baselines' plans (first-touch, Sentinel, AutoTM, CA-LM, ...);
+//   - the same MDP driven without a network: a constant action (DRAM, which
+//     with clip-to-fit is the MDP's hottest-first fill, i.e. heat order alone,
+//     and slow) and an untrained network;
+//   - each baseline's plan replayed through the MDP (what a demonstration
+//     keeps of the expert);
+//   - a DQN agent trained in-process (no fleet) with the product's parts:
+//     imitation of the baselines' best plan (learner/imitation.h: DQfD
+//     pre-training and DAgger rounds), optionally its own episodes after
+//     that, and the plan-time search its network guides (envs/plan_search.h);
+//     the greedy plan, the searched plan and the best episode explored are
+//     each labelled as what they are, and the untrained network goes through
+//     the same search (the ablation).
+// docs/results/learning.md has the figures and the commands.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "agents/agent.h"
+#include "agents/dqn_agent.h"
+#include "replay/replay_buffer.h"
+#include "envs/cost_model.h"
+#include "envs/demonstration.h"
+#include "envs/placement_env.h"
+#include "envs/plan_search.h"
+#include "envs/workload_spec.h"
+#include "learner/imitation.h"
+#include "policies/policy.h"
+
+namespace tensortier {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
+
+struct Row {
+  std::string workload;
+  std::string plan;    // what produced the plan
+  std::string source;  // baseline, mdp without network, demonstration, greedy policy, explored
+  double percent = 0;  // all-DRAM time / plan time, cost model
+  bool oom = false;
+  double seconds = 0;  // time to the plan (training included for learned rows)
+};
+
+double Percent(const Workload& w, const PlacementPlan& plan, bool* oom) {
+  CostReport r = EvaluatePlan(w, plan);
+  if (oom) *oom = r.oom;
+  return r.oom || r.total_ns <= 0 ? 0.0 : 100.0 * MinCostNs(w) / r.total_ns;
+}
+
+// One episode of `env` with `choose` picking each action.
+template <typename Choose>
+EpisodeSummary Rollout(PlacementEnv& env, Choose choose) {
+  Observation obs = env.Reset();
+  while (!env.done()) obs = env.Step(choose(obs)).observation;
+  return env.summary();
+}
+
+double SummaryPercent(const Workload& w, const EpisodeSummary& s) {
+  return s.oom || s.cost.total_ns <= 0 ? 0.0 : 100.0 * MinCostNs(w) / s.cost.total_ns;
+}
+
+struct Options {
+  double dram_fraction = 0.2;
+  MigrationMode mode = MigrationMode::kSync;
+  std::vector<std::string> baselines = {"first-touch", "sentinel", "autotm-sync", "ca-lm", "deeptm-heuristic"};
+  std::vector<std::string> demos = {"autotm-sync", "sentinel"};
+  int pretrain_updates = 3000;
+  int dagger_rounds = 8;
+  int search_rollouts = 64;
+  int search_candidates = 16;
+  double search_seconds = 120;
+  int dagger_updates = 1500;
+  int episodes = 0;
+  int updates_per_episode = 64;
+  double epsilon_start = 0.1;
+  int eval_every = 10;
+  double beta = 1.0;
+  double learning_rate = 1e-3;
+  double demo_fraction = 0.25;
+  double demo_margin = 0.8;
+  double demo_loss_weight = 1.0;
+  double gamma = 0.99;
+  double solver_seconds = 60;
+  uint64_t seed = 1;
+};
+
+std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
+  std::vector<Row> rows;
+  Workload w = LoadWorkloadSpec(spec);
+  const std::string name = w.name.empty() ? spec : w.name;
+  const uint64_t limit = static_cast<uint64_t>(o.dram_fraction * static_cast<double>(w.peak_live_bytes()));
+  auto add = [&](std::string plan, std::string source, double percent, bool oom, double seconds) {
+    rows.push_back({name, std::move(plan), std::move(source), percent, oom, seconds});
+    const Row& r = rows.back();
+    std::fprintf(stderr, "  %-34s %-22s %6.1f%%%s  %.1f s\n", r.plan.c_str(), r.source.c_str(), r.percent,
+                 r.oom ? " OOM" : "", r.seconds);
+  };
+  std::fprintf(stderr, "%s: %zu kernels, %zu tensors, DRAM %.2f x peak (%llu B), %s\n", name.c_str(),
+               w.num_kernels(), w.num_tensors(), o.dram_fraction, static_cast<unsigned long long>(limit),
+               MigrationModeName(o.mode));
+
+  PolicyContext ctx;
+  ctx.dram_limit_bytes = limit;
+  ctx.mode = o.mode;
+  ctx.seed = o.seed;
+  ctx.solver_time_limit_seconds = o.solver_seconds;
+  std::vector<std::pair<std::string, PlacementPlan>> plans;
+  for (const std::string& b : o.baselines) {
+    PolicyResult r = MakePolicy(b)->Decide(w, ctx);
+    bool oom = false;
+    double pct = Percent(w, r.plan, &oom);
+    std::string label = b;
+    if (r.solver) label += " (" + r.solver->status + ")";
+    add(label, "baseline", pct, oom, r.decision_seconds);
+    plans.emplace_back(b, std::move(r.plan));
+  }
+
+  EnvConfig ec;
+  ec.dram_limit_bytes = limit;
+  ec.mode = o.mode;
+  ec.beta = o.beta;
+  PlacementEnv env(w, ec);
+  auto t0 = Clock::now();
+  EpisodeSummary s = Rollout(env, [](const Observation&) { return 0; });
+  add("constant DRAM (heat order, clip)", "mdp, no network", SummaryPercent(w, s), s.oom, Seconds(t0));
+  t0 = Clock::now();
+  s = Rollout(env, [](const Observation&) { return 1; });
+  add("constant slow", "mdp, no network", SummaryPercent(w, s), s.oom, Seconds(t0));
+
+  DqnConfig dc;
+  dc.hidden = {128, 128};
+  dc.learning_rate = o.learning_rate;
+  dc.gamma = o.gamma;
+  dc.target_update_interval = 200;
+  dc.learning_starts = 512;
+  dc.seed = o.seed;
+  dc.device = "cpu";
+  dc.demo_fraction = o.demo_fraction;
+  dc.demo_margin = o.demo_margin;
+  dc.demo_loss_weight = o.demo_loss_weight;
+  std::unique_ptr<PlacementAgent> agent_owner = MakeAgent("dqn", dc.ToJson());
+  PlacementAgent& agent = *agent_owner;
+  std::mt19937_64 rng(o.seed);
+  auto greedy = [&](const Observation& ob) { return agent.Greedy(ob.data()); };
+  t0 = Clock::now();
+  s = Rollout(env, greedy);
+  add("untrained network, greedy", "mdp, network", SummaryPercent(w, s), s.oom, Seconds(t0));
+  auto search = [&](const std::string& label) {
+    if (o.search_rollouts <= 1) return;
+    PlanSearchOptions so;
+    so.max_rollouts = o.search_rollouts;
+    so.candidates_per_round = o.search_candidates;
+    so.max_seconds = o.search_seconds;
+    PlanSearchResult r = SearchPlan(env, [&](const Observation& x) {
+      std::vector<float> q = agent.ActionScores(x.data());
+      return std::make_pair(q[0], q[1]);
+    }, so);
+    add(label + " + search (" + std::to_string(r.rollouts) + " rollouts, " + std::to_string(r.deviations) +
+            " deviations)",
+        "plan-time search", SummaryPercent(w, r.best), r.best.oom, r.seconds);
+  };
+  search("untrained network");
+
+  std::vector<PlacementPlan> experts;
+  for (const auto& [b, plan] : plans) {
+    if (std::find(o.demos.begin(), o.demos.end(), b) == o.demos.end()) continue;
+    Demonstration d = DemonstratePlan(env, plan);
+    add(b + " replayed in the mdp", "demonstration", SummaryPercent(w, d.summary), d.summary.oom, 0);
+    std::fprintf(stderr, "    %zu transitions, %u clipped DRAM requests\n", d.transitions.size(), d.clipped);
+    experts.push_back(plan);
+    experts.back().produced_by = b;
+  }
+  const auto train_start = Clock::now();
+  const std::string tag = experts.empty() ? "dqn" : "dqn+demos";
+  if (!experts.empty()) {
+    ImitationConfig ic;
+    ic.pretrain_updates = o.pretrain_updates;
+    ic.dagger_rounds = o.dagger_rounds;
+    ic.updates_per_round = o.dagger_updates;
+    ImitationResult im = LearnFromPlans(agent, env, experts, ic, rng);
+    const double all_dram = MinCostNs(w);
+    for (const ImitationRound& r : im.rounds)
+      std::fprintf(stderr, "    imitation round %d: greedy %.1f%%, %zu demonstrations, %.1f s\n", r.round,
+                   r.greedy_oom ? 0.0 : 100.0 * all_dram / r.greedy_cost_ns, r.demonstrations, r.seconds);
+    add(tag + " (imitating " + im.expert + ", best of " + std::to_string(im.rounds.size()) + " rounds)",
+        "greedy policy", 100.0 * all_dram / im.best_cost_ns, false, Seconds(train_start));
+    search(tag);
+  }
+  ReplayBuffer replay(static_cast<size_t>(dc.replay_capacity));
+  std::string best_weights;
+  double best_explored = 0, best_greedy = 0;
+  int best_greedy_episode = -1;
+  for (int e = 0; e < o.episodes; ++e) {
+    const double eps = o.epsilon_start * std::max(0.0, 1.0 - static_cast<double>(e) / (0.8 * o.episodes));
+    Observation ob = env.Reset();
+    while (!env.done()) {
+      int a = agent.Act(ob.data(), eps, rng);
+      StepResult r = env.Step(a);
+      replay.Add({std::vector<float>(ob.begin(), ob.end()), static_cast<uint8_t>(a), static_cast<float>(r.reward),
+                  std::vector<float>(r.observation.begin(), r.observation.end()), r.done});
+      ob = r.observation;
+    }
+    best_explored = std::max(best_explored, SummaryPercent(w, env.summary()));
+    if (replay.size() >= static_cast<size_t>(dc.learning_starts))
+      for (int u = 0; u < o.updates_per_episode; ++u) agent.Update(replay, rng);
+    if ((e + 1) % o.eval_every == 0 || e + 1 == o.episodes) {
+      s = Rollout(env, [&](const Observation& x) { return agent.Act(x.data(), 0.0, rng); });
+      double pct = SummaryPercent(w, s);
+      std::fprintf(stderr, "    episode %d: greedy %.1f%%, best explored %.1f%%\n", e + 1, pct, best_explored);
+      if (pct > best_greedy) best_greedy = pct, best_greedy_episode = e + 1, best_weights = agent.SerializeWeights();
+    }
+  }
+  if (o.episodes > 0) {
+    s = Rollout(env, [&](const Observation& ob) { return agent.Act(ob.data(), 0.0, rng); });
+    add(tag + " final", "greedy policy", SummaryPercent(w, s), s.oom, Seconds(train_start));
+    add(tag + " best evaluation (ep " + std::to_string(best_greedy_episode) + ")", "greedy policy (snapshot)",
+        best_greedy, false, Seconds(train_start));
+    add(tag + " best explored episode", "explored, not a policy", best_explored, false, Seconds(train_start));
+  }
+  if (o.episodes > 0 && !best_weights.empty()) {
+    agent.LoadWeights(best_weights);
+    search(tag + " best evaluation");
+  }
+  return rows;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"The learned placement against the baselines, with ablations, on the cost model (issue #15)"};
+  std::vector<std::string> workloads = {"synthetic:vgg:8", "synthetic:resnet:8", "synthetic:mobilenet:8"};
+  Options o;
+  std::string mode = "sync", csv_path;
+  app.add_option("--workloads", workloads, "Workload specs (synthetic:SHAPE:LAYERS) or profiled .ttwl files");
+  app.add_option("--dram-fraction", o.dram_fraction, "DRAM limit as a fraction of peak live bytes")
+      ->check(CLI::Range(1e-6, 1.0));
+  app.add_option("--mode", mode, "Copies: sync or async")->check(CLI::IsMember({"sync", "async"}));
+  app.add_option("--baselines", o.baselines, "Baseline policies to compare with");
+  app.add_option("--demos", o.demos, "Baselines whose plans become demonstrations (none: plain DQN)");
+  app.add_option("--pretrain-updates", o.pretrain_updates, "Gradient steps on demonstrations alone")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--dagger-rounds", o.dagger_rounds,
+                 "After pre-training: rounds of greedy rollouts labelled by the demonstrating plan (DAgger)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--search-rollouts", o.search_rollouts,
+                 "Plan-time search: rollouts of a limited-discrepancy search guided by the final network (0: none)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--search-candidates", o.search_candidates,
+                 "Plan-time search: least-sure decisions tried before giving up on an incumbent")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--search-seconds", o.search_seconds, "Plan-time search: time limit (0 = none)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--dagger-updates", o.dagger_updates, "Pre-training steps after each DAgger round")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--episodes", o.episodes, "Episodes of the agent's own play after pre-training")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--updates-per-episode", o.updates_per_episode, "Gradient steps per episode")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--epsilon-start", o.epsilon_start, "Exploration at the first episode (decays to 0)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--eval-every", o.eval_every, "Greedy evaluation every N episodes")->check(CLI::PositiveNumber);
+  app.add_option("--beta", o.beta, "Reward weight of performance against memory price (1: performance only)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--lr", o.learning_rate, "DQN learning rate")->check(CLI::PositiveNumber);
+  app.add_option("--gamma", o.gamma, "Discount")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--demo-fraction", o.demo_fraction, "Share of each batch drawn from demonstrations")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--demo-margin", o.demo_margin, "DQfD margin")->check(CLI::NonNegativeNumber);
+  app.add_option("--demo-loss-weight", o.demo_loss_weight, "DQfD large-margin loss weight")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--solver-seconds", o.solver_seconds, "ILP time limit per solve")->check(CLI::PositiveNumber);
+  app.add_option("--seed", o.seed, "Seed");
+  app.add_option("--csv", csv_path, "Also write the rows as CSV here");
+  CLI11_PARSE(app, argc, argv);
+  o.mode = mode == "async" ? MigrationMode::kAsync : MigrationMode::kSync;
+
+  std::vector<Row> all;
+  for (const std::string& spec : workloads) {
+    try {
+      std::vector<Row> rows = RunWorkload(spec, o);
+      all.insert(all.end(), rows.begin(), rows.end());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_learning: %s: %s\n", spec.c_str(), e.what());
+      return 2;
+    }
+  }
+  std::printf("| workload | plan | source | %% of all-DRAM | seconds |\n|---|---|---|---:|---:|\n");
+  for (const Row& r : all)
+    std::printf("| %s | %s | %s | %.1f%%%s | %.1f |\n", r.workload.c_str(), r.plan.c_str(), r.source.c_str(),
+                r.percent, r.oom ? " (OOM)" : "", r.seconds);
+  if (!csv_path.empty()) {
+    std::ofstream csv(csv_path);
+    csv << "workload,plan,source,percent_of_all_dram,oom,seconds\n";
+    for (const Row& r : all)
+      csv << r.workload << ",\"" << r.plan << "\"," << r.source << "," << r.percent << "," << r.oom << ","
+          << r.seconds << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace tensortier
+
+int main(int argc, char** argv) { return tensortier::Main(argc, argv); }

@@ -1,0 +1,56 @@
+#include "envs/demonstration.h"
+
+#include <stdexcept>
+
+namespace tensortier {
+
+namespace {
+
+// Plays an episode of `env` where `act` chooses each action and every state
+// is labelled with `plan`'s tier for its tensor at its kernel.
+Demonstration Play(PlacementEnv& env, const PlacementPlan& plan,
+                   const std::function<int(const Observation&)>& act) {
+  const Workload& w = env.workload();
+  plan.Validate(w);
+  Demonstration demo;
+  // The plan's tier of each tensor during kernel k: its initial tier, then
+  // every migration issued after an earlier kernel (PlacementPlan::TierTimeline,
+  // walked along with the episode instead of materialised per kernel).
+  std::vector<Tier> tier = plan.initial_tiers;
+  size_t next_migration = 0;
+  Observation obs = env.Reset();
+  while (!env.done()) {
+    const size_t k = env.current_kernel();
+    while (next_migration < plan.migrations.size() &&
+           plan.migrations[next_migration].after_kernel < static_cast<int32_t>(k)) {
+      tier[plan.migrations[next_migration].tensor] = plan.migrations[next_migration].to;
+      ++next_migration;
+    }
+    const int label = tier[env.current_tensor()] == Tier::kDram ? 0 : 1;
+    if (label == 0 && env.DramRequestWouldSpill()) ++demo.clipped;
+    const int action = act ? act(obs) : label;
+    StepResult r = env.Step(action);
+    if (action == label)
+      demo.transitions.push_back({std::vector<float>(obs.begin(), obs.end()), static_cast<uint8_t>(label),
+                                  static_cast<float>(r.reward),
+                                  std::vector<float>(r.observation.begin(), r.observation.end()), r.done});
+    else
+      demo.transitions.push_back({std::vector<float>(obs.begin(), obs.end()), static_cast<uint8_t>(label),
+                                  static_cast<float>(r.reward), {}, true});
+    obs = r.observation;
+  }
+  demo.summary = env.summary();
+  return demo;
+}
+
+}  // namespace
+
+Demonstration DemonstratePlan(PlacementEnv& env, const PlacementPlan& plan) { return Play(env, plan, {}); }
+
+Demonstration LabelRollout(PlacementEnv& env, const PlacementPlan& plan,
+                           const std::function<int(const Observation&)>& act) {
+  if (!act) throw std::invalid_argument("LabelRollout: no policy to drive the episode");
+  return Play(env, plan, act);
+}
+
+}  // namespace tensortier

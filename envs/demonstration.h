@@ -1,0 +1,45 @@
+// A plan made by another policy (an ILP, a heuristic) replayed through the
+// placement MDP as if an agent had chosen it: at every decision the action is
+// the tier the plan gives the tensor during that kernel. The transitions are
+// demonstrations for learning from an expert (DQfD, Hester et al. 2018): the
+// agent starts from the incumbent's decisions instead of from random play.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "envs/placement_env.h"
+#include "envs/placement_plan.h"
+#include "envs/transition.h"
+
+namespace tensortier {
+
+struct Demonstration {
+  std::vector<Transition> transitions;
+  // The episode the MDP made of the plan. It can differ from `plan` where the
+  // MDP cannot express it: the MDP decides only at bottleneck kernels and
+  // clips a DRAM choice that does not fit, so compare summary.cost with the
+  // plan's own score to see how much of the expert the demonstration keeps.
+  EpisodeSummary summary;
+  // Decisions where the plan asked for DRAM and the MDP clipped it to the slow tier.
+  uint32_t clipped = 0;
+};
+
+// Plays `plan` through `env` (Reset first; the env is left done). The plan
+// must be for env's workload (Validate throws otherwise).
+Demonstration DemonstratePlan(PlacementEnv& env, const PlacementPlan& plan);
+
+// DAgger (Ross et al. 2011) with a plan as the expert: `act` drives the
+// episode, and each visited state is labelled with the tier `plan` gives that
+// tensor at that kernel. A policy trained only on the expert's own states
+// drifts off them after its first mistakes (one wrong DRAM choice clips the
+// tensors after it); labels on the states it really visits teach it to
+// recover. A transition's action is the label; its reward and next state are
+// those of the label's step where the policy agreed, and the transition is
+// marked terminal with the step's reward where it did not (the label's
+// consequences were not observed), so the TD target never follows another
+// action's outcome. summary is the driven episode.
+Demonstration LabelRollout(PlacementEnv& env, const PlacementPlan& plan,
+                           const std::function<int(const Observation&)>& act);
+
+}  // namespace tensortier

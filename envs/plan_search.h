@@ -1,0 +1,45 @@
+// Search at plan time guided by a learned action-value function: the policy's
+// greedy episode, then a limited-discrepancy search (Harvey and Ginsberg
+// 1995) that takes the other action at the decisions where the values were
+// closest and follows the policy after each deviation. Candidates are scored
+// by the cost model; a better one becomes the incumbent and the search goes
+// on from it (first improvement), until the rollout budget is spent or no
+// candidate improves. The network decides which few of the 10^3-10^6
+// decisions are worth questioning; without it the search would be blind.
+//
+// The result keeps the greedy plan apart from the searched one, so that a
+// report can show both (a search is not the policy).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "envs/placement_env.h"
+
+namespace tensortier {
+
+// Preference of each action at an observation: higher is better (DQN's
+// Q-values; a policy's log-probabilities). Two actions: 0 DRAM, 1 slow.
+using ActionScores = std::function<std::pair<float, float>(const Observation&)>;
+
+struct PlanSearchOptions {
+  int max_rollouts = 64;        // episodes played, the greedy one included; 1 = greedy only
+  int candidates_per_round = 16;  // closest decisions tried before the search gives up on an incumbent
+  double max_seconds = 0;       // 0 = no time limit
+};
+
+struct PlanSearchResult {
+  EpisodeSummary greedy;        // the policy's own episode
+  EpisodeSummary best;          // the best episode the search found (greedy when nothing beat it)
+  int rollouts = 0;
+  int deviations = 0;           // decisions where best differs from what the policy would pick
+  int improvements = 0;
+  double seconds = 0;
+};
+
+// `env` is reset and left done. Throws what `scores` throws.
+PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const PlanSearchOptions& options);
+
+}  // namespace tensortier

@@ -1,0 +1,34 @@
+#include "learner/fastest_policy.h"
+
+#include <stdexcept>
+#include <utility>
+
+#include "agents/agent.h"
+
+namespace tensortier {
+
+void FastestPolicy::Consider(const EpisodeSummary& s, const std::string& weights) {
+  if (s.oom || weights.empty()) return;
+  if (weights_.empty() || s.cost.total_ns < runtime_ns_) {
+    weights_ = weights;
+    name_ = s.plan.produced_by;
+    runtime_ns_ = s.cost.total_ns;
+  }
+}
+
+PlanSearchResult FastestPolicy::Search(const Workload& workload, const EnvConfig& env, const std::string& agent_name,
+                                       const std::string& agent_json, const PlanSearchOptions& options) const {
+  if (weights_.empty()) throw std::logic_error("FastestPolicy::Search: no policy was considered");
+  std::unique_ptr<PlacementAgent> agent = MakeAgent(agent_name, agent_json, "cpu");
+  agent->LoadWeights(weights_);
+  PlacementEnv search_env(workload, env);
+  PlanSearchResult r = SearchPlan(search_env, [&](const Observation& o) {
+    std::vector<float> s = agent->ActionScores(o.data());
+    return std::make_pair(s.at(0), s.at(1));
+  }, options);
+  r.greedy.plan.produced_by = name_;
+  r.best.plan.produced_by = name_ + "+search";
+  return r;
+}
+
+}  // namespace tensortier

@@ -1,0 +1,37 @@
+// The weights whose greedy plan was the fastest of every evaluation the
+// learner made (imitation's, periodic and final ones), on the cost model,
+// the comparison's measure (the best evaluation reward also weighs the
+// memory price). Training can make a policy worse, and imitation's weights
+// are often the best: the plan-time search (envs/plan_search.h) starts from
+// this policy's greedy plan. Network thread.
+#pragma once
+
+#include <string>
+
+#include "envs/placement_env.h"
+#include "envs/plan_search.h"
+#include "envs/workload.h"
+
+namespace tensortier {
+
+class FastestPolicy {
+ public:
+  // Keeps `weights` when `s` (their greedy episode, not OOM) is faster than
+  // every episode considered before; `s.plan.produced_by` names the policy.
+  void Consider(const EpisodeSummary& s, const std::string& weights);
+  bool empty() const { return weights_.empty(); }
+  const std::string& name() const { return name_; }
+  double runtime_ns() const { return runtime_ns_; }
+
+  // The search from this policy's greedy plan, on a fresh CPU agent of the
+  // given kind loaded with the kept weights. Plans are named after the policy.
+  PlanSearchResult Search(const Workload& workload, const EnvConfig& env, const std::string& agent_name,
+                          const std::string& agent_json, const PlanSearchOptions& options) const;
+
+ private:
+  std::string weights_;
+  std::string name_;
+  double runtime_ns_ = 0;
+};
+
+}  // namespace tensortier

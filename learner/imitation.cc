@@ -1,0 +1,107 @@
+#include "learner/imitation.h"
+
+#include <chrono>
+#include <stdexcept>
+#include <utility>
+
+#include "envs/demonstration.h"
+
+namespace tensortier {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double CostOf(const EpisodeSummary& s) { return s.cost.total_ns; }
+
+bool Better(const EpisodeSummary& a, double best_cost_ns, bool best_oom) {
+  if (a.oom != best_oom) return !a.oom;
+  return CostOf(a) < best_cost_ns;
+}
+
+// Adds `fresh` to `pool`, keeping at most `cap` by reservoir sampling over
+// everything ever offered (`seen` counts it).
+void Aggregate(std::vector<Transition>& pool, std::vector<Transition> fresh, size_t cap, uint64_t& seen,
+               std::mt19937_64& rng) {
+  for (Transition& t : fresh) {
+    ++seen;
+    if (pool.size() < cap) {
+      pool.push_back(std::move(t));
+    } else {
+      std::uniform_int_distribution<uint64_t> pick(0, seen - 1);
+      const uint64_t slot = pick(rng);
+      if (slot < cap) pool[slot] = std::move(t);
+    }
+  }
+}
+
+}  // namespace
+
+ImitationResult LearnFromPlans(PlacementAgent& agent, PlacementEnv& env, const std::vector<PlacementPlan>& experts,
+                               const ImitationConfig& config, std::mt19937_64& rng) {
+  if (experts.empty()) throw std::invalid_argument("LearnFromPlans: no expert plan");
+  if (!agent.supports_demonstrations())
+    throw std::invalid_argument("LearnFromPlans: agent " + agent.name() + " does not learn from demonstrations");
+  if (config.max_demonstrations == 0) throw std::invalid_argument("LearnFromPlans: max_demonstrations must be > 0");
+  const auto start = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+
+  ImitationResult result;
+  const PlacementPlan* expert = nullptr;
+  Demonstration shown;
+  for (const PlacementPlan& plan : experts) {
+    Demonstration d = DemonstratePlan(env, plan);
+    if (!expert || Better(d.summary, CostOf(shown.summary), shown.summary.oom)) {
+      expert = &plan;
+      shown = std::move(d);
+    }
+  }
+  result.expert = expert->produced_by;
+  result.expert_cost_ns = CostOf(shown.summary);
+
+  std::vector<Transition> pool;
+  uint64_t seen = 0;
+  Aggregate(pool, std::move(shown.transitions), config.max_demonstrations, seen, rng);
+  agent.SetDemonstrations(pool);
+  for (int u = 0; u < config.pretrain_updates; ++u) agent.PretrainStep(rng);
+  result.updates += static_cast<uint64_t>(std::max(config.pretrain_updates, 0));
+
+  auto greedy = [&](const Observation& o) { return agent.Greedy(o.data()); };
+  std::string best_weights;
+  bool best_oom = true;
+  for (int round = 0;; ++round) {
+    // Roll the current policy out, labelled by the expert: the evaluation of
+    // this round's weights and the next round's data in one episode.
+    Demonstration visited = LabelRollout(env, *expert, greedy);
+    ImitationRound r;
+    r.round = round;
+    r.greedy_cost_ns = CostOf(visited.summary);
+    r.greedy_oom = visited.summary.oom;
+    if (best_weights.empty() || Better(visited.summary, result.best_cost_ns, best_oom)) {
+      best_weights = agent.SerializeWeights();
+      result.best_cost_ns = r.greedy_cost_ns;
+      best_oom = r.greedy_oom;
+      result.best_round = round;
+      result.best_greedy = visited.summary;
+    }
+    if (round >= config.dagger_rounds || (config.max_seconds > 0 && elapsed() >= config.max_seconds)) {
+      r.demonstrations = pool.size();
+      r.seconds = elapsed();
+      result.rounds.push_back(r);
+      break;
+    }
+    Aggregate(pool, std::move(visited.transitions), config.max_demonstrations, seen, rng);
+    agent.SetDemonstrations(pool);
+    for (int u = 0; u < config.updates_per_round; ++u) agent.PretrainStep(rng);
+    result.updates += static_cast<uint64_t>(std::max(config.updates_per_round, 0));
+    r.demonstrations = pool.size();
+    r.seconds = elapsed();
+    result.rounds.push_back(r);
+  }
+  agent.LoadWeights(best_weights);
+  agent.SyncTarget();
+  agent.SetDemonstrations(std::move(pool));
+  result.seconds = elapsed();
+  return result;
+}
+
+}  // namespace tensortier

@@ -1,0 +1,68 @@
+// Learning from the incumbent before learning alone: the best plan of other
+// policies (an ILP, Sentinel, ...) is played through the placement MDP as
+// demonstrations (envs/demonstration.h); the agent is pre-trained on them
+// with DQfD's large-margin loss (Hester et al. 2018), then DAgger rounds
+// (Ross et al. 2011) roll its greedy policy out, label every state it visits
+// with the expert plan's tier for that tensor at that kernel, and train on
+// the aggregate. The weights of the round whose greedy plan the cost model
+// scores best are kept. Without this, the networks learned a constant action
+// (docs/results/learning.md): with 10^3-10^6 decisions an episode and
+// clip-to-fit making "DRAM" always safe, random play gave them nothing to
+// tell apart.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "agents/agent.h"
+#include "envs/placement_env.h"
+#include "envs/placement_plan.h"
+
+namespace tensortier {
+
+struct ImitationConfig {
+  int pretrain_updates = 3000;   // steps on the expert's own episode before the first DAgger round
+  int dagger_rounds = 8;
+  int updates_per_round = 1500;
+  // The aggregate of labelled states is capped (reservoir sampling): long
+  // episodes (MobileNetV2: 7x10^5 decisions) would otherwise hold gigabytes.
+  size_t max_demonstrations = 200000;
+  double max_seconds = 0;        // 0 = no limit; checked between rounds
+  // Workers' epsilon schedule starts here instead of DqnConfig::epsilon_start
+  // once the agent imitated (DQfD explores little after pre-training): random
+  // actions at 0.9 threw the imitated policy's episodes back to random play.
+  double epsilon_start = 0.1;
+};
+
+struct ImitationRound {
+  int round = 0;                 // 0: after pre-training
+  double greedy_cost_ns = 0;     // cost model, the greedy policy's plan
+  bool greedy_oom = false;
+  size_t demonstrations = 0;     // in the aggregate after the round
+  double seconds = 0;            // since the phase began
+};
+
+struct ImitationResult {
+  std::string expert;            // produced_by of the plan demonstrated
+  double expert_cost_ns = 0;     // the plan as the MDP replays it
+  std::vector<ImitationRound> rounds;
+  int best_round = 0;            // whose weights the agent holds at the end
+  double best_cost_ns = 0;
+  EpisodeSummary best_greedy;    // that round's greedy episode
+  uint64_t updates = 0;
+  double seconds = 0;
+};
+
+// Demonstrates the cheapest of `experts` (by the MDP's replay, cost model)
+// and trains `agent` on it; the agent ends with the best round's weights and
+// keeps the aggregate as its demonstrations (DQfD mixes them into later
+// updates). `env` is reset repeatedly and left done. Throws
+// std::invalid_argument when there is no expert or the agent does not learn
+// from demonstrations.
+ImitationResult LearnFromPlans(PlacementAgent& agent, PlacementEnv& env, const std::vector<PlacementPlan>& experts,
+                               const ImitationConfig& config, std::mt19937_64& rng);
+
+}  // namespace tensortier

@@ -1,0 +1,151 @@
+// Plans of other policies as demonstrations in the MDP, and the search at
+// plan time (envs/demonstration.h, envs/plan_search.h).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "envs/cost_model.h"
+#include "envs/demonstration.h"
+#include "envs/first_touch.h"
+#include "envs/placement_env.h"
+#include "envs/plan_search.h"
+#include "envs/synthetic.h"
+
+namespace tensortier {
+namespace {
+
+Workload Resnet(int layers = 6) {
+  SyntheticOptions o;
+  o.shape = SyntheticShape::kResnetLike;
+  o.layers = layers;
+  Workload w = GenerateSynthetic(o);
+  w.Finalize();
+  return w;
+}
+
+EnvConfig Config(const Workload& w, double fraction, MigrationMode mode = MigrationMode::kSync) {
+  EnvConfig c;
+  c.dram_limit_bytes = static_cast<uint64_t>(fraction * static_cast<double>(w.peak_live_bytes()));
+  c.mode = mode;
+  c.beta = 1.0;
+  return c;
+}
+
+TEST(Demonstration, ReplayingAPlanReproducesItsCostAndEveryDecisionIsTheExperts) {
+  for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
+    Workload w = Resnet();
+    EnvConfig c = Config(w, 0.3, mode);
+    PlacementEnv env(w, c);
+    PlacementPlan expert = FirstTouchPlan(w, c.dram_limit_bytes);
+    expert.mode = mode;
+    Demonstration d = DemonstratePlan(env, expert);
+    ASSERT_FALSE(d.transitions.empty());
+    EXPECT_EQ(d.transitions.size(), d.summary.steps);
+    EXPECT_EQ(d.clipped, 0u);
+    const CostReport want = EvaluatePlan(w, expert);
+    EXPECT_NEAR(d.summary.cost.total_ns, want.total_ns, 1e-9 * want.total_ns) << MigrationModeName(mode);
+    // The transitions chain: each next observation is the next transition's observation.
+    for (size_t i = 0; i + 1 < d.transitions.size(); ++i) {
+      ASSERT_FALSE(d.transitions[i].done);
+      ASSERT_EQ(d.transitions[i].next_observation, d.transitions[i + 1].observation) << i;
+    }
+    EXPECT_TRUE(d.transitions.back().done);
+  }
+}
+
+TEST(Demonstration, APlanTheMdpMadeIsReplayedDecisionForDecision) {
+  for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
+    Workload w = Resnet();
+    PlacementEnv env(w, Config(w, 0.3, mode));
+    std::mt19937_64 rng(5);
+    std::vector<int> actions;
+    EpisodeSummary played = RunEpisode(env, [&](const Observation&) {
+      actions.push_back(static_cast<int>(rng() % 2));
+      return actions.back();
+    });
+    ASSERT_FALSE(played.plan.migrations.empty());  // the plan moves tensors
+    Demonstration d = DemonstratePlan(env, played.plan);
+    EXPECT_TRUE(d.summary.plan.initial_tiers == played.plan.initial_tiers);
+    EXPECT_TRUE(d.summary.plan.migrations == played.plan.migrations) << MigrationModeName(mode);
+    EXPECT_EQ(d.summary.cost.total_ns, played.cost.total_ns);
+  }
+}
+
+TEST(Demonstration, DemonstratingAllSlowChoosesSlowEverywhere) {
+  Workload w = Resnet();
+  EnvConfig c = Config(w, 0.3);
+  PlacementEnv env(w, c);
+  Demonstration d = DemonstratePlan(env, PlacementPlan::Uniform(w, Tier::kSlow, c.dram_limit_bytes));
+  for (const Transition& t : d.transitions) ASSERT_EQ(t.action, 1);
+  EXPECT_NEAR(d.summary.cost.total_ns, MaxCostNs(w), 1e-9 * MaxCostNs(w));
+}
+
+TEST(Demonstration, APlanOfAnotherWorkloadIsRefused) {
+  Workload w = Resnet();
+  Workload other = Resnet(8);
+  PlacementEnv env(w, Config(w, 0.3));
+  EXPECT_THROW(DemonstratePlan(env, FirstTouchPlan(other, 1000)), std::invalid_argument);
+}
+
+TEST(Demonstration, LabelRolloutLabelsTheStatesAPolicyVisitsWithThePlansTiers) {
+  Workload w = Resnet();
+  EnvConfig c = Config(w, 0.3);
+  PlacementEnv env(w, c);
+  PlacementPlan slow = PlacementPlan::Uniform(w, Tier::kSlow, c.dram_limit_bytes);
+  // The policy always asks for DRAM; the expert says slow everywhere.
+  Demonstration d = LabelRollout(env, slow, [](const Observation&) { return 0; });
+  EpisodeSummary driven = RunEpisode(env, [](const Observation&) { return 0; });
+  EXPECT_EQ(d.summary.cost.total_ns, driven.cost.total_ns);  // the policy drove the episode
+  ASSERT_EQ(d.transitions.size(), driven.steps);
+  size_t terminal = 0;
+  for (const Transition& t : d.transitions) {
+    ASSERT_EQ(t.action, 1);  // labels are the expert's
+    // The policy disagreed (asked for DRAM): what the label would have led
+    // to was never observed, so the row is terminal with no next state.
+    if (t.done && t.next_observation.empty()) ++terminal;
+  }
+  EXPECT_EQ(terminal, d.transitions.size());
+  EXPECT_THROW(LabelRollout(env, slow, {}), std::invalid_argument);
+}
+
+TEST(PlanSearch, OneRolloutIsTheGreedyPlan) {
+  Workload w = Resnet();
+  PlacementEnv env(w, Config(w, 0.25));
+  PlanSearchOptions o;
+  o.max_rollouts = 1;
+  PlanSearchResult r = SearchPlan(env, [](const Observation& x) { return std::make_pair(x[kObsHeat], 0.0f); }, o);
+  EXPECT_EQ(r.rollouts, 1);
+  EXPECT_EQ(r.deviations, 0);
+  EXPECT_TRUE(r.best.plan == r.greedy.plan);
+}
+
+TEST(PlanSearch, ImprovesOnAPoorPolicysGreedyPlan) {
+  Workload w = Resnet();
+  PlacementEnv env(w, Config(w, 0.25));
+  // A poor policy that prefers DRAM for every tensor, most strongly for the
+  // hottest (with clip-to-fit the MDP's hottest-first fill: worse than all-slow here).
+  ActionScores prefer_dram = [](const Observation& x) { return std::make_pair(2.0f + x[kObsHeat], 0.0f); };
+  PlanSearchOptions o;
+  o.max_rollouts = 3000;
+  o.candidates_per_round = 100000;  // every decision may be questioned
+  PlanSearchResult r = SearchPlan(env, prefer_dram, o);
+  EXPECT_LE(r.rollouts, 3000);
+  EXPECT_GE(r.improvements, 1);
+  EXPECT_LT(r.best.cost.total_ns, r.greedy.cost.total_ns);
+  EXPECT_GE(r.deviations, 1);
+  EXPECT_FALSE(r.best.oom);
+  // The searched plan is a real plan of the workload that the cost model scores alike.
+  EXPECT_NEAR(EvaluatePlan(w, r.best.plan).total_ns, r.best.cost.total_ns, 1e-9 * r.best.cost.total_ns);
+}
+
+TEST(PlanSearch, ANonFiniteScoreIsAnError) {
+  Workload w = Resnet();
+  PlacementEnv env(w, Config(w, 0.25));
+  EXPECT_THROW(SearchPlan(env, [](const Observation&) { return std::make_pair(std::nanf(""), 0.0f); }, {}),
+               std::runtime_error);
+  EXPECT_THROW(SearchPlan(env, {}, {}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tensortier

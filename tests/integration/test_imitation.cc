@@ -1,0 +1,152 @@
+// Learning from other policies' plans before training (learner/imitation.h)
+// and how a run names and compares its final plan (learner/run_report.h).
+// No sockets: these parts are tested alone.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "agents/agent.h"
+#include "envs/cost_model.h"
+#include "envs/first_touch.h"
+#include "envs/synthetic.h"
+#include "learner/imitation.h"
+#include "learner/run_report.h"
+
+namespace tensortier {
+namespace {
+
+struct Task {
+  Workload w;
+  EnvConfig env;
+};
+
+Task ResnetTask() {
+  SyntheticOptions so;
+  so.shape = SyntheticShape::kResnetLike;
+  so.layers = 6;
+  Task t{GenerateSynthetic(so), {}};
+  t.w.Finalize();
+  t.env.dram_limit_bytes = t.w.peak_live_bytes() / 4;
+  t.env.beta = 1.0;
+  return t;
+}
+
+std::unique_ptr<PlacementAgent> SmallDqn() {
+  DqnConfig c;
+  c.hidden = {64, 64};
+  c.learning_rate = 1e-3;
+  c.device = "cpu";
+  return MakeAgent("dqn", c.ToJson());
+}
+
+EpisodeSummary Greedy(PlacementEnv& env, const PlacementAgent& agent) {
+  return RunEpisode(env, [&](const Observation& o) { return agent.Greedy(o.data()); });
+}
+
+TEST(Imitation, TheAgentEndsAtTheBestRoundAndNearTheExpert) {
+  Task t = ResnetTask();
+  PlacementEnv env(t.w, t.env);
+  auto agent = SmallDqn();
+  const double untrained = Greedy(env, *agent).cost.total_ns;
+  // Two experts: the cheaper one (first-touch here) is the one imitated.
+  PlacementPlan slow = PlacementPlan::Uniform(t.w, Tier::kSlow, t.env.dram_limit_bytes);
+  slow.produced_by = "all-slow";
+  PlacementPlan first_touch = FirstTouchPlan(t.w, t.env.dram_limit_bytes);
+  first_touch.produced_by = "first-touch";
+  const double expert_ns = EvaluatePlan(t.w, first_touch).total_ns;
+  ASSERT_LT(expert_ns, EvaluatePlan(t.w, slow).total_ns);
+  ImitationConfig c;
+  c.pretrain_updates = 800;
+  c.dagger_rounds = 4;
+  c.updates_per_round = 400;
+  std::mt19937_64 rng(3);
+  ImitationResult r = LearnFromPlans(*agent, env, {slow, first_touch}, c, rng);
+  EXPECT_EQ(r.expert, "first-touch");
+  EXPECT_NEAR(r.expert_cost_ns, expert_ns, 1e-9 * expert_ns);
+  ASSERT_EQ(r.rounds.size(), 5u);  // after pre-training, then one per DAgger round
+  EXPECT_EQ(r.updates, 800u + 4u * 400u);
+  // The agent holds the weights of the best round: its greedy plan is that round's.
+  const double best = Greedy(env, *agent).cost.total_ns;
+  EXPECT_DOUBLE_EQ(best, r.best_cost_ns);
+  for (const ImitationRound& round : r.rounds) EXPECT_LE(r.best_cost_ns, round.greedy_cost_ns);
+  EXPECT_LT(best, untrained);
+  EXPECT_LE(best, expert_ns * 1.05) << "untrained " << untrained;
+  // The aggregate stays with the agent for its later updates (DQfD), capped.
+  EXPECT_LE(r.rounds.back().demonstrations, c.max_demonstrations);
+  EXPECT_GT(r.rounds.back().demonstrations, r.rounds.front().demonstrations);
+}
+
+TEST(Imitation, TheAggregateIsCapped) {
+  Task t = ResnetTask();
+  PlacementEnv env(t.w, t.env);
+  auto agent = SmallDqn();
+  ImitationConfig c;
+  c.pretrain_updates = 10;
+  c.dagger_rounds = 3;
+  c.updates_per_round = 10;
+  c.max_demonstrations = 100;
+  std::mt19937_64 rng(3);
+  ImitationResult r = LearnFromPlans(*agent, env, {FirstTouchPlan(t.w, t.env.dram_limit_bytes)}, c, rng);
+  for (const ImitationRound& round : r.rounds) EXPECT_LE(round.demonstrations, 100u);
+}
+
+TEST(Imitation, RefusesAnAgentWithoutDemonstrationsAndAnEmptyExpertList) {
+  Task t = ResnetTask();
+  PlacementEnv env(t.w, t.env);
+  SacConfig sc;
+  sc.device = "cpu";
+  auto sac = MakeAgent("sac", sc.ToJson());
+  std::mt19937_64 rng(3);
+  EXPECT_THROW(LearnFromPlans(*sac, env, {FirstTouchPlan(t.w, t.env.dram_limit_bytes)}, {}, rng),
+               std::invalid_argument);
+  auto dqn = SmallDqn();
+  EXPECT_THROW(LearnFromPlans(*dqn, env, {}, {}, rng), std::invalid_argument);
+}
+
+// A learner result whose greedy plan is all-slow, with faster plans elsewhere.
+TEST(RunReport, TheFinalPlanNamesItsSourceAndTheVerdictNamesWhatBeatsIt) {
+  Task t = ResnetTask();
+  const PlacementPlan slow = PlacementPlan::Uniform(t.w, Tier::kSlow, t.env.dram_limit_bytes);
+  const PlacementPlan first_touch = FirstTouchPlan(t.w, t.env.dram_limit_bytes);
+  ASSERT_LT(EvaluatePlan(t.w, first_touch).total_ns, EvaluatePlan(t.w, slow).total_ns);
+  LearnerResult r;
+  r.agent = "dqn";
+  r.greedy_plan = slow;
+  r.greedy_plan.produced_by = "dqn-greedy v9";
+  r.greedy_summary.cost = EvaluatePlan(t.w, r.greedy_plan);
+  FinalPlanChoice final_plan = ChooseFinalPlan(t.w, r);
+  EXPECT_EQ(final_plan.source, "greedy policy");
+
+  // A faster plan seen in training becomes the final plan, named as what it is.
+  r.best_plan = first_touch;
+  r.has_best_plan = true;
+  final_plan = ChooseFinalPlan(t.w, r);
+  EXPECT_EQ(final_plan.source, "best episode seen in training");
+  EXPECT_TRUE(final_plan.plan == first_touch || final_plan.plan.migrations == first_touch.migrations);
+
+  BaselinePlan oracle{"oracle", first_touch, 1.5, "optimal"};
+  std::vector<PolicyScore> scores = ComparePlans(t.w, t.env, r, final_plan, {oracle});
+  bool marked = false;
+  for (const PolicyScore& s : scores) marked |= s.source == "best episode seen in training (final plan)";
+  EXPECT_TRUE(marked);
+  // A training episode is not a policy: the verdict compares the greedy
+  // policy with the baselines and references, and they beat it.
+  const std::string verdict = ComparisonVerdict(scores);
+  EXPECT_NE(verdict.find("NOT the best"), std::string::npos) << verdict;
+  EXPECT_NE(verdict.find("first-touch"), std::string::npos) << verdict;
+  const std::string table = ComparisonMarkdown(scores);
+  EXPECT_NE(table.find("| oracle (optimal) | baseline |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| dqn-greedy v9 | greedy policy |"), std::string::npos) << table;
+
+  // A greedy policy as fast as the best rival is the fastest of the comparison.
+  r.greedy_plan = first_touch;
+  r.greedy_plan.produced_by = "dqn-greedy v10";
+  r.greedy_summary.cost = EvaluatePlan(t.w, r.greedy_plan);
+  r.has_best_plan = false;
+  final_plan = ChooseFinalPlan(t.w, r);
+  scores = ComparePlans(t.w, t.env, r, final_plan, {oracle});
+  EXPECT_NE(ComparisonVerdict(scores).find("is the fastest"), std::string::npos) << ComparisonVerdict(scores);
+}
+
+}  // namespace
+}  // namespace tensortier
