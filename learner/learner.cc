@@ -437,11 +437,33 @@ struct Learner::Impl {
     status.running = running;
   }
 
+  // A frame that failed its checks: counted by reason, logged, answered.
+  void RefuseFrame(const IncomingFrame& in, const DecodeError& err) {
+    ErrorCode code = ErrorCode::kMalformed;
+    switch (err.reason) {
+      case DecodeErrorReason::kOversized:
+        ++result.counters.oversized_frames;
+        code = ErrorCode::kOversized;
+        break;
+      case DecodeErrorReason::kWrongVersion:
+        ++result.counters.wrong_version_frames;
+        code = ErrorCode::kWrongVersion;
+        break;
+      case DecodeErrorReason::kAmplified: ++result.counters.amplified_frames; break;
+      case DecodeErrorReason::kNonFinite: ++result.counters.non_finite_frames; break;
+      default: ++result.counters.malformed_frames;
+    }
+    LogWarn("bad_frame").kv("reason", DecodeErrorReasonName(err.reason)).kv("detail", err.detail)
+        .kv("bytes", in.frame.size());
+    Reply(in.peer, code, std::string(DecodeErrorReasonName(err.reason)) + ": " + err.detail);
+  }
+
   void HandleFrame(const IncomingFrame& in, const std::function<void(const EpisodeRecord&)>& on_episode) {
     ++result.counters.frames_received;
     // Transitions, nearly every frame, stay in wire form until the training
     // thread copies them into replay rows (codec.h).
-    if (auto frame = TransitionBatchFrame::Open(in.frame.data(), in.frame.size())) {
+    DecodeError refused;
+    if (auto frame = TransitionBatchFrame::Open(in.frame.data(), in.frame.size(), {}, &refused)) {
       auto it = workers.find(in.peer);
       if (it == workers.end()) {
         ++result.counters.unknown_worker_frames;
@@ -451,26 +473,9 @@ struct Learner::Impl {
       it->second.last_seen = Clock::now();
       return OnTransitionFrame(it->second, std::move(frame));
     }
+    if (!refused.detail.empty()) return RefuseFrame(in, refused);
     DecodeResult decoded = DecodeMessage(in.frame.data(), in.frame.size());
-    if (auto* err = std::get_if<DecodeError>(&decoded)) {
-      ErrorCode code = ErrorCode::kMalformed;
-      switch (err->reason) {
-        case DecodeErrorReason::kOversized:
-          ++result.counters.oversized_frames;
-          code = ErrorCode::kOversized;
-          break;
-        case DecodeErrorReason::kWrongVersion:
-          ++result.counters.wrong_version_frames;
-          code = ErrorCode::kWrongVersion;
-          break;
-        default:
-          ++result.counters.malformed_frames;
-      }
-      LogWarn("bad_frame").kv("reason", DecodeErrorReasonName(err->reason)).kv("detail", err->detail)
-          .kv("bytes", in.frame.size());
-      Reply(in.peer, code, std::string(DecodeErrorReasonName(err->reason)) + ": " + err->detail);
-      return;
-    }
+    if (auto* err = std::get_if<DecodeError>(&decoded)) return RefuseFrame(in, *err);
     Message& msg = std::get<Message>(decoded);
     if (auto* reg = std::get_if<RegisterMsg>(&msg)) return OnRegister(in.peer, *reg);
     auto it = workers.find(in.peer);

@@ -2,12 +2,15 @@
 // what it refused.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <thread>
 
 #include "envs/workload_spec.h"
 #include "learner/learner.h"
 #include "protocol/codec.h"
 #include "tests/integration/fleet_harness.h"
+#include "tests/integration/hostile_frames.h"
 #include "transport/channel.h"
 #include "worker/worker.h"
 
@@ -76,6 +79,52 @@ TEST(LearnerRobustness, BadFramesAreCountedAnsweredAndSurvived) {
   EXPECT_GE(result.counters.unknown_worker_frames, 1u);
   EXPECT_GT(result.weights_version, 1u);
   EXPECT_GT(result.counters.transitions_ingested, 0u);
+}
+
+// Issue 17: a registered peer's decodable hostile frames, built by hand and
+// sent on a plain DEALER, neither stop the run nor reach training.
+TEST(LearnerRobustness, HostileBatchesAreRefusedAndTheRunCompletes) {
+  LearnerConfig config = SmallLearner(30);
+  config.dqn.learning_starts = 8;
+  Learner learner(config);
+  const std::string endpoint = learner.endpoint();
+  LearnerResult result;
+  std::thread serve([&] { result = learner.Run(); });
+
+  testing::RawDealer rogue(endpoint);
+  rogue.Send(testing::HandRegister("rogue-host"));
+  auto ack = rogue.ReceiveA<RegisterAckMsg>(std::chrono::seconds(5));
+  ASSERT_TRUE(ack.has_value());
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::string hostile[] = {
+      testing::SharedStructListBatch(ack->worker_id, 1),
+      testing::HandBatch(ack->worker_id, 2, 40, [&](unsigned, int i) { return i < 0 ? nan : 0.5f; }),
+      testing::HandBatch(ack->worker_id, 3, 40, [&](unsigned, int i) { return i < 0 ? 1.0f : inf; }),
+  };
+  for (const std::string& frame : hostile) {
+    rogue.Send(frame);
+    auto error = rogue.ReceiveA<ErrorMsg>(std::chrono::seconds(5));
+    ASSERT_TRUE(error.has_value());
+    EXPECT_EQ(error->code, ErrorCode::kMalformed) << error->reason;
+  }
+
+  WorkerConfig wc;
+  wc.learner_endpoint = endpoint;
+  wc.give_up_seconds = 30;
+  Worker worker(wc, std::make_unique<CostModelEvaluator>());
+  WorkerStats stats = worker.Run();
+  serve.join();
+
+  EXPECT_TRUE(stats.shutdown_by_learner);
+  EXPECT_EQ(result.episodes, 30u);
+  EXPECT_EQ(result.counters.amplified_frames, 1u);
+  EXPECT_EQ(result.counters.non_finite_frames, 2u);
+  EXPECT_GT(result.updates, 0u);
+  ASSERT_EQ(result.records.size(), 30u);
+  for (const EpisodeRecord& r : result.records) {
+    EXPECT_TRUE(std::isfinite(r.loss)) << "episode " << r.episode;
+    EXPECT_TRUE(std::isfinite(r.mean_q)) << "episode " << r.episode;
+  }
 }
 
 TEST(LearnerRobustness, DuplicateBatchesAreIngestedOnce) {
