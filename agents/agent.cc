@@ -44,6 +44,7 @@ class DqnPlacementAgent : public PlacementAgent {
     TrainStats t;
     t.loss = s.loss;
     t.mean_q = s.mean_q;
+    t.skipped = s.skipped;
     return t;
   }
   DqnAgent agent_;
@@ -82,6 +83,7 @@ class SacPlacementAgent : public PlacementAgent {
     t.mean_q = s.mean_q;
     t.entropy = s.entropy;
     t.alpha = s.alpha;
+    t.skipped = s.skipped;
     return t;
   }
   SacAgent agent_;

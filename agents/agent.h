@@ -18,6 +18,7 @@ struct TrainStats {
   double mean_q = 0;
   double entropy = 0;   // SAC only: mean policy entropy (nats)
   double alpha = 0;     // SAC only: entropy temperature
+  bool skipped = false; // the loss was not finite: the agent took no step
 };
 
 // The settings the learner's loop needs, whatever the agent.

@@ -603,7 +603,7 @@ UpdateStats DqnAgent::Update(PrioritizedReplay& replay, std::mt19937_64& rng) {
   PrioritizedSample s = replay.Sample(static_cast<size_t>(impl_->batch), rng);
   std::vector<double> abs_td_errors;
   UpdateStats stats = Update(s.transitions, s.weights, &abs_td_errors);
-  replay.UpdatePriorities(s.keys, abs_td_errors);
+  if (!stats.skipped) replay.UpdatePriorities(s.keys, abs_td_errors);
   return stats;
 }
 
@@ -737,6 +737,11 @@ UpdateStats DqnAgent::Update(const std::vector<const Transition*>& sample,
     }
   }
 
+  // One NaN step would make every weight NaN for the rest of the run.
+  if (!std::isfinite(stats.loss) || !std::isfinite(stats.grad_norm)) {
+    stats.skipped = true;
+    return stats;
+  }
   // Adam, with torch::optim::Adam's arithmetic.
   ++m.adam_step;
   double bias1 = 1 - std::pow(kAdamBeta1, static_cast<double>(m.adam_step));

@@ -43,6 +43,7 @@ struct UpdateStats {
   double loss = 0;
   double mean_q = 0;
   double grad_norm = 0;
+  bool skipped = false;  // the loss or gradient was not finite: no step taken, priorities untouched
 };
 
 class DqnAgent {

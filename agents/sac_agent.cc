@@ -887,7 +887,7 @@ SacUpdateStats SacAgent::Update(PrioritizedReplay& replay, std::mt19937_64& rng)
   PrioritizedSample s = replay.Sample(static_cast<size_t>(config_.batch_size), rng);
   std::vector<double> td;
   SacUpdateStats stats = Update(s.transitions, s.weights, &td);
-  replay.UpdatePriorities(s.keys, td);
+  if (!stats.skipped) replay.UpdatePriorities(s.keys, td);
   return stats;
 }
 
@@ -965,6 +965,10 @@ SacUpdateStats SacAgent::Update(const std::vector<const Transition*>& batch,
       torch::Tensor td = (0.5 * (m.e1.abs() + m.e2.abs())).to(torch::kCPU).to(torch::kDouble).contiguous();
       td_errors->assign(td.data_ptr<double>(), td.data_ptr<double>() + B);
     }
+  }
+  if (!std::isfinite(stats.critic_loss)) {  // one NaN step would poison every weight
+    stats.skipped = true;
+    return stats;
   }
   // Outside InferenceMode: the optimiser's state must stay ordinary tensors.
   m.critic_opt->step();

@@ -64,6 +64,7 @@ struct SacUpdateStats {
   double entropy = 0;      // mean policy entropy over the batch states (nats)
   double mean_q = 0;       // mean of min(Q1, Q2) at the taken actions
   bool actor_updated = false;
+  bool skipped = false;    // the critics' loss was not finite: no step taken, priorities untouched
 };
 
 enum class SacActMode : uint8_t {

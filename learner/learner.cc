@@ -362,6 +362,7 @@ struct Learner::Impl {
   bool trainer_hurry = false;               // stopping on Stop() or the time limit
   std::atomic<uint64_t> staged_transitions{0};
   std::atomic<uint64_t> updates_done{0};
+  std::atomic<uint64_t> updates_skipped{0};  // non-finite loss: no step taken
   std::atomic<uint64_t> replay_items{0};
   std::atomic<uint64_t> prioritized_updates{0};
   std::thread trainer;
@@ -433,6 +434,7 @@ struct Learner::Impl {
     status.episodes = result.episodes;
     status.weights_version = weights_version;
     status.updates = updates_done.load();
+    status.counters.updates_skipped = updates_skipped.load();
     status.workers_connected = workers.size();
     status.running = running;
   }
@@ -846,6 +848,10 @@ struct Learner::Impl {
   void OneUpdate() {
     TrainStats s = uniform ? agent->Update(*uniform, rng) : agent->Update(*prioritized, rng);
     if (prioritized) ++prioritized_updates;
+    if (s.skipped) {
+      LogWarn("update_skipped").kv("reason", "non-finite loss").kv("loss", s.loss).kv("total", ++updates_skipped);
+      return;
+    }
     ++updates_done;
     loss_sum += s.loss;
     q_sum += s.mean_q;
@@ -1693,6 +1699,7 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
   m.result.greedy_summary = m.Evaluate();
   m.result.greedy_plan = m.result.greedy_summary.plan;
   m.result.updates = m.agent->updates();
+  m.result.counters.updates_skipped = m.updates_skipped.load();
   m.result.agent = m.agent->name();
   m.result.weights_version = m.weights_version;
   m.result.wall_seconds = m.Elapsed();

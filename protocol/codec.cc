@@ -349,6 +349,38 @@ DecodeError Failure(DecodeErrorReason reason, std::string detail) {
   return DecodeError{reason, std::move(detail)};
 }
 
+// The name of the first non-finite measurement, or null. Rewards, costs and
+// runtimes feed the learner's records, its best plan and the measurement
+// cache that every worker rescales its rewards with.
+const char* NonFiniteField(const MemoryCounters& c) {
+  if (!std::isfinite(c.runtime_spread)) return "runtime_spread";
+  if (!std::isfinite(c.exposed_migration_ns)) return "exposed_migration_ns";
+  if (!std::isfinite(c.emulated_delay_ns)) return "emulated_delay_ns";
+  return nullptr;
+}
+
+const char* NonFiniteField(const Message& m) {
+  if (auto* r = std::get_if<EpisodeReportMsg>(&m)) {
+    const std::pair<const char*, double> fields[] = {
+        {"step_reward_sum", r->step_reward_sum}, {"episodic_reward", r->episodic_reward},
+        {"runtime_ns", r->runtime_ns},           {"normalised_cost", r->normalised_cost},
+        {"epsilon", r->epsilon},                 {"min_runtime_ns", r->min_runtime_ns},
+        {"max_runtime_ns", r->max_runtime_ns}};
+    for (const auto& [name, value] : fields)
+      if (!std::isfinite(value)) return name;
+    return NonFiniteField(r->counters);
+  }
+  if (auto* c = std::get_if<MeasurementCacheMsg>(&m)) {
+    for (const CachedMeasurement& e : c->entries) {
+      if (!std::isfinite(e.runtime_ns)) return "runtime_ns";
+      if (!std::isfinite(e.min_runtime_ns)) return "min_runtime_ns";
+      if (!std::isfinite(e.max_runtime_ns)) return "max_runtime_ns";
+      if (const char* name = NonFiniteField(e.counters)) return name;
+    }
+  }
+  return nullptr;
+}
+
 // The checks that need only the frame's size, done before anything is copied.
 std::optional<DecodeError> CheckFrameSize(size_t size, const CodecLimits& limits) {
   if (size == 0) return Failure(DecodeErrorReason::kEmpty, "empty frame");
@@ -381,7 +413,10 @@ DecodeResult DecodeWords(kj::ArrayPtr<const capnp::word> words, const CodecLimit
     return Failure(DecodeErrorReason::kWrongVersion,
                    "protocol version " + std::to_string(version) + ", this build speaks " +
                        std::to_string(kProtocolVersion));
-  return DecodeBody(envelope.getBody());
+  Message message = DecodeBody(envelope.getBody());
+  if (const char* field = NonFiniteField(message))
+    return Failure(DecodeErrorReason::kNonFinite, std::string(MessageName(message)) + " " + field + " is not finite");
+  return message;
 }
 
 }  // namespace
@@ -469,8 +504,9 @@ std::optional<DecodeError> AppendFloats(capnp::List<float>::Reader in, const cha
   capnp::AnyList::Reader any(in);
   if (any.getElementSize() != capnp::ElementSize::FOUR_BYTES)
     return Failure(DecodeErrorReason::kAmplified,
-                   std::string(what) + ": a list of element size " +
-                       std::to_string(static_cast<int>(any.getElementSize())) + " where 4-byte floats are expected");
+                   std::string(what) + ": a list of " +
+                       (any.getElementSize() == capnp::ElementSize::INLINE_COMPOSITE ? "structs" : "other elements") +
+                       " where 4-byte floats are expected");
   const size_t begin = out.size();
   out.resize(begin + in.size());
   const kj::ArrayPtr<const kj::byte> bytes = any.getRawBytes();

@@ -103,9 +103,27 @@ TEST(LearnerRobustness, HostileBatchesAreRefusedAndTheRunCompletes) {
   };
   for (const std::string& frame : hostile) {
     rogue.Send(frame);
+    // Not an ASSERT: the learner's thread must be joined whatever happens.
     auto error = rogue.ReceiveA<ErrorMsg>(std::chrono::seconds(5));
-    ASSERT_TRUE(error.has_value());
-    EXPECT_EQ(error->code, ErrorCode::kMalformed) << error->reason;
+    EXPECT_TRUE(error.has_value());
+    if (error) {
+      EXPECT_EQ(error->code, ErrorCode::kMalformed) << error->reason;
+    }
+  }
+
+  // A report whose runtime is NaN, by hand: refused, not counted as an episode.
+  {
+    capnp::MallocMessageBuilder message;
+    auto envelope = message.initRoot<schema::Envelope>();
+    envelope.setProtocolVersion(kProtocolVersion);
+    auto report = envelope.getBody().initEpisodeReport();
+    report.setWorkerId(ack->worker_id);
+    report.setEpisodeId(2);
+    report.setRuntimeNs(std::numeric_limits<double>::quiet_NaN());
+    report.initPlan().setFormatVersion(PlacementPlan::kFormatVersion);
+    rogue.Send(testing::FrameBytes(message));
+    auto error = rogue.ReceiveA<ErrorMsg>(std::chrono::seconds(5));
+    EXPECT_TRUE(error.has_value());
   }
 
   WorkerConfig wc;
@@ -118,7 +136,9 @@ TEST(LearnerRobustness, HostileBatchesAreRefusedAndTheRunCompletes) {
   EXPECT_TRUE(stats.shutdown_by_learner);
   EXPECT_EQ(result.episodes, 30u);
   EXPECT_EQ(result.counters.amplified_frames, 1u);
-  EXPECT_EQ(result.counters.non_finite_frames, 2u);
+  EXPECT_EQ(result.counters.non_finite_frames, 3u);
+  EXPECT_EQ(result.counters.updates_skipped, 0u);
+  for (const EpisodeRecord& r : result.records) EXPECT_NE(r.worker_id, ack->worker_id);
   EXPECT_GT(result.updates, 0u);
   ASSERT_EQ(result.records.size(), 30u);
   for (const EpisodeRecord& r : result.records) {
