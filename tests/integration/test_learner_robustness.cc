@@ -92,7 +92,8 @@ TEST(LearnerRobustness, HostileBatchesAreRefusedAndTheRunCompletes) {
   std::thread serve([&] { result = learner.Run(); });
 
   testing::RawDealer rogue(endpoint);
-  rogue.Send(testing::HandRegister("rogue-host"));
+  // Its host name carries a CR and an ESC (the log escapes them: test_log.cc).
+  rogue.Send(testing::HandRegister("rogue\rts=2026-01-01T00:00:00.000Z level=error event=forged\x1b[2J"));
   auto ack = rogue.ReceiveA<RegisterAckMsg>(std::chrono::seconds(5));
   ASSERT_TRUE(ack.has_value());
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
