@@ -429,12 +429,13 @@ struct Learner::Impl {
   }
 
   void SyncStatus(bool running) {
+    result.counters.multipart_frames = server.dropped_frames();
+    result.counters.updates_skipped = updates_skipped.load();
     std::lock_guard<std::mutex> lock(status_mu);
     status.counters = result.counters;
     status.episodes = result.episodes;
     status.weights_version = weights_version;
     status.updates = updates_done.load();
-    status.counters.updates_skipped = updates_skipped.load();
     status.workers_connected = workers.size();
     status.running = running;
   }
@@ -534,9 +535,9 @@ struct Learner::Impl {
     if (w.id == 0) {
       w.id = next_worker_id++;
       w.exploration_index = next_exploration_index++;
-      ++result.counters.workers_registered;
       result.workers_seen.push_back(w.id);
     }
+    ++result.counters.workers_registered;  // registrations, reconnects included; workers_seen has the ids
     w.incarnation = known_incarnation ? reg.incarnation : ((1ull << 63) | w.id);
     slots[w.incarnation] = WorkerSlot{w.id, w.exploration_index};
     peer_of[w.incarnation] = peer;
@@ -1699,7 +1700,6 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
   m.result.greedy_summary = m.Evaluate();
   m.result.greedy_plan = m.result.greedy_summary.plan;
   m.result.updates = m.agent->updates();
-  m.result.counters.updates_skipped = m.updates_skipped.load();
   m.result.agent = m.agent->name();
   m.result.weights_version = m.weights_version;
   m.result.wall_seconds = m.Elapsed();

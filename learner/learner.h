@@ -119,11 +119,12 @@ struct LearnerCounters {
   uint64_t wrong_version_frames = 0;
   uint64_t amplified_frames = 0;        // reads would cost more than the frame's size (codec.h)
   uint64_t non_finite_frames = 0;       // NaN or infinite rewards, observations or priorities
+  uint64_t multipart_frames = 0;        // messages of more than one frame, dropped by the transport
   uint64_t updates_skipped = 0;         // gradient steps not taken: the loss was not finite
   uint64_t unknown_worker_frames = 0;
   uint64_t duplicate_batches = 0;
   uint64_t transitions_ingested = 0;
-  uint64_t workers_registered = 0;
+  uint64_t workers_registered = 0;      // Register messages accepted (a reconnect registers again)
   uint64_t workers_expired = 0;
   uint64_t heartbeats_received = 0;
   uint64_t unexpected_messages = 0;

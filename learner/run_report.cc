@@ -126,6 +126,7 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
   summary["counters"]["amplified_frames"] = c.amplified_frames;
   summary["counters"]["non_finite_frames"] = c.non_finite_frames;
   summary["counters"]["updates_skipped"] = c.updates_skipped;
+  summary["counters"]["multipart_frames"] = c.multipart_frames;
   summary["counters"]["duplicate_reports"] = c.duplicate_reports;
   summary["counters"]["episodes_acked"] = c.episodes_acked;
   summary["counters"]["checkpoints_written"] = c.checkpoints_written;

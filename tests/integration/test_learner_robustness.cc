@@ -148,6 +148,30 @@ TEST(LearnerRobustness, HostileBatchesAreRefusedAndTheRunCompletes) {
   }
 }
 
+// Issue 17: registrations are counted as registrations (a peer registering
+// three times is three, on one worker id), and a message of several frames
+// is counted and logged, not silently dropped.
+TEST(LearnerRobustness, RegistrationsAndMultipartMessagesAreCounted) {
+  Learner learner(SmallLearner(10));
+  const std::string endpoint = learner.endpoint();
+  LearnerResult result;
+  std::thread serve([&] { result = learner.Run(); });
+  testing::RawDealer peer(endpoint);
+  for (int i = 0; i < 3; ++i) {
+    peer.Send(testing::HandRegister("h"));
+    EXPECT_TRUE(peer.ReceiveA<RegisterAckMsg>(std::chrono::seconds(5)).has_value());
+  }
+  peer.SendParts({testing::HandRegister("h"), "second part"});
+  {
+    testing::WorkerThreads fleet(endpoint, 1);
+    serve.join();
+  }
+  EXPECT_EQ(result.episodes, 10u);
+  EXPECT_GE(result.counters.workers_registered, 4u);  // the peer's three, the worker's
+  EXPECT_EQ(result.workers_seen.size(), 2u);
+  EXPECT_EQ(result.counters.multipart_frames, 1u);
+}
+
 TEST(LearnerRobustness, DuplicateBatchesAreIngestedOnce) {
   Learner learner(SmallLearner(1));
   LearnerResult result;
