@@ -49,6 +49,7 @@ struct WorkerState {
   Clock::time_point last_seen;
   uint64_t episodes = 0;
   uint64_t last_episode_id = 0;  // newest episode fully ingested
+  bool refused_task = false;     // its latest answer to the task was a refusal
 };
 
 // Where a worker incarnation sits in the fleet: its id and its Ape-X
@@ -440,6 +441,31 @@ struct Learner::Impl {
     status.running = running;
   }
 
+  // A task every worker refuses (a corrupted workload, a model no host can
+  // profile alike) would keep the run waiting forever: past
+  // task_refusal_give_up_seconds with no episode from anyone and every
+  // worker refusing, the run ends with the refusal as its error.
+  std::optional<Clock::time_point> refusing_since;
+  std::string last_refusal;
+  void OnTaskRefused(WorkerState& worker, const std::string& reason) {
+    ++result.counters.tasks_refused;
+    worker.refused_task = true;
+    last_refusal = reason;
+    if (!refusing_since) refusing_since = Clock::now();
+    LogWarn("task_refused").kv("worker", worker.id).kv("reason", reason);
+  }
+  void OnTaskAccepted(WorkerState& worker) {
+    worker.refused_task = false;
+    refusing_since.reset();
+  }
+  bool NoWorkerTakesTheTask() const {
+    if (!refusing_since || workers.empty()) return false;
+    if (SecondsSince(*refusing_since) < config.task_refusal_give_up_seconds) return false;
+    for (const auto& [peer, w] : workers)
+      if (!w.refused_task) return false;
+    return true;
+  }
+
   // A frame that failed its checks: counted by reason, logged, answered.
   void RefuseFrame(const IncomingFrame& in, const DecodeError& err) {
     ErrorCode code = ErrorCode::kMalformed;
@@ -496,6 +522,7 @@ struct Learner::Impl {
     if (auto* batch = std::get_if<TransitionBatchMsg>(&msg)) return OnTransitions(worker, *batch);
     if (auto* report = std::get_if<EpisodeReportMsg>(&msg)) return OnEpisodeReport(worker, *report, on_episode);
     if (auto* e = std::get_if<ErrorMsg>(&msg)) {
+      if (e->code == ErrorCode::kTaskRefused) return OnTaskRefused(worker, e->reason);
       ++result.counters.worker_errors;
       LogWarn("worker_error").kv("worker", worker.id).kv("reason", e->reason);
       return;
@@ -622,6 +649,7 @@ struct Learner::Impl {
   }
 
   void OnTransitionFrame(WorkerState& worker, std::unique_ptr<TransitionBatchFrame> frame) {
+    OnTaskAccepted(worker);
     if (frame->worker_id() != worker.id) {
       ++result.counters.unknown_worker_frames;
       Reply(worker.peer, ErrorCode::kUnknownWorker, "batch names another worker");
@@ -1012,6 +1040,7 @@ struct Learner::Impl {
 
   void OnEpisodeReport(WorkerState& worker, const EpisodeReportMsg& report,
                        const std::function<void(const EpisodeRecord&)>& on_episode) {
+    OnTaskAccepted(worker);
     if (!reports_in.Insert(worker.incarnation, report.episode_id)) {
       ++result.counters.duplicate_reports;
       MaybeAck(worker, report.episode_id);
@@ -1648,7 +1677,16 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
   bool hurry = false;
   while (!stop_.load() && m.result.episodes < m.config.episodes && !m.result.converged) {
     if (m.trainer_failed.load()) {
-      LogError("learner_stopping").kv("reason", "the training thread failed");
+      m.result.failure = "the training thread failed";
+      LogError("learner_stopping").kv("reason", m.result.failure);
+      break;
+    }
+    if (m.NoWorkerTakesTheTask()) {
+      std::ostringstream failure;
+      failure << "no worker accepted the task for " << m.config.task_refusal_give_up_seconds
+              << " s; the latest refusal: " << m.last_refusal;
+      m.result.failure = failure.str();
+      LogError("learner_stopping").kv("reason", m.result.failure);
       break;
     }
     if (m.config.max_seconds > 0 && SecondsSince(m.start) > m.config.max_seconds) {

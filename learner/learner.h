@@ -51,6 +51,9 @@ struct LearnerConfig {
   double max_seconds = 0;                // 0 = no wall-clock limit
   uint32_t eval_interval_episodes = 10;  // greedy evaluation on the cost model; 0 = only at the end
   uint32_t min_workers = 1;              // hand out tasks once this many workers registered
+  // Every worker refused the task (ErrorCode::kTaskRefused) and none sent an
+  // episode for this long: the run ends with LearnerResult::failure.
+  double task_refusal_give_up_seconds = 120;
   std::string metrics_address;           // Prometheus endpoint, e.g. 127.0.0.1:0; "" = none (metrics/)
   std::string metrics_sd_dir;            // write a file_sd target file there; "" = none
   TransportSecurity security;            // CURVE keys and allow-list, or plain text (docs/security.md)
@@ -120,6 +123,7 @@ struct LearnerCounters {
   uint64_t amplified_frames = 0;        // reads would cost more than the frame's size (codec.h)
   uint64_t non_finite_frames = 0;       // NaN or infinite rewards, observations or priorities
   uint64_t multipart_frames = 0;        // messages of more than one frame, dropped by the transport
+  uint64_t tasks_refused = 0;           // workers' refusals of the task (a corrupted workload, another profile)
   uint64_t updates_skipped = 0;         // gradient steps not taken: the loss was not finite
   uint64_t unknown_worker_frames = 0;
   uint64_t duplicate_batches = 0;
@@ -174,6 +178,9 @@ struct LearnerResult {
   LearnerCounters counters;
   double wall_seconds = 0;           // of the whole run, sessions before a resume included
   std::vector<uint32_t> workers_seen;
+  // Why the run stopped before its end ("" when it did not fail): the
+  // training thread failed, or no worker accepted the task.
+  std::string failure;
 
   std::string replay;               // "uniform", "prioritized"
   double samples_per_insert = 0;    // in force at the end (derived or given); 0 = no limiter
