@@ -10,7 +10,7 @@
 #include "learner/learner.h"
 #include "protocol/codec.h"
 #include "tests/integration/fleet_harness.h"
-#include "tests/integration/hostile_frames.h"
+#include "tests/common/hostile_frames.h"
 #include "transport/channel.h"
 #include "worker/worker.h"
 

@@ -9,7 +9,7 @@
 
 #include "envs/placement_env.h"
 #include "protocol/codec.h"
-#include "tests/integration/hostile_frames.h"
+#include "tests/common/hostile_frames.h"
 
 namespace tensortier {
 namespace {
