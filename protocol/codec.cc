@@ -515,8 +515,15 @@ std::optional<DecodeError> AppendFloats(capnp::List<float>::Reader in, const cha
   } else {
     for (unsigned j = 0; j < in.size(); ++j) out[begin + j] = in[j];
   }
-  for (size_t j = begin; j < out.size(); ++j)
-    if (!std::isfinite(out[j])) return Failure(DecodeErrorReason::kNonFinite, std::string(what) + " not finite");
+  // NaN and infinities are the floats whose exponent bits are all set; or-ing
+  // the test over the list keeps the loop branch-free (vectorised).
+  bool non_finite = false;
+  for (size_t j = begin; j < out.size(); ++j) {
+    uint32_t bits;
+    std::memcpy(&bits, &out[j], sizeof bits);
+    non_finite |= (bits & 0x7f800000u) == 0x7f800000u;
+  }
+  if (non_finite) return Failure(DecodeErrorReason::kNonFinite, std::string(what) + " not finite");
   return std::nullopt;
 }
 
