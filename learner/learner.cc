@@ -1361,7 +1361,8 @@ struct Learner::Impl {
     w.Pod(next_worker_id);
     w.Pod(next_exploration_index);
     w.F64(Elapsed());
-    w.Pod(counters);
+    static_assert(sizeof(CheckpointedCounters) == 19 * sizeof(uint64_t), "the checkpoint payload's counters changed");
+    w.Pod(static_cast<const CheckpointedCounters&>(counters));
     w.Bool(result.has_best_plan);
     w.String(result.has_best_plan ? SerializePlan(result.best_plan) : std::string());
     w.F64(result.best_runtime_ns);
@@ -1512,7 +1513,7 @@ struct Learner::Impl {
     next_worker_id = r.Pod<uint32_t>();
     next_exploration_index = r.Pod<uint32_t>();
     seconds_before = r.F64();
-    result.counters = r.Pod<LearnerCounters>();
+    static_cast<CheckpointedCounters&>(result.counters) = r.Pod<CheckpointedCounters>();
     result.has_best_plan = r.Bool();
     const std::string plan = r.String();
     if (result.has_best_plan) result.best_plan = ParsePlan(plan);

@@ -115,16 +115,13 @@ struct EpisodeRecord {
   std::string backend;
 };
 
-struct LearnerCounters {
+// The counters a checkpoint holds, as one block of bytes (ByteWriter::Pod):
+// add nothing here without a new checkpoint payload version.
+struct CheckpointedCounters {
   uint64_t frames_received = 0;
   uint64_t malformed_frames = 0;
   uint64_t oversized_frames = 0;
   uint64_t wrong_version_frames = 0;
-  uint64_t amplified_frames = 0;        // reads would cost more than the frame's size (codec.h)
-  uint64_t non_finite_frames = 0;       // NaN or infinite rewards, observations or priorities
-  uint64_t multipart_frames = 0;        // messages of more than one frame, dropped by the transport
-  uint64_t tasks_refused = 0;           // workers' refusals of the task (a corrupted workload, another profile)
-  uint64_t updates_skipped = 0;         // gradient steps not taken: the loss was not finite
   uint64_t unknown_worker_frames = 0;
   uint64_t duplicate_batches = 0;
   uint64_t transitions_ingested = 0;
@@ -143,6 +140,15 @@ struct LearnerCounters {
   uint64_t measurement_cache_hits = 0;
   uint64_t measurement_cache_misses = 0;
   uint64_t measurement_cache_redundant = 0;
+};
+
+// ... and those a resumed run starts again from zero.
+struct LearnerCounters : CheckpointedCounters {
+  uint64_t amplified_frames = 0;        // reads would cost more than the frame's size (codec.h)
+  uint64_t non_finite_frames = 0;       // NaN or infinite rewards, observations or priorities
+  uint64_t multipart_frames = 0;        // messages of more than one frame, dropped by the transport
+  uint64_t tasks_refused = 0;           // workers' refusals of the task (a corrupted workload, another profile)
+  uint64_t updates_skipped = 0;         // gradient steps not taken: the loss was not finite
 };
 
 // One TransitionBatch as ingested (LearnerConfig::keep_batch_log).

@@ -42,19 +42,25 @@ inline std::string HandRegister(const std::string& host, const std::string& name
   return FrameBytes(message);
 }
 
-// A TransitionBatch of `rows` well-formed rows (observations of
-// kObservationSize floats), each value given by `value(row, index)`
-// (index kObservationSize.. for the next observation, -1 for the reward).
-template <typename ValueOf>
-std::string HandBatch(uint32_t worker_id, uint64_t episode_id, unsigned rows, ValueOf value) {
-  capnp::MallocMessageBuilder message;
+// An envelope of this protocol version holding a TransitionBatch of one chunk.
+inline schema::TransitionBatch::Builder InitBatch(capnp::MessageBuilder& message, uint32_t worker_id,
+                                                  uint64_t episode_id) {
   auto envelope = message.initRoot<schema::Envelope>();
   envelope.setProtocolVersion(kProtocolVersion);
   auto batch = envelope.getBody().initTransitions();
   batch.setWorkerId(worker_id);
   batch.setEpisodeId(episode_id);
   batch.setChunkCount(1);
-  auto list = batch.initTransitions(rows);
+  return batch;
+}
+
+// A TransitionBatch of `rows` well-formed rows (observations of
+// kObservationSize floats), each value given by `value(row, index)`
+// (index kObservationSize.. for the next observation, -1 for the reward).
+template <typename ValueOf>
+std::string HandBatch(uint32_t worker_id, uint64_t episode_id, unsigned rows, ValueOf value) {
+  capnp::MallocMessageBuilder message;
+  auto list = InitBatch(message, worker_id, episode_id).initTransitions(rows);
   for (unsigned r = 0; r < rows; ++r) {
     auto observation = list[r].initObservation(kObservationSize);
     auto next = list[r].initNextObservation(kObservationSize);
@@ -77,13 +83,7 @@ std::string HandBatch(uint32_t worker_id, uint64_t episode_id, unsigned rows, Va
 inline std::string SharedStructListBatch(uint32_t worker_id, uint64_t episode_id, unsigned rows = 3,
                                          unsigned data_words = 100) {
   capnp::MallocMessageBuilder message(8192);  // one segment: the patch below indexes it
-  auto envelope = message.initRoot<schema::Envelope>();
-  envelope.setProtocolVersion(kProtocolVersion);
-  auto batch = envelope.getBody().initTransitions();
-  batch.setWorkerId(worker_id);
-  batch.setEpisodeId(episode_id);
-  batch.setChunkCount(1);
-  auto list = batch.initTransitions(rows);
+  auto list = InitBatch(message, worker_id, episode_id).initTransitions(rows);
   for (unsigned r = 0; r < rows; ++r) {
     list[r].setAction(0);
     list[r].setReward(1.0f);

@@ -32,6 +32,15 @@ LearnerConfig SmallLearner(uint64_t episodes) {
   return c;
 }
 
+// One real worker on `endpoint` until the learner shuts it down.
+WorkerStats RunOneWorker(const std::string& endpoint) {
+  WorkerConfig wc;
+  wc.learner_endpoint = endpoint;
+  wc.give_up_seconds = 30;
+  Worker worker(wc, std::make_unique<CostModelEvaluator>());
+  return worker.Run();
+}
+
 TEST(LearnerRobustness, BadFramesAreCountedAnsweredAndSurvived) {
   Learner learner(SmallLearner(30));
   const std::string endpoint = learner.endpoint();
@@ -65,11 +74,7 @@ TEST(LearnerRobustness, BadFramesAreCountedAnsweredAndSurvived) {
   rogue.Send(EncodeMessage(bad));
 
   // A real worker still trains to the end.
-  WorkerConfig wc;
-  wc.learner_endpoint = endpoint;
-  wc.give_up_seconds = 30;
-  Worker worker(wc, std::make_unique<CostModelEvaluator>());
-  WorkerStats stats = worker.Run();
+  WorkerStats stats = RunOneWorker(endpoint);
   serve.join();
 
   EXPECT_TRUE(stats.shutdown_by_learner);
@@ -127,11 +132,7 @@ TEST(LearnerRobustness, HostileBatchesAreRefusedAndTheRunCompletes) {
     EXPECT_TRUE(error.has_value());
   }
 
-  WorkerConfig wc;
-  wc.learner_endpoint = endpoint;
-  wc.give_up_seconds = 30;
-  Worker worker(wc, std::make_unique<CostModelEvaluator>());
-  WorkerStats stats = worker.Run();
+  WorkerStats stats = RunOneWorker(endpoint);
   serve.join();
 
   EXPECT_TRUE(stats.shutdown_by_learner);
