@@ -319,7 +319,7 @@ struct Learner::Impl {
     uint64_t incarnation = 0;
     uint64_t episode_id = 0;
     size_t size = 0;                             // transitions
-    std::unique_ptr<TransitionBatchFrame> frame;  // the wire form, or else:
+    std::unique_ptr<TransitionBatchFrame> frame;  // checked rows, or else:
     std::vector<Transition> transitions;
     std::vector<float> priorities;
     size_t next = 0;  // transitions already inserted
@@ -489,8 +489,8 @@ struct Learner::Impl {
 
   void HandleFrame(const IncomingFrame& in, const std::function<void(const EpisodeRecord&)>& on_episode) {
     ++result.counters.frames_received;
-    // Transitions, nearly every frame, stay in wire form until the training
-    // thread copies them into replay rows (codec.h).
+    // Transitions, nearly every frame, are checked and copied out of the
+    // frame here, once; the training thread copies them into replay rows (codec.h).
     DecodeError refused;
     if (auto frame = TransitionBatchFrame::Open(in.frame.data(), in.frame.size(), {}, &refused)) {
       auto it = workers.find(in.peer);
