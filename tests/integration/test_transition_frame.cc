@@ -127,6 +127,19 @@ TEST(TransitionBatchFrame, RefusesStructListsStandingInForFloats) {
   EXPECT_EQ(refused.reason, DecodeErrorReason::kAmplified) << refused.detail;
 }
 
+// Rows of zero words cost nothing to send: 16 million of them in a frame of
+// a few words must be refused before anything is sized by their count.
+TEST(TransitionBatchFrame, RefusesRowsThatCostNoWords) {
+  capnp::MallocMessageBuilder message;
+  auto batch = testing::InitBatch(message, 7, 1);
+  capnp::AnyStruct::Builder(kj::mv(batch)).getPointerSection()[0].initAsListOfAnyStruct(0, 0, 1u << 24);
+  const std::string frame = testing::FrameBytes(message);
+  ASSERT_LT(frame.size(), 200u);
+  DecodeError refused;
+  EXPECT_EQ(TransitionBatchFrame::Open(frame.data(), frame.size(), {}, &refused), nullptr);
+  EXPECT_EQ(refused.reason, DecodeErrorReason::kAmplified) << refused.detail;
+}
+
 TEST(TransitionBatchFrame, RefusesNonFiniteValues) {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   const std::string fine = testing::HandBatch(7, 1, 3, [](unsigned, int) { return 0.5f; });
