@@ -36,7 +36,7 @@ test-sanitize: bootstrap
 	@cmake -S . -B $(SANITIZE_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTENSORTIER_SANITIZE=ON \
 		-DTENSORTIER_BUILD_BENCH=OFF > /dev/null
 	cmake --build $(SANITIZE_DIR) -j $(JOBS) --target $(SANITIZE_SUITES) \
-		fuzz_protocol_smoke fuzz_workload_smoke fuzz_plan_smoke fuzz_lookup_smoke fuzz_config_smoke
+		fuzz_protocol_smoke fuzz_workload_smoke fuzz_plan_smoke fuzz_lookup_smoke fuzz_config_smoke fuzz_learner_smoke
 	cd $(SANITIZE_DIR) && $(SANITIZE_ENV) ctest --output-on-failure -j $(JOBS) \
 		-L '^($(subst $(eval) ,|,$(strip $(SANITIZE_SUITES)))|fuzz)$$'
 

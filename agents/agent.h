@@ -22,6 +22,7 @@ struct TrainStats {
   double actor_loss = 0;      // SAC only: of the last actor update
   double alpha_loss = 0;      // SAC only
   bool actor_updated = false; // SAC only: whether this update stepped the actor
+  bool skipped = false;       // the loss was not finite: no step taken, priorities untouched
 };
 
 // The settings the learner's loop needs, whatever the agent.

@@ -481,7 +481,7 @@ TrainStats DqnAgent::Update(Replay& replay, std::mt19937_64& rng) {
     return stats;
   }
   TrainStats stats = Update(sample_.transitions, sample_.weights, &abs_td_errors_);
-  replay.UpdatePriorities(sample_.keys, abs_td_errors_);
+  if (!stats.skipped) replay.UpdatePriorities(sample_.keys, abs_td_errors_);
   return stats;
 }
 
@@ -637,6 +637,11 @@ TrainStats DqnAgent::Update(const std::vector<const Transition*>& sample,
     }
   }
 
+  // One NaN step would make every weight NaN for the rest of the run.
+  if (!std::isfinite(stats.loss) || !std::isfinite(stats.grad_norm)) {
+    stats.skipped = true;
+    return stats;
+  }
   // Adam, with torch::optim::Adam's arithmetic.
   ++m.adam_step;
   double bias1 = 1 - std::pow(kAdamBeta1, static_cast<double>(m.adam_step));

@@ -321,7 +321,7 @@ TrainStats SacAgent::Update(Replay& replay, std::mt19937_64& rng) {
   replay.SampleInto(static_cast<size_t>(config_.batch_size), rng, &sample_);
   if (!replay.prioritized()) return Update(sample_.transitions);
   TrainStats stats = Update(sample_.transitions, sample_.weights, &td_errors_);
-  replay.UpdatePriorities(sample_.keys, td_errors_);
+  if (!stats.skipped) replay.UpdatePriorities(sample_.keys, td_errors_);
   return stats;
 }
 
@@ -399,6 +399,10 @@ TrainStats SacAgent::Update(const std::vector<const Transition*>& batch, const s
       torch::Tensor td = (0.5 * (m.e1.abs() + m.e2.abs())).to(torch::kCPU).to(torch::kDouble).contiguous();
       td_errors->assign(td.data_ptr<double>(), td.data_ptr<double>() + B);
     }
+  }
+  if (!std::isfinite(stats.loss)) {  // one NaN step would poison every weight
+    stats.skipped = true;
+    return stats;
   }
   // Outside InferenceMode: the optimiser's state must stay ordinary tensors.
   m.critic_opt->step();

@@ -480,6 +480,10 @@ int RunTrain(CommonTraining& o, const ModelFlags& model, const WorkerFlags& work
     std::printf("Prometheus stopped; serve its data again with\n  prometheus --config.file=%s/prometheus/prometheus.yml "
                 "--storage.tsdb.path=%s/prometheus/data --web.listen-address=127.0.0.1:9090\n",
                 o.out.c_str(), o.out.c_str());
+  if (!out.result.failure.empty()) {
+    std::fprintf(stderr, "training failed: %s\n", out.result.failure.c_str());
+    return 1;
+  }
   return out.result.episodes > 0 ? 0 : 1;
 }
 
@@ -510,6 +514,10 @@ int RunLearner(CommonTraining& o, const std::string& bind, uint32_t min_workers,
   std::printf("\nfinal plan: %s, from the %s\n%s\n%s\nwritten to %s/\n", final_plan.plan.produced_by.c_str(),
               final_plan.source.c_str(), ComparisonMarkdown(comparison).c_str(), ComparisonVerdict(comparison).c_str(),
               o.out.c_str());
+  if (!r.failure.empty()) {
+    std::fprintf(stderr, "training failed: %s\n", r.failure.c_str());
+    return 1;
+  }
   return 0;
 }
 

@@ -1,5 +1,12 @@
 // FNV-1a, 64 bit: stable across builds and hosts, which is what plan hashes
 // and workload signatures need (std::hash is neither).
+//
+// This format's variant: the offset basis is 1469598103934665603, the
+// standard 14695981039346656037 (0xcbf29ce484222325) with its last digit
+// missing; the prime is the standard one. Plan hashes, workload signatures,
+// checkpoint checksums and the measurement cache's keys are all computed
+// with it, so it stays: a standard FNV-1a implementation does not reproduce
+// these values.
 #pragma once
 
 #include <cstddef>

@@ -24,10 +24,13 @@ const char* LevelName(LogLevel l) {
   }
   return "info";
 }
+// C0 controls and DEL: a CR or an ESC from a peer's string (a host name,
+// a reason) must not start a forged line or drive the reader's terminal.
+bool IsControl(char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }
 bool NeedsQuotes(const std::string& v) {
   if (v.empty()) return true;
   for (char c : v)
-    if (c == ' ' || c == '"' || c == '=' || c == '\n' || c == '\t') return true;
+    if (c == ' ' || c == '"' || c == '=' || IsControl(c)) return true;
   return false;
 }
 std::string Quote(const std::string& v) {
@@ -36,6 +39,14 @@ std::string Quote(const std::string& v) {
   for (char c : v) {
     if (c == '"' || c == '\\') out += '\\';
     if (c == '\n') { out += "\\n"; continue; }
+    if (c == '\r') { out += "\\r"; continue; }
+    if (c == '\t') { out += "\\t"; continue; }
+    if (IsControl(c)) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+      out += hex;
+      continue;
+    }
     out += c;
   }
   return out + "\"";

@@ -4,6 +4,7 @@
 // format changes; the output is committed under fuzz/corpus/.
 //
 //   make_corpus OUT_DIR     (writes OUT_DIR/{protocol,workload,plan,lookup,config}/seed-*)
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -15,6 +16,7 @@
 #include "envs/workload_io.h"
 #include "exporter/lookup_writer.h"
 #include "protocol/codec.h"
+#include "tests/common/hostile_frames.h"
 
 using namespace tensortier;
 
@@ -112,6 +114,24 @@ int main(int argc, char** argv) {
   Write("protocol", "error", EncodeMessage(ErrorMsg{ErrorCode::kUnknownWorker, "who are you"}));
   Write("protocol", "shutdown", EncodeMessage(ShutdownMsg{"done"}));
   Write("protocol", "wrong_version", EncodeMessageWithVersion(ShutdownMsg{"x"}, kProtocolVersion + 1));
+
+  // ---- learner: frames of worker 1 (fuzz_learner's peer registers first), honest and hostile
+  TransitionBatchMsg episode = batch;
+  episode.worker_id = 1;
+  episode.episode_id = 1;
+  episode.transitions.assign(12, t);
+  episode.priorities.clear();
+  Write("learner", "transitions", EncodeMessage(episode));
+  EpisodeReportMsg episode_report = report;
+  episode_report.worker_id = 1;
+  episode_report.episode_id = 1;
+  Write("learner", "episode_report", EncodeMessage(episode_report));
+  Write("learner", "heartbeat", EncodeMessage(HeartbeatMsg{1, 0, {}}));
+  episode.episode_id = 2;
+  Write("learner", "chunk", EncodeMessage(SplitIntoChunks(episode, 5).front()));
+  Write("learner", "shared_struct_lists", testing::SharedStructListBatch(1, 3));
+  Write("learner", "nan_reward",
+        testing::HandBatch(1, 4, 4, [](unsigned, int i) { return i < 0 ? std::nanf("") : 0.5f; }));
 
   // ---- lookup files
   LookupContents c;

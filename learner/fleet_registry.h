@@ -27,6 +27,7 @@ struct WorkerState {
   std::chrono::steady_clock::time_point last_seen;
   uint64_t episodes = 0;
   uint64_t last_episode_id = 0;  // newest episode fully ingested
+  bool refused_task = false;     // its latest answer to the task was a refusal
 };
 
 class FleetRegistry {

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -169,6 +170,8 @@ struct Learner::Impl {
   }
 
   void SyncStatus(bool running) {
+    result.counters.multipart_frames = server.dropped_frames();
+    result.counters.updates_skipped = trainer->updates_skipped();
     std::lock_guard<std::mutex> lock(status_mu);
     status.counters = result.counters;
     status.episodes = result.episodes;
@@ -178,11 +181,58 @@ struct Learner::Impl {
     status.running = running;
   }
 
+  // A frame that failed its checks: counted by reason, logged, answered.
+  void RefuseFrame(const IncomingFrame& in, const DecodeError& err) {
+    ErrorCode code = ErrorCode::kMalformed;
+    switch (err.reason) {
+      case DecodeErrorReason::kOversized:
+        ++result.counters.oversized_frames;
+        code = ErrorCode::kOversized;
+        break;
+      case DecodeErrorReason::kWrongVersion:
+        ++result.counters.wrong_version_frames;
+        code = ErrorCode::kWrongVersion;
+        break;
+      case DecodeErrorReason::kAmplified: ++result.counters.amplified_frames; break;
+      case DecodeErrorReason::kNonFinite: ++result.counters.non_finite_frames; break;
+      default: ++result.counters.malformed_frames;
+    }
+    LogWarn("bad_frame").kv("reason", DecodeErrorReasonName(err.reason)).kv("detail", err.detail)
+        .kv("bytes", in.frame.size());
+    Reply(in.peer, code, std::string(DecodeErrorReasonName(err.reason)) + ": " + err.detail);
+  }
+
+  // A task every worker refuses (a corrupted workload, a model no host can
+  // profile alike) would keep the run waiting forever: past
+  // task_refusal_give_up_seconds with no episode from anyone and every
+  // worker refusing, the run ends with the refusal as its error.
+  std::optional<Clock::time_point> refusing_since;
+  std::string last_refusal;
+  void OnTaskRefused(WorkerState& worker, const std::string& reason) {
+    ++result.counters.tasks_refused;
+    worker.refused_task = true;
+    last_refusal = reason;
+    if (!refusing_since) refusing_since = Clock::now();
+    LogWarn("task_refused").kv("worker", worker.id).kv("reason", reason);
+  }
+  void OnTaskAccepted(WorkerState& worker) {
+    worker.refused_task = false;
+    refusing_since.reset();
+  }
+  bool NoWorkerTakesTheTask() const {
+    if (!refusing_since || fleet.size() == 0) return false;
+    if (SecondsSince(*refusing_since) < config.task_refusal_give_up_seconds) return false;
+    for (const auto& [peer, w] : fleet.workers())
+      if (!w.refused_task) return false;
+    return true;
+  }
+
   void HandleFrame(const IncomingFrame& in, const std::function<void(const EpisodeRecord&)>& on_episode) {
     ++result.counters.frames_received;
-    // Transitions, nearly every frame, stay in wire form until the training
-    // thread copies them into replay rows (codec.h).
-    if (auto frame = TransitionBatchFrame::Open(in.frame.data(), in.frame.size())) {
+    // Transitions, nearly every frame, are checked and copied out of the
+    // frame here, once; the training thread copies them into replay rows (codec.h).
+    DecodeError refused;
+    if (auto frame = TransitionBatchFrame::Open(in.frame.data(), in.frame.size(), {}, &refused)) {
       WorkerState* worker = fleet.Find(in.peer);
       if (!worker) {
         ++result.counters.unknown_worker_frames;
@@ -192,26 +242,9 @@ struct Learner::Impl {
       worker->last_seen = Clock::now();
       return OnTransitionFrame(*worker, std::move(frame));
     }
+    if (!refused.detail.empty()) return RefuseFrame(in, refused);
     DecodeResult decoded = DecodeMessage(in.frame.data(), in.frame.size());
-    if (auto* err = std::get_if<DecodeError>(&decoded)) {
-      ErrorCode code = ErrorCode::kMalformed;
-      switch (err->reason) {
-        case DecodeErrorReason::kOversized:
-          ++result.counters.oversized_frames;
-          code = ErrorCode::kOversized;
-          break;
-        case DecodeErrorReason::kWrongVersion:
-          ++result.counters.wrong_version_frames;
-          code = ErrorCode::kWrongVersion;
-          break;
-        default:
-          ++result.counters.malformed_frames;
-      }
-      LogWarn("bad_frame").kv("reason", DecodeErrorReasonName(err->reason)).kv("detail", err->detail)
-          .kv("bytes", in.frame.size());
-      Reply(in.peer, code, std::string(DecodeErrorReasonName(err->reason)) + ": " + err->detail);
-      return;
-    }
+    if (auto* err = std::get_if<DecodeError>(&decoded)) return RefuseFrame(in, *err);
     Message& msg = std::get<Message>(decoded);
     if (auto* reg = std::get_if<RegisterMsg>(&msg)) return OnRegister(in.peer, *reg);
     WorkerState* known = fleet.Find(in.peer);
@@ -229,6 +262,7 @@ struct Learner::Impl {
     if (auto* batch = std::get_if<TransitionBatchMsg>(&msg)) return OnTransitions(worker, *batch);
     if (auto* report = std::get_if<EpisodeReportMsg>(&msg)) return OnEpisodeReport(worker, *report, on_episode);
     if (auto* e = std::get_if<ErrorMsg>(&msg)) {
+      if (e->code == ErrorCode::kTaskRefused) return OnTaskRefused(worker, e->reason);
       ++result.counters.worker_errors;
       LogWarn("worker_error").kv("worker", worker.id).kv("reason", e->reason);
       return;
@@ -240,10 +274,8 @@ struct Learner::Impl {
   void OnRegister(const std::string& peer, const RegisterMsg& reg) {
     const FleetRegistry::Registration registration = fleet.Register(peer, reg, Clock::now());
     const WorkerState& w = *registration.worker;
-    if (registration.new_worker) {
-      ++result.counters.workers_registered;
-      result.workers_seen.push_back(w.id);
-    }
+    ++result.counters.workers_registered;  // registrations, reconnects included; workers_seen has the ids
+    if (registration.new_worker) result.workers_seen.push_back(w.id);
     LogInfo("worker_registered").kv("worker", w.id).kv("name", reg.worker_name).kv("host", reg.host)
         .kv("pid", reg.pid).kv("backend", reg.slow_tier_backend).kv("incarnation", reg.incarnation);
     RegisterAckMsg ack;
@@ -302,6 +334,7 @@ struct Learner::Impl {
   }
 
   void OnTransitionFrame(WorkerState& worker, std::unique_ptr<TransitionBatchFrame> frame) {
+    OnTaskAccepted(worker);
     const uint64_t episode_id = frame->episode_id();
     Answer(worker, episode_id, ingest.OnFrame(worker, std::move(frame)));
   }
@@ -359,6 +392,7 @@ struct Learner::Impl {
 
   void OnEpisodeReport(WorkerState& worker, const EpisodeReportMsg& report,
                        const std::function<void(const EpisodeRecord&)>& on_episode) {
+    OnTaskAccepted(worker);
     if (!ingest.OnReport(worker.incarnation, report.episode_id)) {
       ++result.counters.duplicate_reports;
       MaybeAck(worker, report.episode_id);
@@ -667,7 +701,16 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
   bool hurry = false;
   while (!stop_.load() && m.result.episodes < m.config.episodes && !m.result.converged) {
     if (m.trainer->failed()) {
-      LogError("learner_stopping").kv("reason", "the training thread failed");
+      m.result.failure = "the training thread failed";
+      LogError("learner_stopping").kv("reason", m.result.failure);
+      break;
+    }
+    if (m.NoWorkerTakesTheTask()) {
+      std::ostringstream failure;
+      failure << "no worker accepted the task for " << m.config.task_refusal_give_up_seconds
+              << " s; the latest refusal: " << m.last_refusal;
+      m.result.failure = failure.str();
+      LogError("learner_stopping").kv("reason", m.result.failure);
       break;
     }
     if (m.config.max_seconds > 0 && SecondsSince(m.start) > m.config.max_seconds) {

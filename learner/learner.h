@@ -53,6 +53,9 @@ struct LearnerConfig {
   double max_seconds = 0;                // 0 = no wall-clock limit
   uint32_t eval_interval_episodes = 10;  // greedy evaluation on the cost model; 0 = only at the end
   uint32_t min_workers = 1;              // hand out tasks once this many workers registered
+  // Every worker refused the task (ErrorCode::kTaskRefused) and none sent an
+  // episode for this long: the run ends with LearnerResult::failure.
+  double task_refusal_give_up_seconds = 120;
   std::string metrics_address;           // Prometheus endpoint, e.g. 127.0.0.1:0; "" = none (metrics/)
   std::string metrics_sd_dir;            // write a file_sd target file there; "" = none
   TransportSecurity security;            // CURVE keys and allow-list, or plain text (docs/security.md)
@@ -125,7 +128,9 @@ struct EpisodeRecord {
   std::string backend;
 };
 
-struct LearnerCounters {
+// The counters a checkpoint holds, as one block of bytes (ByteWriter::Pod):
+// add nothing here without a new checkpoint payload version.
+struct CheckpointedCounters {
   uint64_t frames_received = 0;
   uint64_t malformed_frames = 0;
   uint64_t oversized_frames = 0;
@@ -133,7 +138,7 @@ struct LearnerCounters {
   uint64_t unknown_worker_frames = 0;
   uint64_t duplicate_batches = 0;
   uint64_t transitions_ingested = 0;
-  uint64_t workers_registered = 0;
+  uint64_t workers_registered = 0;      // Register messages accepted (a reconnect registers again)
   uint64_t workers_expired = 0;
   uint64_t heartbeats_received = 0;
   uint64_t unexpected_messages = 0;
@@ -148,6 +153,15 @@ struct LearnerCounters {
   uint64_t measurement_cache_hits = 0;
   uint64_t measurement_cache_misses = 0;
   uint64_t measurement_cache_redundant = 0;
+};
+
+// ... and those a resumed run starts again from zero.
+struct LearnerCounters : CheckpointedCounters {
+  uint64_t amplified_frames = 0;        // reads would cost more than the frame's size (codec.h)
+  uint64_t non_finite_frames = 0;       // NaN or infinite rewards, observations or priorities
+  uint64_t multipart_frames = 0;        // messages of more than one frame, dropped by the transport
+  uint64_t tasks_refused = 0;           // workers' refusals of the task (a corrupted workload, another profile)
+  uint64_t updates_skipped = 0;         // gradient steps not taken: the loss was not finite
 };
 
 // One TransitionBatch as ingested (LearnerConfig::keep_batch_log).
@@ -189,6 +203,9 @@ struct LearnerResult {
   LearnerCounters counters;
   double wall_seconds = 0;           // of the whole run, sessions before a resume included
   std::vector<uint32_t> workers_seen;
+  // Why the run stopped before its end ("" when it did not fail): the
+  // training thread failed, or no worker accepted the task.
+  std::string failure;
 
   std::string replay;               // "uniform", "prioritized"
   double samples_per_insert = 0;    // in force at the end (derived or given); 0 = no limiter

@@ -25,7 +25,8 @@ std::string SavePayload(const LearnerParts& s, const LearnerConfig& config, doub
   w.U64(s.result.evaluations);
   s.fleet.SaveNextIds(w);
   w.F64(elapsed_seconds);
-  w.Pod(counters);
+  static_assert(sizeof(CheckpointedCounters) == 19 * sizeof(uint64_t), "the checkpoint payload's counters changed");
+  w.Pod(static_cast<const CheckpointedCounters&>(counters));
   s.scores.SaveBestPlan(w);
   SaveRecords(w, s.result.records);
   w.String(config.replay);
@@ -48,7 +49,7 @@ double LoadPayload(const std::string& payload, const LearnerConfig& config, Lear
   s.result.evaluations = r.U64();
   s.fleet.LoadNextIds(r);
   const double seconds = r.F64();
-  s.result.counters = r.Pod<LearnerCounters>();
+  static_cast<CheckpointedCounters&>(s.result.counters) = r.Pod<CheckpointedCounters>();
   s.scores.LoadBestPlan(r);
   s.result.records = LoadRecords(r);
   if (r.String() != config.replay) throw std::invalid_argument("the checkpoint holds another kind of replay");

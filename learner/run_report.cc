@@ -194,6 +194,12 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
   summary["greedy"] = {{"oom", result.greedy_summary.oom}, {"runtime_ns", result.greedy_summary.cost.total_ns},
                        {"normalised_cost", result.greedy_summary.normalised_cost}};
   summary["best_episode_runtime_ns"] = result.best_runtime_ns;
+  summary["counters"]["amplified_frames"] = c.amplified_frames;
+  summary["counters"]["non_finite_frames"] = c.non_finite_frames;
+  summary["counters"]["updates_skipped"] = c.updates_skipped;
+  summary["counters"]["multipart_frames"] = c.multipart_frames;
+  summary["counters"]["tasks_refused"] = c.tasks_refused;
+  if (!result.failure.empty()) summary["failure"] = result.failure;
   summary["counters"]["duplicate_reports"] = c.duplicate_reports;
   summary["counters"]["episodes_acked"] = c.episodes_acked;
   summary["counters"]["checkpoints_written"] = c.checkpoints_written;

@@ -201,6 +201,10 @@ void Trainer::Insert(StagedBatch& b, size_t i, std::optional<double> priority) {
 void Trainer::OneUpdate() {
   TrainStats s = agent_.Update(uniform_ ? static_cast<Replay&>(*uniform_) : *prioritized_, rng_);
   if (prioritized_) ++prioritized_updates_;
+  if (s.skipped) {
+    LogWarn("update_skipped").kv("reason", "non-finite loss").kv("loss", s.loss).kv("total", ++updates_skipped_);
+    return;
+  }
   ++updates_done_;
   loss_sum_ += s.loss;
   q_sum_ += s.mean_q;

@@ -89,6 +89,8 @@ class Trainer {
   uint64_t updates() const { return updates_done_.load(); }
   uint64_t replay_items() const { return replay_items_.load(); }
   uint64_t prioritized_updates() const { return prioritized_updates_.load(); }
+  // Gradient steps the agent did not take: the loss was not finite.
+  uint64_t updates_skipped() const { return updates_skipped_.load(); }
 
   // ---- under Lock() (or with the trainer stopped)
   size_t replay_size() const { return uniform_ ? uniform_->size() : prioritized_->size(); }
@@ -146,6 +148,7 @@ class Trainer {
   std::atomic<uint64_t> updates_done_{0};
   std::atomic<uint64_t> replay_items_{0};
   std::atomic<uint64_t> prioritized_updates_{0};
+  std::atomic<uint64_t> updates_skipped_{0};
   std::atomic<bool> failed_{false};
   // std::mutex is not fair: the trainer, relocking in a loop, could keep the
   // network thread (heartbeats!) waiting indefinitely. It steps aside while

@@ -152,7 +152,7 @@ struct LearnerMetrics::Impl {
                       .Help("Heartbeats received from workers").Register(r).Add({});
     auto& errors = BuildCounter().Name("tensortier_learner_message_errors_total")
                        .Help("Frames refused or errors reported, by reason").Register(r);
-    for (const char* reason : {"malformed", "oversized", "wrong_version", "unknown_worker", "duplicate_batch",
+    for (const char* reason : {"malformed", "oversized", "wrong_version", "amplified", "non_finite", "multipart", "unknown_worker", "duplicate_batch",
                                "unexpected_message", "worker_error"})
       error[reason] = &errors.Add({{"reason", reason}});
     // The fleet socket's CURVE handshakes (transport/security.h; 0 in plain text).
@@ -263,6 +263,9 @@ void LearnerMetrics::Sync(const LearnerCounters& c, size_t workers_connected, si
   Impl::Advance(m.error["malformed"], c.malformed_frames, s.malformed_frames);
   Impl::Advance(m.error["oversized"], c.oversized_frames, s.oversized_frames);
   Impl::Advance(m.error["wrong_version"], c.wrong_version_frames, s.wrong_version_frames);
+  Impl::Advance(m.error["amplified"], c.amplified_frames, s.amplified_frames);
+  Impl::Advance(m.error["non_finite"], c.non_finite_frames, s.non_finite_frames);
+  Impl::Advance(m.error["multipart"], c.multipart_frames, s.multipart_frames);
   Impl::Advance(m.error["unknown_worker"], c.unknown_worker_frames, s.unknown_worker_frames);
   Impl::Advance(m.error["duplicate_batch"], c.duplicate_batches, s.duplicate_batches);
   Impl::Advance(m.error["unexpected_message"], c.unexpected_messages, s.unexpected_messages);

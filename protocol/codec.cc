@@ -7,6 +7,7 @@
 #include <capnp/serialize.h>
 #include <kj/exception.h>
 
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
@@ -348,6 +349,38 @@ DecodeError Failure(DecodeErrorReason reason, std::string detail) {
   return DecodeError{reason, std::move(detail)};
 }
 
+// The name of the first non-finite measurement, or null. Rewards, costs and
+// runtimes feed the learner's records, its best plan and the measurement
+// cache that every worker rescales its rewards with.
+const char* NonFiniteField(const MemoryCounters& c) {
+  if (!std::isfinite(c.runtime_spread)) return "runtime_spread";
+  if (!std::isfinite(c.exposed_migration_ns)) return "exposed_migration_ns";
+  if (!std::isfinite(c.emulated_delay_ns)) return "emulated_delay_ns";
+  return nullptr;
+}
+
+const char* NonFiniteField(const Message& m) {
+  if (auto* r = std::get_if<EpisodeReportMsg>(&m)) {
+    const std::pair<const char*, double> fields[] = {
+        {"step_reward_sum", r->step_reward_sum}, {"episodic_reward", r->episodic_reward},
+        {"runtime_ns", r->runtime_ns},           {"normalised_cost", r->normalised_cost},
+        {"epsilon", r->epsilon},                 {"min_runtime_ns", r->min_runtime_ns},
+        {"max_runtime_ns", r->max_runtime_ns}};
+    for (const auto& [name, value] : fields)
+      if (!std::isfinite(value)) return name;
+    return NonFiniteField(r->counters);
+  }
+  if (auto* c = std::get_if<MeasurementCacheMsg>(&m)) {
+    for (const CachedMeasurement& e : c->entries) {
+      if (!std::isfinite(e.runtime_ns)) return "runtime_ns";
+      if (!std::isfinite(e.min_runtime_ns)) return "min_runtime_ns";
+      if (!std::isfinite(e.max_runtime_ns)) return "max_runtime_ns";
+      if (const char* name = NonFiniteField(e.counters)) return name;
+    }
+  }
+  return nullptr;
+}
+
 // The checks that need only the frame's size, done before anything is copied.
 std::optional<DecodeError> CheckFrameSize(size_t size, const CodecLimits& limits) {
   if (size == 0) return Failure(DecodeErrorReason::kEmpty, "empty frame");
@@ -380,7 +413,10 @@ DecodeResult DecodeWords(kj::ArrayPtr<const capnp::word> words, const CodecLimit
     return Failure(DecodeErrorReason::kWrongVersion,
                    "protocol version " + std::to_string(version) + ", this build speaks " +
                        std::to_string(kProtocolVersion));
-  return DecodeBody(envelope.getBody());
+  Message message = DecodeBody(envelope.getBody());
+  if (const char* field = NonFiniteField(message))
+    return Failure(DecodeErrorReason::kNonFinite, std::string(MessageName(message)) + " " + field + " is not finite");
+  return message;
 }
 
 }  // namespace
@@ -391,6 +427,8 @@ const char* DecodeErrorReasonName(DecodeErrorReason r) {
     case DecodeErrorReason::kMalformed: return "malformed";
     case DecodeErrorReason::kWrongVersion: return "wrong_version";
     case DecodeErrorReason::kEmpty: return "empty";
+    case DecodeErrorReason::kAmplified: return "amplified";
+    case DecodeErrorReason::kNonFinite: return "non_finite";
   }
   return "unknown";
 }
@@ -456,92 +494,129 @@ namespace tensortier {
 
 constexpr bool kLittleEndian = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
 
-struct TransitionBatchFrame::Reader {
-  kj::Array<capnp::word> words;
-  std::unique_ptr<capnp::FlatArrayMessageReader> message;
-  schema::TransitionBatch::Reader batch;
-  capnp::List<schema::Transition>::Reader rows;
-};
+namespace {
+
+// Appends a List(Float32) to `out`: refused unless its elements are the
+// 4-byte floats themselves (a struct list may stand in for it on the wire,
+// and costs its structs' words on every read) and finite.
+std::optional<DecodeError> AppendFloats(capnp::List<float>::Reader in, const char* what, std::vector<float>& out) {
+  if (in.size() == 0) return std::nullopt;
+  capnp::AnyList::Reader any(in);
+  if (any.getElementSize() != capnp::ElementSize::FOUR_BYTES)
+    return Failure(DecodeErrorReason::kAmplified,
+                   std::string(what) + ": a list of " +
+                       (any.getElementSize() == capnp::ElementSize::INLINE_COMPOSITE ? "structs" : "other elements") +
+                       " where 4-byte floats are expected");
+  const size_t begin = out.size();
+  out.resize(begin + in.size());
+  const kj::ArrayPtr<const kj::byte> bytes = any.getRawBytes();
+  if (kLittleEndian && bytes.size() == in.size() * sizeof(float)) {
+    std::memcpy(out.data() + begin, bytes.begin(), bytes.size());
+  } else {
+    for (unsigned j = 0; j < in.size(); ++j) out[begin + j] = in[j];
+  }
+  // NaN and infinities are the floats whose exponent bits are all set; or-ing
+  // the test over the list keeps the loop branch-free (vectorised).
+  bool non_finite = false;
+  for (size_t j = begin; j < out.size(); ++j) {
+    uint32_t bits;
+    std::memcpy(&bits, &out[j], sizeof bits);
+    non_finite |= (bits & 0x7f800000u) == 0x7f800000u;
+  }
+  if (non_finite) return Failure(DecodeErrorReason::kNonFinite, std::string(what) + " not finite");
+  return std::nullopt;
+}
+
+}  // namespace
 
 TransitionBatchFrame::~TransitionBatchFrame() = default;
 
 std::unique_ptr<TransitionBatchFrame> TransitionBatchFrame::Open(const void* data, size_t size,
-                                                                 const CodecLimits& limits) {
+                                                                 const CodecLimits& limits, DecodeError* refused) {
+  auto refuse = [&](DecodeError error) -> std::unique_ptr<TransitionBatchFrame> {
+    if (refused) *refused = std::move(error);
+    return nullptr;
+  };
   if (CheckFrameSize(size, limits)) return nullptr;
+  bool is_batch = false;
   try {
-    auto reader = std::make_unique<Reader>();
-    reader->words = kj::heapArray<capnp::word>(size / sizeof(capnp::word));
-    std::memcpy(reader->words.begin(), data, size);
+    auto words = kj::heapArray<capnp::word>(size / sizeof(capnp::word));
+    std::memcpy(words.begin(), data, size);
     capnp::ReaderOptions options;
-    // As DecodeWords, with room for this pass and CopyRow's.
-    options.traversalLimitInWords = std::min<uint64_t>(
-        limits.traversal_limit_words, 1024 + 8 * static_cast<uint64_t>(reader->words.size()));
+    // Every pointer below is followed exactly once, so an honest frame reads
+    // at most its own words (less its segment table); a frame whose lists
+    // share words or stand in with bigger elements reads more and is refused.
+    options.traversalLimitInWords = std::min<uint64_t>(limits.traversal_limit_words, words.size());
     options.nestingLimit = limits.nesting_limit;
-    reader->message = std::make_unique<capnp::FlatArrayMessageReader>(reader->words.asPtr(), options);
-    if (reader->message->getEnd() != reader->words.end()) return nullptr;
-    auto envelope = reader->message->getRoot<schema::Envelope>();
+    capnp::FlatArrayMessageReader message(words.asPtr(), options);
+    if (message.getEnd() != words.end()) return nullptr;
+    auto envelope = message.getRoot<schema::Envelope>();
     if (envelope.getProtocolVersion() != kProtocolVersion) return nullptr;
     auto body = envelope.getBody();
     if (body.which() != Body::TRANSITIONS) return nullptr;
+    is_batch = true;
+    auto batch = body.getTransitions();
     std::unique_ptr<TransitionBatchFrame> frame(new TransitionBatchFrame);
-    reader->batch = body.getTransitions();
-    reader->rows = reader->batch.getTransitions();
-    // Touches every pointer CopyRow follows, so that a malformed frame
-    // fails here and not on the training thread.
-    size_t floats = reader->rows.size() > 0 ? reader->rows[0].getObservation().size() : 0;
-    uint8_t max_action = 0;
-    uint64_t list_words = 0;
-    for (auto row : reader->rows) {
-      const size_t observation = row.getObservation().size(), next = row.getNextObservation().size();
-      if (observation != floats || next != floats) floats = 0;
-      list_words += (observation + 1) / 2 + (next + 1) / 2;
-      max_action = std::max(max_action, row.getAction());
+    frame->worker_id_ = batch.getWorkerId();
+    frame->task_id_ = batch.getTaskId();
+    frame->episode_id_ = batch.getEpisodeId();
+    frame->policy_version_ = batch.getPolicyVersion();
+    frame->chunk_index_ = batch.getChunkIndex();
+    frame->chunk_count_ = std::max<uint32_t>(1, batch.getChunkCount());
+    auto rows = batch.getTransitions();
+    if (rows.size() > 0 && capnp::AnyList::Reader(rows).getElementSize() != capnp::ElementSize::INLINE_COMPOSITE)
+      return refuse(Failure(DecodeErrorReason::kAmplified, "transitions are not a list of structs"));
+    const size_t n = rows.size();
+    frame->floats_.reserve(std::min<size_t>(2 * words.size(), 2 * n * kObservationSize));
+    frame->list_begin_.reserve(2 * n + 1);
+    frame->list_begin_.push_back(0);
+    frame->actions_.reserve(n);
+    frame->rewards_.reserve(n);
+    frame->done_.reserve(n);
+    size_t floats = 0;
+    bool same_shape = true;
+    for (size_t i = 0; i < n; ++i) {
+      auto row = rows[static_cast<unsigned>(i)];
+      if (auto error = AppendFloats(row.getObservation(), "an observation", frame->floats_)) return refuse(*error);
+      frame->list_begin_.push_back(frame->floats_.size());
+      if (auto error = AppendFloats(row.getNextObservation(), "a next observation", frame->floats_))
+        return refuse(*error);
+      frame->list_begin_.push_back(frame->floats_.size());
+      const size_t observation = frame->list_begin_[2 * i + 1] - frame->list_begin_[2 * i];
+      const size_t next = frame->list_begin_[2 * i + 2] - frame->list_begin_[2 * i + 1];
+      if (i == 0) floats = observation;
+      same_shape = same_shape && observation == floats && next == floats;
+      const float reward = row.getReward();
+      if (!std::isfinite(reward))
+        return refuse(Failure(DecodeErrorReason::kNonFinite, "the reward of row " + std::to_string(i) + " is not finite"));
+      frame->actions_.push_back(row.getAction());
+      frame->rewards_.push_back(reward);
+      frame->done_.push_back(row.getDone() ? 1 : 0);
+      frame->max_action_ = std::max(frame->max_action_, row.getAction());
     }
-    // Lists that share their words (an amplified frame) would read more on
-    // CopyRow's pass than the traversal limit allows, and fail there, on
-    // the training thread: such a frame goes through DecodeMessage instead.
-    if (list_words > reader->words.size()) return nullptr;
-    frame->observation_floats_ = floats;
-    frame->max_action_ = max_action;
-    frame->priorities_ = FloatsFromCapnp(reader->batch.getPriorities());
-    frame->reader_ = std::move(reader);
+    frame->observation_floats_ = same_shape ? floats : 0;
+    if (auto error = AppendFloats(batch.getPriorities(), "a priority", frame->priorities_)) return refuse(*error);
     return frame;
-  } catch (const kj::Exception&) {
-    return nullptr;
-  } catch (const std::exception&) {
-    return nullptr;
+  } catch (const kj::Exception& e) {
+    if (!is_batch) return nullptr;
+    const std::string detail = e.getDescription().cStr();
+    const bool over_budget = detail.find("traversal limit") != std::string::npos;
+    return refuse(Failure(over_budget ? DecodeErrorReason::kAmplified : DecodeErrorReason::kMalformed, detail));
+  } catch (const std::exception& e) {
+    return is_batch ? refuse(Failure(DecodeErrorReason::kMalformed, e.what())) : nullptr;
   }
 }
 
-uint32_t TransitionBatchFrame::worker_id() const { return reader_->batch.getWorkerId(); }
-uint64_t TransitionBatchFrame::task_id() const { return reader_->batch.getTaskId(); }
-uint64_t TransitionBatchFrame::episode_id() const { return reader_->batch.getEpisodeId(); }
-uint64_t TransitionBatchFrame::policy_version() const { return reader_->batch.getPolicyVersion(); }
-uint32_t TransitionBatchFrame::chunk_index() const { return reader_->batch.getChunkIndex(); }
-uint32_t TransitionBatchFrame::chunk_count() const { return std::max<uint32_t>(1, reader_->batch.getChunkCount()); }
-size_t TransitionBatchFrame::size() const { return reader_->rows.size(); }
-
 void TransitionBatchFrame::CopyRow(size_t i, Transition& t) const {
-  auto row = reader_->rows[static_cast<unsigned>(i)];
-  auto copy = [](capnp::List<float>::Reader in, std::vector<float>& out) {
-    out.resize(in.size());
-    // A plain list of 32-bit elements is the floats themselves, little
-    // endian as on the wire; anything else (a struct list standing in for
-    // it, as Cap'n Proto allows) goes element by element.
-    capnp::AnyList::Reader any(in);
-    const kj::ArrayPtr<const kj::byte> bytes =
-        any.getElementSize() == capnp::ElementSize::FOUR_BYTES ? any.getRawBytes() : kj::ArrayPtr<const kj::byte>();
-    if (kLittleEndian && bytes.size() == out.size() * sizeof(float)) {
-      if (!out.empty()) std::memcpy(out.data(), bytes.begin(), bytes.size());
-      return;
-    }
-    for (unsigned j = 0; j < in.size(); ++j) out[j] = in[j];
+  auto copy = [&](size_t list, std::vector<float>& out) {
+    out.assign(floats_.begin() + static_cast<std::ptrdiff_t>(list_begin_[list]),
+               floats_.begin() + static_cast<std::ptrdiff_t>(list_begin_[list + 1]));
   };
-  copy(row.getObservation(), t.observation);
-  t.action = row.getAction();
-  t.reward = row.getReward();
-  copy(row.getNextObservation(), t.next_observation);
-  t.done = row.getDone();
+  copy(2 * i, t.observation);
+  t.action = actions_[i];
+  t.reward = rewards_[i];
+  copy(2 * i + 1, t.next_observation);
+  t.done = done_[i] != 0;
 }
 
 }  // namespace tensortier

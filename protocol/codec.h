@@ -21,7 +21,10 @@ struct CodecLimits {
   int nesting_limit = 32;
 };
 
-enum class DecodeErrorReason { kOversized, kMalformed, kWrongVersion, kEmpty };
+// kAmplified: a frame whose reads would cost more than its size (shared or
+// oversized list elements); kNonFinite: NaN or infinity where the learner
+// trains on the value.
+enum class DecodeErrorReason { kOversized, kMalformed, kWrongVersion, kEmpty, kAmplified, kNonFinite };
 const char* DecodeErrorReasonName(DecodeErrorReason r);
 
 struct DecodeError {
@@ -34,25 +37,31 @@ using DecodeResult = std::variant<Message, DecodeError>;
 std::string EncodeMessage(const Message& m);
 DecodeResult DecodeMessage(const void* data, size_t size, const CodecLimits& limits = {});
 
-// A TransitionBatch frame kept in its wire form, for the learner's ingest:
-// the rows are copied straight from the frame into replay's rows, with no
-// TransitionBatchMsg (two vectors per transition) in between. Open checks
-// everything the accessors read, so they do not fail afterwards; it returns
-// null for anything that is not a well-formed TransitionBatch of this
-// protocol version (DecodeMessage then says what it is or what is wrong).
-// Not synchronised; may be handed to another thread.
+// A TransitionBatch checked and copied out of its frame, for the learner's
+// ingest: the network thread opens it, the training thread copies its rows
+// into replay's rows, and nothing after Open reads Cap'n Proto (a peer's
+// pointers are followed once, on the thread that can refuse them). Reads
+// are bounded by the frame itself: at most one word read per word received,
+// which refuses lists that share their words or that stand in for floats
+// with bigger elements (Cap'n Proto accepts a struct list for List(Float32):
+// 15 structs of 100 words read as 15 floats cost 1,500 words per read).
+// Open returns null for anything that is not a TransitionBatch of this
+// protocol version (DecodeMessage then says what it is or what is wrong),
+// and null with `refused` filled for a TransitionBatch that breaks a bound
+// or carries a non-finite reward, observation or priority.
 class TransitionBatchFrame {
  public:
-  static std::unique_ptr<TransitionBatchFrame> Open(const void* data, size_t size, const CodecLimits& limits = {});
+  static std::unique_ptr<TransitionBatchFrame> Open(const void* data, size_t size, const CodecLimits& limits = {},
+                                                    DecodeError* refused = nullptr);
   ~TransitionBatchFrame();
 
-  uint32_t worker_id() const;
-  uint64_t task_id() const;
-  uint64_t episode_id() const;
-  uint64_t policy_version() const;
-  uint32_t chunk_index() const;
-  uint32_t chunk_count() const;         // >= 1
-  size_t size() const;                  // transitions
+  uint32_t worker_id() const { return worker_id_; }
+  uint64_t task_id() const { return task_id_; }
+  uint64_t episode_id() const { return episode_id_; }
+  uint64_t policy_version() const { return policy_version_; }
+  uint32_t chunk_index() const { return chunk_index_; }
+  uint32_t chunk_count() const { return chunk_count_; }  // >= 1
+  size_t size() const { return actions_.size(); }        // transitions
   // Every row has an observation and a next observation of this many
   // floats (0 if the rows disagree) and an action below max_action() + 1.
   size_t observation_floats() const { return observation_floats_; }
@@ -63,10 +72,21 @@ class TransitionBatchFrame {
 
  private:
   TransitionBatchFrame() = default;
-  struct Reader;
-  std::unique_ptr<Reader> reader_;
+  uint32_t worker_id_ = 0;
+  uint64_t task_id_ = 0;
+  uint64_t episode_id_ = 0;
+  uint64_t policy_version_ = 0;
+  uint32_t chunk_index_ = 0;
+  uint32_t chunk_count_ = 1;
   size_t observation_floats_ = 0;
   uint8_t max_action_ = 0;
+  // Row i's observation is floats_[list_begin_[2i], list_begin_[2i+1]), its
+  // next observation the span after it.
+  std::vector<float> floats_;
+  std::vector<size_t> list_begin_;
+  std::vector<uint8_t> actions_;
+  std::vector<float> rewards_;
+  std::vector<uint8_t> done_;
   std::vector<float> priorities_;
 };
 

@@ -140,6 +140,7 @@ enum class ErrorCode : uint16_t {
   kUnknownWorker = 4,
   kUnexpected = 5,
   kInternal = 6,
+  kTaskRefused = 7,  // worker -> learner: it cannot run the task (the reason says why)
 };
 
 struct ErrorMsg {

@@ -163,7 +163,12 @@ std::optional<IncomingFrame> FleetServer::Receive(std::chrono::milliseconds time
   if (!zmq::recv_multipart(impl_->socket, std::back_inserter(parts), zmq::recv_flags::dontwait))
     return std::nullopt;
   if (parts.size() != 2) {
+    // The protocol is one frame per message: a peer's extra parts are
+    // refused here, where they are still visible.
     ++impl_->dropped;
+    size_t bytes = 0;
+    for (size_t i = 1; i < parts.size(); ++i) bytes += parts[i].size();
+    LogWarn("bad_frame").kv("reason", "multipart").kv("parts", parts.size() - 1).kv("bytes", bytes);
     return std::nullopt;
   }
   return IncomingFrame{parts[0].to_string(), parts[1].to_string()};

@@ -49,4 +49,9 @@ class CostModelEvaluator : public PlanEvaluator {
 
 MemoryCounters CountersFromCost(const CostReport& cost);
 
+// What makes two workloads' signatures (Workload::Signature) differ, for a
+// worker that refuses a task: both signatures, then the first count, tensor
+// or access that differs ("" when the signatures agree).
+std::string DescribeWorkloadDifference(const Workload& here, const Workload& task);
+
 }  // namespace tensortier

@@ -43,13 +43,12 @@ void RealIterationEvaluator::Prepare(const Workload& w, const EnvConfig& env) {
   impl_->runner.reset();  // one runner per process
   impl_->runner = std::make_unique<RealWorkloadRunner>(o);
   const ProfileReport& profile = impl_->runner->Profile();
-  if (profile.workload.Signature() != w.Signature())
-    throw std::runtime_error("this worker's profile of " + w.model.name + " (" +
-                             std::to_string(profile.workload.num_kernels()) + " kernels, " +
-                             std::to_string(profile.workload.num_tensors()) +
-                             " tensors) differs from the task's workload (" + std::to_string(w.num_kernels()) +
-                             " kernels, " + std::to_string(w.num_tensors()) +
-                             " tensors): profile it on this kind of host");
+  // The counts alone often agree ("(151 kernels, 192 tensors) differs from
+  // (151 kernels, 192 tensors)"): say what does not.
+  const std::string difference = DescribeWorkloadDifference(profile.workload, w);
+  if (!difference.empty())
+    throw std::runtime_error("this worker's profile of " + w.model.name + " differs from the task's workload (" +
+                             difference + "): a corrupted workload file, or profile it on this kind of host");
   impl_->backend = impl_->runner->backend();
   ExecutionReport dram = impl_->runner->Execute(PlacementPlan::Uniform(w, Tier::kDram, 0));
   ExecutionReport slow = impl_->runner->Execute(PlacementPlan::Uniform(w, Tier::kSlow, env.dram_limit_bytes));

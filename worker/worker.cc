@@ -288,7 +288,7 @@ struct Worker::Impl {
       agent.reset();
       ++stats.tasks_refused;
       LogError("bad_task").kv("detail", e.what());
-      client.Send(EncodeMessage(ErrorMsg{ErrorCode::kMalformed, std::string("task refused: ") + e.what()}));
+      client.Send(EncodeMessage(ErrorMsg{ErrorCode::kTaskRefused, std::string("task refused: ") + e.what()}));
     }
   }
 

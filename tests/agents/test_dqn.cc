@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 #include <stdexcept>
@@ -270,6 +271,31 @@ TEST(DqnAgent, UpdateChangesWeightsAndReportsStats) {
 
   ReplayBuffer empty(4);
   EXPECT_THROW(agent.Update(empty, rng), std::logic_error);
+}
+
+// Issue 17: one NaN reward made the loss and every weight NaN for the rest
+// of the run. The step is skipped instead, and training goes on.
+TEST(DqnAgent, NonFiniteLossSkipsTheStep) {
+  DqnAgent agent(SmallConfig(2));
+  ReplayBuffer replay = RandomReplay(200, 1);
+  auto probes = ProbeObservations(4, 1);
+  auto before = AllQ(agent, probes);
+  std::mt19937_64 rng(3);
+  std::vector<Transition> rows;
+  for (const Transition* t : replay.Sample(16, rng)) rows.push_back(*t);
+  rows[5].reward = std::numeric_limits<float>::quiet_NaN();
+  std::vector<const Transition*> batch;
+  for (const Transition& t : rows) batch.push_back(&t);
+  TrainStats s = agent.Update(batch, {}, nullptr);
+  EXPECT_TRUE(s.skipped);
+  EXPECT_EQ(agent.updates(), 0u);
+  EXPECT_EQ(AllQ(agent, probes), before);
+  s = agent.Update(replay, rng);
+  EXPECT_FALSE(s.skipped);
+  EXPECT_TRUE(std::isfinite(s.loss));
+  EXPECT_EQ(agent.updates(), 1u);
+  for (const auto& q : AllQ(agent, probes))
+    for (float v : q) EXPECT_TRUE(std::isfinite(v));
 }
 
 TEST(DqnAgent, UpdateRejectsMalformedTransitions) {

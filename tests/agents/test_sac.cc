@@ -181,6 +181,31 @@ TEST(SacAgent, UpdateReportsStatsAndMovesTheNetworks) {
   EXPECT_THROW(agent.Update(empty, rng), std::logic_error);
 }
 
+// Issue 17: a non-finite critics' loss takes no step (one NaN step makes
+// every weight NaN for the rest of the run).
+TEST(SacAgent, NonFiniteLossSkipsTheStep) {
+  SacAgent agent(SmallConfig());
+  ReplayBuffer replay = RandomReplay(200, 4);
+  auto probes = Probes(6, 5);
+  auto q0 = AllQ(agent, probes);
+  std::mt19937_64 rng(6);
+  std::vector<Transition> rows;
+  for (const Transition* t : replay.Sample(16, rng)) rows.push_back(*t);
+  rows[3].reward = std::numeric_limits<float>::infinity();
+  rows[4].reward = -std::numeric_limits<float>::infinity();
+  std::vector<const Transition*> batch;
+  for (const Transition& t : rows) batch.push_back(&t);
+  TrainStats s = agent.Update(batch);
+  EXPECT_TRUE(s.skipped);
+  EXPECT_EQ(agent.updates(), 0u);
+  EXPECT_EQ(AllQ(agent, probes), q0);
+  s = agent.Update(replay, rng);
+  EXPECT_FALSE(s.skipped);
+  EXPECT_TRUE(std::isfinite(s.loss));
+  for (const auto& q : AllQ(agent, probes))
+    for (float v : q) EXPECT_TRUE(std::isfinite(v));
+}
+
 TEST(SacAgent, ZeroImportanceWeightsFreezeTheCritics) {
   // A fresh agent's Adam moments are zero, so a step whose critic gradient is
   // zero leaves the critics exactly where they are: the weights really

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 #include <random>
 #include <set>
 #include <string>
@@ -424,6 +425,32 @@ TEST(Protocol, DecodeErrorReasonsHaveNames) {
   EXPECT_STREQ(DecodeErrorReasonName(DecodeErrorReason::kOversized), "oversized");
   EXPECT_STREQ(DecodeErrorReasonName(DecodeErrorReason::kMalformed), "malformed");
   EXPECT_STREQ(DecodeErrorReasonName(DecodeErrorReason::kWrongVersion), "wrong_version");
+  EXPECT_STREQ(DecodeErrorReasonName(DecodeErrorReason::kAmplified), "amplified");
+  EXPECT_STREQ(DecodeErrorReasonName(DecodeErrorReason::kNonFinite), "non_finite");
+}
+
+// Issue 17: a report's runtimes and rewards feed the records, the best plan
+// and the measurement cache every worker rescales its rewards with.
+TEST(Protocol, RefusesNonFiniteRuntimesAndRewards) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  for (int field = 0; field < 5; ++field) {
+    EpisodeReportMsg m = MakeEpisodeReport();
+    if (field == 0) m.runtime_ns = nan;
+    if (field == 1) m.episodic_reward = -inf;
+    if (field == 2) m.max_runtime_ns = inf;
+    if (field == 3) m.normalised_cost = nan;
+    if (field == 4) m.counters.exposed_migration_ns = inf;
+    const std::string frame = EncodeMessage(m);
+    DecodeResult r = DecodeMessage(frame.data(), frame.size());
+    ASSERT_TRUE(std::holds_alternative<DecodeError>(r)) << field;
+    EXPECT_EQ(std::get<DecodeError>(r).reason, DecodeErrorReason::kNonFinite) << field;
+  }
+  MeasurementCacheMsg cache;
+  cache.entries.push_back(CachedMeasurement{1, "cost-model", nan, 1, 2, false, {}});
+  const std::string frame = EncodeMessage(cache);
+  DecodeResult r = DecodeMessage(frame.data(), frame.size());
+  ASSERT_TRUE(std::holds_alternative<DecodeError>(r));
+  EXPECT_EQ(std::get<DecodeError>(r).reason, DecodeErrorReason::kNonFinite);
 }
 
 }  // namespace

@@ -2,12 +2,15 @@
 // what it refused.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <thread>
 
 #include "envs/workload_spec.h"
 #include "learner/learner.h"
 #include "protocol/codec.h"
 #include "tests/integration/fleet_harness.h"
+#include "tests/common/hostile_frames.h"
 #include "transport/channel.h"
 #include "worker/worker.h"
 
@@ -27,6 +30,15 @@ LearnerConfig SmallLearner(uint64_t episodes) {
   c.dqn.learning_starts = 16;
   c.dqn.updates_per_episode = 4;
   return c;
+}
+
+// One real worker on `endpoint` until the learner shuts it down.
+WorkerStats RunOneWorker(const std::string& endpoint) {
+  WorkerConfig wc;
+  wc.learner_endpoint = endpoint;
+  wc.give_up_seconds = 30;
+  Worker worker(wc, std::make_unique<CostModelEvaluator>());
+  return worker.Run();
 }
 
 TEST(LearnerRobustness, BadFramesAreCountedAnsweredAndSurvived) {
@@ -62,11 +74,7 @@ TEST(LearnerRobustness, BadFramesAreCountedAnsweredAndSurvived) {
   rogue.Send(EncodeMessage(bad));
 
   // A real worker still trains to the end.
-  WorkerConfig wc;
-  wc.learner_endpoint = endpoint;
-  wc.give_up_seconds = 30;
-  Worker worker(wc, std::make_unique<CostModelEvaluator>());
-  WorkerStats stats = worker.Run();
+  WorkerStats stats = RunOneWorker(endpoint);
   serve.join();
 
   EXPECT_TRUE(stats.shutdown_by_learner);
@@ -76,6 +84,93 @@ TEST(LearnerRobustness, BadFramesAreCountedAnsweredAndSurvived) {
   EXPECT_GE(result.counters.unknown_worker_frames, 1u);
   EXPECT_GT(result.weights_version, 1u);
   EXPECT_GT(result.counters.transitions_ingested, 0u);
+}
+
+// Issue 17: a registered peer's decodable hostile frames, built by hand and
+// sent on a plain DEALER, neither stop the run nor reach training.
+TEST(LearnerRobustness, HostileBatchesAreRefusedAndTheRunCompletes) {
+  LearnerConfig config = SmallLearner(30);
+  config.dqn.learning_starts = 8;
+  Learner learner(config);
+  const std::string endpoint = learner.endpoint();
+  LearnerResult result;
+  std::thread serve([&] { result = learner.Run(); });
+
+  testing::RawDealer rogue(endpoint);
+  // Its host name carries a CR and an ESC (the log escapes them: test_log.cc).
+  rogue.Send(testing::HandRegister("rogue\rts=2026-01-01T00:00:00.000Z level=error event=forged\x1b[2J"));
+  auto ack = rogue.ReceiveA<RegisterAckMsg>(std::chrono::seconds(5));
+  ASSERT_TRUE(ack.has_value());
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::string hostile[] = {
+      testing::SharedStructListBatch(ack->worker_id, 1),
+      testing::HandBatch(ack->worker_id, 2, 40, [&](unsigned, int i) { return i < 0 ? nan : 0.5f; }),
+      testing::HandBatch(ack->worker_id, 3, 40, [&](unsigned, int i) { return i < 0 ? 1.0f : inf; }),
+  };
+  for (const std::string& frame : hostile) {
+    rogue.Send(frame);
+    // Not an ASSERT: the learner's thread must be joined whatever happens.
+    auto error = rogue.ReceiveA<ErrorMsg>(std::chrono::seconds(5));
+    EXPECT_TRUE(error.has_value());
+    if (error) {
+      EXPECT_EQ(error->code, ErrorCode::kMalformed) << error->reason;
+    }
+  }
+
+  // A report whose runtime is NaN, by hand: refused, not counted as an episode.
+  {
+    capnp::MallocMessageBuilder message;
+    auto envelope = message.initRoot<schema::Envelope>();
+    envelope.setProtocolVersion(kProtocolVersion);
+    auto report = envelope.getBody().initEpisodeReport();
+    report.setWorkerId(ack->worker_id);
+    report.setEpisodeId(2);
+    report.setRuntimeNs(std::numeric_limits<double>::quiet_NaN());
+    report.initPlan().setFormatVersion(PlacementPlan::kFormatVersion);
+    rogue.Send(testing::FrameBytes(message));
+    auto error = rogue.ReceiveA<ErrorMsg>(std::chrono::seconds(5));
+    EXPECT_TRUE(error.has_value());
+  }
+
+  WorkerStats stats = RunOneWorker(endpoint);
+  serve.join();
+
+  EXPECT_TRUE(stats.shutdown_by_learner);
+  EXPECT_EQ(result.episodes, 30u);
+  EXPECT_EQ(result.counters.amplified_frames, 1u);
+  EXPECT_EQ(result.counters.non_finite_frames, 3u);
+  EXPECT_EQ(result.counters.updates_skipped, 0u);
+  for (const EpisodeRecord& r : result.records) EXPECT_NE(r.worker_id, ack->worker_id);
+  EXPECT_GT(result.updates, 0u);
+  ASSERT_EQ(result.records.size(), 30u);
+  for (const EpisodeRecord& r : result.records) {
+    EXPECT_TRUE(std::isfinite(r.loss)) << "episode " << r.episode;
+    EXPECT_TRUE(std::isfinite(r.mean_q)) << "episode " << r.episode;
+  }
+}
+
+// Issue 17: registrations are counted as registrations (a peer registering
+// three times is three, on one worker id), and a message of several frames
+// is counted and logged, not silently dropped.
+TEST(LearnerRobustness, RegistrationsAndMultipartMessagesAreCounted) {
+  Learner learner(SmallLearner(10));
+  const std::string endpoint = learner.endpoint();
+  LearnerResult result;
+  std::thread serve([&] { result = learner.Run(); });
+  testing::RawDealer peer(endpoint);
+  for (int i = 0; i < 3; ++i) {
+    peer.Send(testing::HandRegister("h"));
+    EXPECT_TRUE(peer.ReceiveA<RegisterAckMsg>(std::chrono::seconds(5)).has_value());
+  }
+  peer.SendParts({testing::HandRegister("h"), "second part"});
+  {
+    testing::WorkerThreads fleet(endpoint, 1);
+    serve.join();
+  }
+  EXPECT_EQ(result.episodes, 10u);
+  EXPECT_GE(result.counters.workers_registered, 4u);  // the peer's three, the worker's
+  EXPECT_EQ(result.workers_seen.size(), 2u);
+  EXPECT_EQ(result.counters.multipart_frames, 1u);
 }
 
 TEST(LearnerRobustness, DuplicateBatchesAreIngestedOnce) {

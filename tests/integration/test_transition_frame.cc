@@ -3,11 +3,13 @@
 // storage, and null for anything DecodeMessage must judge.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "envs/placement_env.h"
 #include "protocol/codec.h"
+#include "tests/common/hostile_frames.h"
 
 namespace tensortier {
 namespace {
@@ -97,6 +99,68 @@ TEST(TransitionBatchFrame, IsNullForOtherMessagesAndBadFrames) {
     Transition row;
     for (size_t i = 0; i < f->size(); ++i) EXPECT_NO_THROW(f->CopyRow(i, row));
   }
+}
+
+// Issue 17: three rows whose six float lists all point at one list of 15
+// structs of 100 words. It passed Open (8 words estimated per list) and
+// made CopyRow, on the training thread, exceed the traversal limit.
+TEST(TransitionBatchFrame, RefusesListsThatShareTheirWords) {
+  const std::string frame = testing::SharedStructListBatch(7, 1);
+  ASSERT_LT(frame.size(), 13000u);
+  ASSERT_GT(frame.size(), 12000u);
+  DecodeError refused;
+  auto f = TransitionBatchFrame::Open(frame.data(), frame.size(), {}, &refused);
+  if (f) {
+    Transition row;
+    for (size_t i = 0; i < f->size(); ++i) EXPECT_NO_THROW(f->CopyRow(i, row));
+  }
+  ASSERT_EQ(f, nullptr);
+  EXPECT_EQ(refused.reason, DecodeErrorReason::kAmplified) << refused.detail;
+}
+
+// A struct list standing in for floats is refused even unshared: its
+// reads cost its structs' words, not 4 bytes a float.
+TEST(TransitionBatchFrame, RefusesStructListsStandingInForFloats) {
+  const std::string frame = testing::SharedStructListBatch(7, 1, /*rows=*/1, /*data_words=*/1);
+  DecodeError refused;
+  EXPECT_EQ(TransitionBatchFrame::Open(frame.data(), frame.size(), {}, &refused), nullptr);
+  EXPECT_EQ(refused.reason, DecodeErrorReason::kAmplified) << refused.detail;
+}
+
+// Rows of zero words cost nothing to send: 16 million of them in a frame of
+// a few words must be refused before anything is sized by their count.
+TEST(TransitionBatchFrame, RefusesRowsThatCostNoWords) {
+  capnp::MallocMessageBuilder message;
+  auto batch = testing::InitBatch(message, 7, 1);
+  capnp::AnyStruct::Builder(kj::mv(batch)).getPointerSection()[0].initAsListOfAnyStruct(0, 0, 1u << 24);
+  const std::string frame = testing::FrameBytes(message);
+  ASSERT_LT(frame.size(), 200u);
+  DecodeError refused;
+  EXPECT_EQ(TransitionBatchFrame::Open(frame.data(), frame.size(), {}, &refused), nullptr);
+  EXPECT_EQ(refused.reason, DecodeErrorReason::kAmplified) << refused.detail;
+}
+
+TEST(TransitionBatchFrame, RefusesNonFiniteValues) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::string fine = testing::HandBatch(7, 1, 3, [](unsigned, int) { return 0.5f; });
+  EXPECT_NE(TransitionBatchFrame::Open(fine.data(), fine.size()), nullptr);
+  const std::string nan_reward =
+      testing::HandBatch(7, 1, 3, [&](unsigned r, int i) { return r == 2 && i < 0 ? nan : 0.5f; });
+  const std::string inf_observation =
+      testing::HandBatch(7, 1, 3, [&](unsigned r, int i) { return r == 1 && i == 4 ? -inf : 0.5f; });
+  const std::string inf_next =
+      testing::HandBatch(7, 1, 3, [&](unsigned r, int i) { return r == 0 && i == kObservationSize ? inf : 0.5f; });
+  for (const std::string* frame : {&nan_reward, &inf_observation, &inf_next}) {
+    DecodeError refused;
+    EXPECT_EQ(TransitionBatchFrame::Open(frame->data(), frame->size(), {}, &refused), nullptr);
+    EXPECT_EQ(refused.reason, DecodeErrorReason::kNonFinite) << refused.detail;
+  }
+  TransitionBatchMsg m = Batch(3);
+  m.priorities[1] = nan;
+  const std::string nan_priority = EncodeMessage(m);
+  DecodeError refused;
+  EXPECT_EQ(TransitionBatchFrame::Open(nan_priority.data(), nan_priority.size(), {}, &refused), nullptr);
+  EXPECT_EQ(refused.reason, DecodeErrorReason::kNonFinite) << refused.detail;
 }
 
 }  // namespace
