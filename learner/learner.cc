@@ -1175,6 +1175,7 @@ struct Learner::Impl {
       out.episode = req.episode;
       out.span.started = Clock::now();
       try {
+        if (config.before_periodic_evaluation) config.before_periodic_evaluation();
         if (!eval_agent) eval_agent = MakeAgent(eval_agent_name, eval_agent_json);
         if (!eval_thread_env) eval_thread_env = std::make_unique<PlacementEnv>(config.workload, config.env);
         eval_agent->LoadWeights(req.weights);

@@ -90,6 +90,10 @@ struct LearnerConfig {
   bool resume = false;
   uint32_t checkpoints_kept = 2;
   bool keep_batch_log = false;           // fill LearnerResult::batches (tests)
+  // Runs on the evaluation thread before each periodic greedy rollout (in
+  // its span). Tests make evaluations as slow as they need with it, so that
+  // what they show does not depend on how fast the machine rolls out.
+  std::function<void()> before_periodic_evaluation;
 };
 
 // One row of metrics.csv.
