@@ -121,8 +121,8 @@ EpisodeRecord LoadRecord(ByteReader& r) {
 std::unique_ptr<PlacementAgent> BuildAgent(LearnerConfig& config) {
   config.dqn.observation_size = config.sac.observation_size = kObservationSize;
   config.dqn.num_actions = config.sac.num_actions = 2;
-  if (config.agent == "sac") return MakeAgent("sac", config.sac.ToJson());
-  return MakeAgent(config.agent, config.dqn.ToJson());
+  if (config.agent == AgentKind::kSac) return MakeAgent("sac", config.sac.ToJson());
+  return MakeAgent("dqn", config.dqn.ToJson());
 }
 
 // Ape-X: epsilon_i = epsilon^(1 + alpha * i / (N - 1)) for worker i of N.
@@ -146,10 +146,6 @@ struct Learner::Impl {
         RunEpisode(probe, [&](const Observation&) { return static_cast<int>(probe_rng() & 1); }).steps;
     const uint32_t dram_first_steps = RunEpisode(probe, [](const Observation&) { return 0; }).steps;
     steps_per_episode = std::max<size_t>(1, (static_cast<size_t>(random_steps) + dram_first_steps) / 2);
-    if (config.replay != "uniform" && config.replay != "prioritized")
-      throw std::invalid_argument("replay must be uniform or prioritized, not '" + config.replay + "'");
-    if (config.exploration != "schedule" && config.exploration != "apex")
-      throw std::invalid_argument("exploration must be schedule or apex, not '" + config.exploration + "'");
     if (!(config.apex_epsilon > 0 && config.apex_epsilon <= 1) || !(config.apex_alpha >= 0))
       throw std::invalid_argument("Ape-X exploration needs 0 < epsilon <= 1 and alpha >= 0");
     if (config.converge_window > 0 && !(config.converge_tolerance >= 0))
@@ -162,9 +158,9 @@ struct Learner::Impl {
     } else {
       agent = BuildAgent(config);
     }
-    batch_size = static_cast<uint64_t>(config.agent == "sac" ? config.sac.batch_size : config.dqn.batch_size);
+    batch_size = static_cast<uint64_t>(config.agent == AgentKind::kSac ? config.sac.batch_size : config.dqn.batch_size);
     const AgentSchedule schedule = agent->schedule();
-    if (config.replay == "prioritized") {
+    if (config.replay == ReplayKind::kPrioritized) {
       if (!agent->supports_prioritized_replay())
         throw std::invalid_argument("prioritized replay needs an agent with a prioritised update; " +
                                     agent->name() + " has none");
@@ -187,9 +183,9 @@ struct Learner::Impl {
       limiter = std::make_unique<RateLimiter>(rc);
     }
     rng.seed(config.dqn.seed ^ 0x9e3779b97f4a7c15ull);
-    result.replay = config.replay;
+    result.replay = ReplayKindName(config.replay);
     result.samples_per_insert = samples_per_insert;
-    result.exploration = config.exploration;
+    result.exploration = ExplorationKindName(config.exploration);
     if (payload) RestoreStateFrom(*payload);
 
     base_task.task_id = 1;
@@ -497,7 +493,7 @@ struct Learner::Impl {
   }
 
   std::string TaskFrameFor(const WorkerState& w) const {
-    if (config.exploration != "apex") return task_frame;
+    if (config.exploration != ExplorationKind::kApex) return task_frame;
     TaskMsg t = base_task;
     const uint32_t n = config.apex_workers > 0 ? config.apex_workers : std::max<uint32_t>(config.min_workers, 1);
     t.exploration.schedule_episodes = 0;  // a fixed epsilon per worker
@@ -1327,7 +1323,7 @@ struct Learner::Impl {
     w.F64(result.best_runtime_ns);
     w.U64(result.records.size());
     for (const EpisodeRecord& r : result.records) SaveRecord(w, r);
-    w.String(config.replay);
+    w.String(ReplayKindName(config.replay));
     if (uniform) {
       w.U64(uniform->items().size());
       for (const Transition& t : uniform->items()) SaveTransition(w, t);
@@ -1427,8 +1423,8 @@ struct Learner::Impl {
     const std::string name = r.String();
     const std::string json = r.String();
     const std::string bytes = r.String();
-    if (name != c.agent)
-      throw std::invalid_argument("the checkpoint holds a " + name + " agent, not " + c.agent);
+    if (name != AgentKindName(c.agent))
+      throw std::invalid_argument("the checkpoint holds a " + name + " agent, not " + AgentKindName(c.agent));
     if (r.U64() != c.workload.Signature())
       throw std::invalid_argument("the checkpoint was trained on another workload");
     if (r.U64() != c.env.dram_limit_bytes)
@@ -1479,7 +1475,8 @@ struct Learner::Impl {
     result.best_runtime_ns = r.F64();
     result.records.clear();
     for (uint64_t n = r.U64(); n > 0; --n) result.records.push_back(LoadRecord(r));
-    if (r.String() != config.replay) throw std::invalid_argument("the checkpoint holds another kind of replay");
+    if (r.String() != ReplayKindName(config.replay))
+      throw std::invalid_argument("the checkpoint holds another kind of replay");
     std::vector<Transition> items(r.U64());
     for (Transition& t : items) t = LoadTransition(r);
     if (uniform) {
@@ -1627,8 +1624,8 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
   m.last_heartbeat = Clock::now();
   LogInfo("learner_started").kv("endpoint", endpoint()).kv("workload", m.config.workload.name)
       .kv("dram_limit_bytes", m.config.env.dram_limit_bytes).kv("episodes", m.config.episodes)
-      .kv("agent", m.agent->name()).kv("device", m.agent->device_name()).kv("replay", m.config.replay)
-      .kv("samples_per_insert", m.samples_per_insert).kv("exploration", m.config.exploration)
+      .kv("agent", m.agent->name()).kv("device", m.agent->device_name()).kv("replay", ReplayKindName(m.config.replay))
+      .kv("samples_per_insert", m.samples_per_insert).kv("exploration", ExplorationKindName(m.config.exploration))
       .kv("resumed_at_episode", m.result.resumed_at_episode).kv("weights_version", m.weights_version);
   m.SyncStatus(true);
   m.updates_done.store(m.agent->updates());

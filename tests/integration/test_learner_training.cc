@@ -99,9 +99,12 @@ TEST(LearnerTraining, NoLimiterMeansFixedUpdatesPerReport) {
 
 TEST(LearnerTraining, PrioritizedReplayTrainsSac) {
   LearnerConfig c = TinyLearner(30);
-  c.agent = "sac";
-  c.replay = "prioritized";
+  c.agent = AgentKind::kSac;
+  c.replay = ReplayKind::kPrioritized;
   c.samples_per_insert = 2.0;
+  // Unscaled rewards (the default 0.05 keeps every |TD error| of these short
+  // episodes below the initial priority 1, which then stays the largest).
+  c.sac.reward_scale = 1.0;
   Learner learner(c);
   LearnerResult r = RunFleet(learner, 2);
   ASSERT_EQ(r.episodes, 30u);
@@ -115,8 +118,8 @@ TEST(LearnerTraining, PrioritizedReplayTrainsSac) {
 
 TEST(LearnerTraining, PrioritizedReplayTrainsDqn) {
   LearnerConfig c = TinyLearner(30);
-  c.agent = "dqn";
-  c.replay = "prioritized";
+  c.agent = AgentKind::kDqn;
+  c.replay = ReplayKind::kPrioritized;
   c.samples_per_insert = 2.0;
   Learner learner(c);
   LearnerResult r = RunFleet(learner, 2);
@@ -129,16 +132,31 @@ TEST(LearnerTraining, PrioritizedReplayTrainsDqn) {
   EXPECT_NE(r.replay_max_priority, 1.0);
 }
 
-TEST(LearnerTraining, UnknownReplayIsRefused) {
-  LearnerConfig c = TinyLearner(1);
-  c.replay = "sorted";
-  EXPECT_THROW(Learner{c}, std::invalid_argument);
+// Agent, replay and exploration are enums; their names parse back, and an
+// unknown name is refused with the valid ones listed.
+TEST(LearnerTraining, UnknownSettingNamesAreRefusedWithTheChoices) {
+  for (AgentKind k : {AgentKind::kDqn, AgentKind::kSac}) EXPECT_EQ(ParseAgentKind(AgentKindName(k)), k);
+  for (ReplayKind k : {ReplayKind::kUniform, ReplayKind::kPrioritized})
+    EXPECT_EQ(ParseReplayKind(ReplayKindName(k)), k);
+  for (ExplorationKind k : {ExplorationKind::kSchedule, ExplorationKind::kApex})
+    EXPECT_EQ(ParseExplorationKind(ExplorationKindName(k)), k);
+  const auto refusal = [](auto parse, const std::string& name) -> std::string {
+    try {
+      parse(name);
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  EXPECT_EQ(refusal(ParseReplayKind, "sorted"), "replay must be uniform or prioritized, not 'sorted'");
+  EXPECT_EQ(refusal(ParseAgentKind, "ppo"), "agent must be dqn or sac, not 'ppo'");
+  EXPECT_EQ(refusal(ParseExplorationKind, "Apex"), "exploration must be schedule or apex, not 'Apex'");
 }
 
 TEST(LearnerTraining, WorkerPrioritiesAreCheckedAndAcknowledged) {
   LearnerConfig c = TinyLearner(1);
-  c.agent = "sac";
-  c.replay = "prioritized";
+  c.agent = AgentKind::kSac;
+  c.replay = ReplayKind::kPrioritized;
   Learner learner(c);
   LearnerResult result;
   std::thread serve([&] { result = learner.Run(); });
@@ -185,7 +203,7 @@ TEST(LearnerTraining, ApexGivesEachWorkerItsOwnEpsilon) {
   EXPECT_DOUBLE_EQ(ApexEpsilon(0.4, 7, 1, 3), std::pow(0.4, 4.5));
 
   LearnerConfig c = TinyLearner(90);
-  c.exploration = "apex";
+  c.exploration = ExplorationKind::kApex;
   c.min_workers = 3;
   Learner learner(c);
   LearnerResult r = RunFleet(learner, 3);

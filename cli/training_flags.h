@@ -1,0 +1,33 @@
+// The settings of `train` and `learner`. Every training flag writes a field
+// of the library's LearnerConfig (or of the DqnConfig, SacConfig and
+// EnvConfig in it) and shows that field's default: the CLI has no defaults
+// of its own, so `tensortier train` runs what a Learner built in code runs.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+
+#include "learner/learner.h"
+
+namespace tensortier {
+
+struct TrainingFlags {
+  TrainingFlags();
+
+  LearnerConfig learner;  // bound field by field; metrics_address defaults to serving (below)
+  // What to train on and where the run goes: not learner settings.
+  std::string workload;   // spec or .ttwl; empty: profile --model (`train`)
+  double dram_fraction = 0.2;
+  uint64_t dram_limit_bytes = 0;  // overrides dram_fraction
+  std::string out;
+  std::string resume_dir;         // --resume RUN_DIR
+};
+
+// The training flags on `cmd` (`train` or `learner`). Flags that DQN and SAC
+// share (--hidden, --batch-size, --updates-per-episode, --learning-starts,
+// --gamma, --seed, --device) set both agents' fields, whose defaults agree.
+void AddTrainingOptions(CLI::App* cmd, TrainingFlags& flags);
+
+}  // namespace tensortier
