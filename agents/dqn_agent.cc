@@ -201,13 +201,6 @@ DqnConfig DqnConfig::FromJson(const std::string& text) {
   return c;
 }
 
-double DqnConfig::EpsilonAt(uint64_t episode) const {
-  if (epsilon_decay_episodes <= 0 || episode >= static_cast<uint64_t>(epsilon_decay_episodes))
-    return epsilon_end;
-  double frac = static_cast<double>(episode) / epsilon_decay_episodes;
-  return epsilon_start + (epsilon_end - epsilon_start) * frac;
-}
-
 // ---------------------------------------------------------------------------
 
 struct DqnAgent::Impl {

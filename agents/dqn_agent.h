@@ -13,22 +13,29 @@
 
 namespace tensortier {
 
+// Defaults are the tuned settings `tensortier train` runs with (measured in
+// docs/results/learner-benchmarks.md, "DQN settings sweep"); the CLI binds
+// its flags to these fields, so a Learner built in code runs the same
+// algorithm.
 struct DqnConfig {
   int observation_size = 15;  // kObservationSize of envs/placement_env.h
   int num_actions = 2;
   std::vector<int> hidden = {128, 128};  // two hidden layers -> three dense layers
-  double learning_rate = 1e-4;           // DeepTM Table II
+  double learning_rate = 1e-3;           // DeepTM Table II has 1e-4; with it `make run`'s plan lost to first-touch
   double gamma = 0.99;
   int batch_size = 32;
   double huber_delta = 1.0;
   double grad_clip_norm = 10.0;
-  int target_update_interval = 100;      // gradient updates between target syncs
-  double epsilon_start = 0.9;            // DeepTM: greedy probability 0.1 -> 1.0 ...
-  double epsilon_end = 0.0;              // ... over 150 episodes
-  int epsilon_decay_episodes = 150;
+  int target_update_interval = 200;      // gradient updates between target syncs
+  // Workers' epsilon falls linearly with the weights version (DeepTM:
+  // greedy probability 0.1 -> 1.0 over 150 episodes; 200 here), the
+  // schedule of worker/exploration.h.
+  double epsilon_start = 0.9;
+  double epsilon_end = 0.0;
+  int epsilon_decay_episodes = 200;
   int replay_capacity = 100000;          // DeepTM uses 100 episodes' worth
-  int learning_starts = 256;             // transitions in replay before the first update
-  int updates_per_episode = 32;
+  int learning_starts = 512;             // transitions in replay before the first update
+  int updates_per_episode = 64;
   uint64_t seed = 1;
   std::string device = "auto";           // "auto" (CUDA when present), "cpu", "cuda", "cuda:N"
   // Learning from demonstrations (DQfD, Hester et al. 2018), used once
@@ -42,8 +49,6 @@ struct DqnConfig {
 
   std::string ToJson() const;
   static DqnConfig FromJson(const std::string& json);  // throws on malformed input
-  // Linear schedule from epsilon_start to epsilon_end.
-  double EpsilonAt(uint64_t episode) const;
 };
 
 class DqnAgent : public PlacementAgent {

@@ -106,6 +106,8 @@ int main(int argc, char** argv) {
     config.hidden = {128, 128};
     config.device = "cpu";
     config.learning_starts = 512;
+    config.learning_rate = 1e-4;  // the settings its published numbers were measured with
+    config.target_update_interval = 100;
     DqnAgent agent(config);
     PlacementEnv train(w, env);
     ReplayBuffer replay(100000);

@@ -5,9 +5,9 @@
 // learner is the bottleneck being measured.
 //
 // Two learner settings: "ingest" (learning_starts beyond the replay
-// capacity: no gradient updates) and "train" (the agent's defaults: 32
-// updates per episode report once replay holds learning_starts
-// transitions). The rate is taken between the first and the last episode
+// capacity: no gradient updates) and "train" (32 updates per episode report
+// once replay holds 256 transitions: the schedule first measured here, kept
+// so that rows compare across versions). The rate is taken between the first and the last episode
 // report of a measurement window, so that process start-up and the final
 // greedy evaluation are left out; the whole-run rate from LearnerResult is
 // printed beside it.
@@ -90,8 +90,13 @@ Row Measure(const std::string& mode, int workers, const Workload& workload, cons
   c.bind_endpoint = "tcp://127.0.0.1:*";
   c.workload = workload;
   c.env.dram_limit_bytes = static_cast<uint64_t>(std::llround(0.2 * workload.peak_live_bytes()));
-  c.agent = agent;
+  c.agent = ParseAgentKind(agent);
   c.dqn.device = c.sac.device = "cpu";
+  // The "train" schedule first measured here (the library's defaults are
+  // now 64 updates per episode from 512 transitions).
+  c.dqn.updates_per_episode = c.sac.updates_per_episode = 32;
+  c.dqn.learning_starts = c.sac.learning_starts = 256;
+  c.sac.batch_size = 64;
   if (mode == "ingest") c.dqn.learning_starts = c.sac.learning_starts = INT_MAX;
   // The run ends on an episode count, so that every row measures a known
   // amount of work.

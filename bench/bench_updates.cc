@@ -83,15 +83,23 @@ int main(int argc, char** argv) {
   uint64_t updates = 0;
   double rate = 0;
   if (agent_name == "dqn") {
+    // The settings of bench/python/bench_updates.py (the library's defaults
+    // before they became the tuned ones), so that both sides do the same work.
     DqnConfig c;
     c.batch_size = batch;
     c.device = "cpu";
+    c.learning_rate = 1e-4;
+    c.target_update_interval = 100;
     DqnAgent agent(c);
     rate = UpdatesPerSecond(agent, replay, seconds, warmup_updates, &updates);
   } else {
     SacConfig c;
     c.batch_size = batch;
     c.device = "cpu";
+    c.alpha_learning_rate = 3e-4;
+    c.tau = 0.005;
+    c.target_entropy_scale = 0.89;
+    c.reward_scale = 1.0;
     SacAgent agent(c);
     rate = UpdatesPerSecond(agent, replay, seconds, warmup_updates, &updates);
   }

@@ -16,6 +16,12 @@ int main(int argc, char** argv) {
   for (int variant = 0; variant < 3; ++variant) {
     SacConfig c;
     c.device = "cpu";
+    // The sequence as first traced (CleanRL's settings), whatever the
+    // library's defaults: the trace is compared across versions.
+    c.alpha_learning_rate = 3e-4;
+    c.tau = 0.005;
+    c.target_entropy_scale = 0.89;
+    c.reward_scale = 1.0;
     c.batch_size = variant == 1 ? 256 : 32;
     if (variant == 2) {  // the non-default paths: clipping, delayed actor and targets
       c.grad_clip_norm = 0.5;

@@ -14,6 +14,7 @@
 
 #include "agents/dqn_agent.h"
 #include "cli/keys.h"
+#include "cli/training_flags.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "envs/describe.h"
@@ -116,202 +117,8 @@ Workload ProfileModel(const ModelFlags& m, const std::string& slow_tier,
   return p.workload;
 }
 
-struct CommonTraining {
-  std::string workload;  // empty: profile --model (resnet18 by default) for `train`
-  double dram_fraction = 0.2;
-  uint64_t dram_limit_bytes = 0;
-  uint64_t episodes = 400;
-  std::string agent = "dqn";
-  std::string mode = "sync";
-  double beta = 0.75;
-  double spill_penalty = 0.0;  // EnvConfig's default (docs/mdp.md)
-  uint64_t seed = 1;
-  std::vector<int> hidden = {128, 128};
-  double learning_rate = 1e-3;  // not DqnConfig's 1e-4: see "DQN settings sweep" in docs/results/learner-benchmarks.md
-  int batch_size = 32;
-  int updates_per_episode = 64;
-  int epsilon_decay_episodes = 200;
-  int learning_starts = 512;
-  int target_update_interval = 200;
-  std::string device = "auto";
-  std::string out;
-  double max_seconds = 0;
-  uint32_t heartbeat_ms = 1000;
-  uint32_t checkpoint_every = 50;
-  std::string metrics_address = kDefaultMetricsAddress;
-  TransportSecurity security;  // `learner` only (cli/keys.h); `train` stays on loopback
-  std::string resume_dir;       // --resume RUN_DIR: continue from its newest good checkpoint
-  std::string replay = "uniform";
-  double samples_per_insert = -1;
-  std::string exploration = "schedule";
-  double apex_epsilon = 0.4;
-  double apex_alpha = 7.0;
-  uint32_t converge_window = 0;
-  double converge_tolerance = 0.01;
-  uint32_t eval_every = 10;
-  double gamma = 0.99;
-  // SAC only (agents/sac_agent.h); the defaults suit this MDP's rewards.
-  double sac_lr = 3e-4;
-  double sac_alpha_lr = 3e-3;
-  double sac_tau = 0.02;
-  double sac_target_entropy_scale = 0.1;
-  double sac_reward_scale = 0.05;
-  // Learning from demonstrations and the final comparison (learner/imitation.h,
-  // docs/results/learning.md). DQN imitates the fastest of these policies' plans first.
-  std::vector<std::string> demonstrations = {"autotm-sync", "sentinel"};
-  std::vector<std::string> baselines = {"sentinel", "autotm-sync", "ca-lm"};
-  double solver_seconds = 60;
-  int dagger_rounds = ImitationConfig{}.dagger_rounds;
-  int search_rollouts = LearnerConfig{}.plan_search.max_rollouts;
-};
-
-void AddTrainingOptions(CLI::App* cmd, CommonTraining& o) {
-  cmd->add_option("--workload", o.workload,
-                  "Workload file (.ttwl) or synthetic:SHAPE[:LAYERS[:BASE_BYTES]], SHAPE in vgg|resnet|mobilenet|tiny "
-                  "(default: profile --model)");
-  cmd->add_option("--dram-fraction", o.dram_fraction, "DRAM limit as a fraction of the workload's peak live bytes")
-      ->check(CLI::Range(0.001, 1.0))
-      ->capture_default_str();
-  cmd->add_option("--dram-limit-bytes", o.dram_limit_bytes, "DRAM limit in bytes (overrides --dram-fraction)");
-  cmd->add_option("--episodes", o.episodes, "Episodes to train for")->check(CLI::Range(1, 10000000))->capture_default_str();
-  cmd->add_option("--agent", o.agent, "Agent to train: dqn (double DQN) or sac (discrete SAC)")
-      ->check(CLI::IsMember({"dqn", "sac"}))
-      ->capture_default_str();
-  cmd->add_option("--mode", o.mode, "Migration mode: sync (blocking copies) or async (copies overlap the next kernel)")
-      ->check(CLI::IsMember({"sync", "async"}))
-      ->capture_default_str();
-  cmd->add_option("--beta", o.beta, "Weight of performance against memory price in the episodic reward (eq. 13)")
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
-  cmd->add_option("--spill-penalty", o.spill_penalty,
-                  "Step reward subtracted when the agent asks for DRAM that is full (the tensor goes to the slow tier)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  cmd->add_option("--seed", o.seed, "Random seed")->capture_default_str();
-  cmd->add_option("--hidden", o.hidden, "Hidden layer sizes of the Q-network")->capture_default_str();
-  cmd->add_option("--lr", o.learning_rate, "DQN: Adam learning rate (SAC: --sac-lr)")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--batch-size", o.batch_size, "Minibatch size")->check(CLI::Range(1, 65536))->capture_default_str();
-  cmd->add_option("--updates-per-episode", o.updates_per_episode, "Gradient updates per episode report")
-      ->check(CLI::Range(0, 100000))
-      ->capture_default_str();
-  cmd->add_option("--epsilon-decay-episodes", o.epsilon_decay_episodes, "Episodes over which epsilon falls to its end value")
-      ->check(CLI::Range(0, 10000000))
-      ->capture_default_str();
-  cmd->add_option("--learning-starts", o.learning_starts, "Transitions in replay before the first update")
-      ->capture_default_str();
-  cmd->add_option("--target-update-interval", o.target_update_interval, "Updates between target-network syncs")
-      ->check(CLI::Range(1, 10000000))
-      ->capture_default_str();
-  cmd->add_option("--gamma", o.gamma, "Discount factor (DQN and SAC)")->check(CLI::Range(0.0, 1.0))->capture_default_str();
-  cmd->add_option("--sac-lr", o.sac_lr, "SAC: learning rate of the actor and both critics")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_option("--sac-alpha-lr", o.sac_alpha_lr, "SAC: learning rate of the entropy temperature")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_option("--sac-tau", o.sac_tau, "SAC: Polyak factor of the target critics")
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
-  cmd->add_option("--sac-target-entropy-scale", o.sac_target_entropy_scale,
-                  "SAC: target entropy as a fraction of log(2) nats")
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
-  cmd->add_option("--sac-reward-scale", o.sac_reward_scale, "SAC: rewards are multiplied by this in the critics' target")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_option("--device", o.device, "Where the learner trains: auto (CUDA when present), cpu, cuda, cuda:N")
-      ->capture_default_str();
-  cmd->add_option("--out", o.out, "Run directory (default runs/<time>)");
-  cmd->add_option("--max-seconds", o.max_seconds, "Stop training after this many seconds (0 = no limit)");
-  cmd->add_option("--heartbeat-ms", o.heartbeat_ms, "Heartbeat interval between learner and workers")
-      ->check(CLI::Range(10, 600000))
-      ->capture_default_str();
-  cmd->add_option("--checkpoint-every", o.checkpoint_every, "Episodes between checkpoints (0 = only at the end)")
-      ->capture_default_str();
-  cmd->add_option("--metrics-address", o.metrics_address,
-                  "Serve Prometheus metrics on HOST:PORT (port 0: any free one; 'off': none)")
-      ->capture_default_str();
-  cmd->add_option("--resume", o.resume_dir,
-                  "Continue the run in RUN_DIR from its newest good checkpoint (also its --out; the workload "
-                  "defaults to RUN_DIR/workload.ttwl)");
-  cmd->add_option("--replay", o.replay, "Replay: uniform, or prioritized (proportional, Ape-X style; DQN or SAC)")
-      ->check(CLI::IsMember({"uniform", "prioritized"}))
-      ->capture_default_str();
-  cmd->add_option("--samples-per-insert", o.samples_per_insert,
-                  "Rate limiter: transitions trained on per transition inserted (-1: updates-per-episode x "
-                  "batch-size / mean length of the last 32 episodes, followed as it changes; 0: no limiter, "
-                  "updates-per-episode per episode report)")
-      ->capture_default_str();
-  cmd->add_option("--exploration", o.exploration,
-                  "DQN workers' epsilon: schedule (decays over --epsilon-decay-episodes) or apex (worker i of N: "
-                  "eps^(1 + alpha i/(N-1)))")
-      ->check(CLI::IsMember({"schedule", "apex"}))
-      ->capture_default_str();
-  cmd->add_option("--apex-epsilon", o.apex_epsilon, "Ape-X base epsilon")->check(CLI::Range(0.0, 1.0))->capture_default_str();
-  cmd->add_option("--apex-alpha", o.apex_alpha, "Ape-X exponent")->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd->add_option("--eval-every", o.eval_every, "Episodes between greedy evaluations")
-      ->check(CLI::Range(1, 10000000))
-      ->capture_default_str();
-  cmd->add_option("--converge-window", o.converge_window,
-                  "Stop when this many greedy evaluations in a row agree within --converge-tolerance and beat the "
-                  "best before them by no more (0: off)")
-      ->capture_default_str();
-  cmd->add_option("--converge-tolerance", o.converge_tolerance,
-                  "Relative tolerance of --converge-window (times max(1, |best evaluation reward|))")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  // No captured defaults: CLI11 writes a list default into config.toml as
-  // one space-separated string, which would not read back as a list.
-  cmd->add_option("--demonstrations", o.demonstrations,
-                  "Baseline policies whose plans DQN imitates before training (DQfD + DAgger, the fastest plan "
-                  "of them); 'none' to start from random weights [default: autotm-sync sentinel]");
-  cmd->add_option("--baselines", o.baselines,
-                  "Baseline policies scored beside the learned plan at the end [default: sentinel autotm-sync ca-lm]");
-  cmd->add_option("--solver-seconds", o.solver_seconds, "Time limit of each ILP solve of the baselines (AutoTM)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_option("--dagger-rounds", o.dagger_rounds, "Imitation: DAgger rounds after pre-training on the expert")
-      ->check(CLI::Range(0, 1000))
-      ->capture_default_str();
-  cmd->add_option("--search-rollouts", o.search_rollouts,
-                  "Plan-time search from the final greedy plan, guided by the network (1 = none)")
-      ->check(CLI::Range(1, 1000000))
-      ->capture_default_str();
-}
-
-std::string JoinNames(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
-// The baselines a run compares with and learns from; sets c.expert_plans.
-std::vector<BaselinePlan> PrepareBaselines(const CommonTraining& o, LearnerConfig& c) {
-  std::vector<std::string> demos = o.demonstrations;
-  demos.erase(std::remove(demos.begin(), demos.end(), "none"), demos.end());
-  if (c.agent == "sac" && !demos.empty()) {
-    LogInfo("demonstrations_skipped").kv("reason", "sac does not learn from demonstrations");
-    demos.clear();
-  }
-  if (c.resume) demos.clear();  // the checkpoint has the imitated weights
-  std::vector<std::string> names = o.baselines;
-  names.erase(std::remove(names.begin(), names.end(), "none"), names.end());
-  for (const std::string& d : demos)
-    if (std::find(names.begin(), names.end(), d) == names.end()) names.push_back(d);
-  std::vector<BaselinePlan> baselines =
-      ComputeBaselines(c.workload, c.env, names, o.solver_seconds, [](const std::string& name) {
-        std::printf("baseline %s ...\n", name.c_str());
-        std::fflush(stdout);
-      });
-  for (const BaselinePlan& b : baselines)
-    if (std::find(demos.begin(), demos.end(), b.policy) != demos.end()) c.expert_plans.push_back(b.plan);
-  c.imitation.dagger_rounds = o.dagger_rounds;
-  c.plan_search.max_rollouts = o.search_rollouts;
-  return baselines;
-}
-
 // --resume RUN_DIR is the run directory, and its workload unless one is given.
-void ApplyResume(CommonTraining& o) {
+void ApplyResume(TrainingFlags& o) {
   if (o.resume_dir.empty()) return;
   if (!o.out.empty() && o.out != o.resume_dir)
     throw std::invalid_argument("--resume continues the run in its own directory: drop --out or give the same one");
@@ -328,54 +135,49 @@ std::string DefaultRunDir() {
   return buf;
 }
 
-LearnerConfig BuildLearnerConfig(const CommonTraining& o, const std::string& bind, const Workload* profiled) {
-  LearnerConfig c;
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// The baselines a run compares with and learns from; sets c.expert_plans.
+std::vector<BaselinePlan> PrepareBaselines(const TrainingFlags& o, LearnerConfig& c) {
+  std::vector<std::string> demos = o.demonstrations;
+  demos.erase(std::remove(demos.begin(), demos.end(), "none"), demos.end());
+  if (c.agent == AgentKind::kSac && !demos.empty()) {
+    LogInfo("demonstrations_skipped").kv("reason", "sac does not learn from demonstrations");
+    demos.clear();
+  }
+  if (c.resume) demos.clear();  // the checkpoint has the imitated weights
+  std::vector<std::string> names = o.baselines;
+  names.erase(std::remove(names.begin(), names.end(), "none"), names.end());
+  for (const std::string& d : demos)
+    if (std::find(names.begin(), names.end(), d) == names.end()) names.push_back(d);
+  std::vector<BaselinePlan> baselines =
+      ComputeBaselines(c.workload, c.env, names, o.solver_seconds, [](const std::string& name) {
+        std::printf("baseline %s ...\n", name.c_str());
+        std::fflush(stdout);
+      });
+  for (const BaselinePlan& b : baselines)
+    if (std::find(demos.begin(), demos.end(), b.policy) != demos.end()) c.expert_plans.push_back(b.plan);
+  if (!c.expert_plans.empty())
+    std::printf("imitating the fastest plan of: %s (DQfD, %d DAgger rounds) ...\n", JoinNames(demos).c_str(),
+                c.imitation.dagger_rounds);
+  return baselines;
+}
+
+// The bound settings, completed with what depends on the workload.
+LearnerConfig BuildLearnerConfig(const TrainingFlags& o, const std::string& bind, const Workload* profiled) {
+  LearnerConfig c = o.learner;
   c.bind_endpoint = bind;
   c.workload = profiled ? *profiled : LoadWorkloadSpec(o.workload);
   c.env.dram_limit_bytes = o.dram_limit_bytes > 0
                                ? o.dram_limit_bytes
                                : static_cast<uint64_t>(std::llround(o.dram_fraction * c.workload.peak_live_bytes()));
   if (c.env.dram_limit_bytes == 0) throw std::invalid_argument("the DRAM limit works out at 0 bytes");
-  c.env.mode = o.mode == "async" ? MigrationMode::kAsync : MigrationMode::kSync;
-  c.env.beta = o.beta;
-  c.env.spill_penalty = o.spill_penalty;
-  c.dqn.hidden = o.hidden;
-  c.dqn.learning_rate = o.learning_rate;
-  c.dqn.batch_size = o.batch_size;
-  c.dqn.updates_per_episode = o.updates_per_episode;
-  c.dqn.epsilon_decay_episodes = o.epsilon_decay_episodes;
-  c.dqn.learning_starts = o.learning_starts;
-  c.dqn.target_update_interval = o.target_update_interval;
-  c.dqn.seed = o.seed;
-  c.dqn.device = o.device;
-  c.agent = o.agent;
-  c.sac.hidden = o.hidden;
-  c.sac.batch_size = o.batch_size;
-  c.sac.updates_per_episode = o.updates_per_episode;
-  c.sac.learning_starts = o.learning_starts;
-  c.sac.seed = o.seed;
-  c.sac.device = o.device;
-  c.dqn.gamma = c.sac.gamma = o.gamma;
-  c.sac.actor_learning_rate = c.sac.critic_learning_rate = o.sac_lr;
-  c.sac.reward_scale = o.sac_reward_scale;
-  c.sac.target_entropy_scale = o.sac_target_entropy_scale;
-  c.sac.alpha_learning_rate = o.sac_alpha_lr;
-  c.sac.tau = o.sac_tau;
-  c.episodes = o.episodes;
-  c.heartbeat_interval_ms = o.heartbeat_ms;
-  c.checkpoint_interval_episodes = o.checkpoint_every;
-  c.max_seconds = o.max_seconds;
-  c.metrics_address = MetricsDisabled(o.metrics_address) ? "" : o.metrics_address;
-  c.security = o.security;
+  if (MetricsDisabled(c.metrics_address)) c.metrics_address.clear();
   c.resume = !o.resume_dir.empty();
-  c.replay = o.replay;
-  c.samples_per_insert = o.samples_per_insert;
-  c.exploration = o.exploration;
-  c.apex_epsilon = o.apex_epsilon;
-  c.apex_alpha = o.apex_alpha;
-  c.eval_interval_episodes = o.eval_every;
-  c.converge_window = o.converge_window;
-  c.converge_tolerance = o.converge_tolerance;
   return c;
 }
 
@@ -403,7 +205,7 @@ class Progress {
   std::chrono::steady_clock::time_point last_{};
 };
 
-int RunTrain(CommonTraining& o, const ModelFlags& model, const WorkerFlags& worker_flags, int workers,
+int RunTrain(TrainingFlags& o, const ModelFlags& model, const WorkerFlags& worker_flags, int workers,
              const std::string& config_toml, bool prometheus) {
   ApplyResume(o);
   if (o.out.empty()) o.out = DefaultRunDir();
@@ -424,9 +226,6 @@ int RunTrain(CommonTraining& o, const ModelFlags& model, const WorkerFlags& work
   opts.worker_args = WorkerArgs(worker_flags);
   opts.config_toml = config_toml;
   opts.baselines = PrepareBaselines(o, opts.learner);
-  if (!opts.learner.expert_plans.empty())
-    std::printf("imitating the fastest plan of: %s (DQfD, %d DAgger rounds) ...\n",
-                JoinNames(o.demonstrations).c_str(), opts.learner.imitation.dagger_rounds);
   if (!opts.learner.metrics_address.empty()) {  // every process registers its metrics port for Prometheus
     opts.learner.metrics_sd_dir = o.out + "/prometheus/targets";
     opts.worker_args.insert(opts.worker_args.end(), {"--metrics-address", "127.0.0.1:0", "--metrics-sd-dir",
@@ -447,10 +246,10 @@ int RunTrain(CommonTraining& o, const ModelFlags& model, const WorkerFlags& work
   std::printf("TensorTier train: %s (%zu kernels, %zu tensors, peak %s), DRAM limit %s, %d workers, %llu episodes\n",
               w.name.c_str(), w.num_kernels(), w.num_tensors(), FormatBytes(w.peak_live_bytes()).c_str(),
               FormatBytes(opts.learner.env.dram_limit_bytes).c_str(), workers,
-              static_cast<unsigned long long>(o.episodes));
+              static_cast<unsigned long long>(opts.learner.episodes));
   std::printf("run directory: %s (worker logs in %s/logs)\n", o.out.c_str(), o.out.c_str());
   std::fflush(stdout);
-  Progress progress(o.episodes, w.total_dram_time_ns());
+  Progress progress(opts.learner.episodes, w.total_dram_time_ns());
   TrainingRunOutcome out = RunTraining(opts, [&](const EpisodeRecord& r) { progress(r); });
   std::printf("\nfinished: %llu episodes, %llu updates, %llu transitions in %.1f s; %d/%d workers exited cleanly\n",
               static_cast<unsigned long long>(out.result.episodes), static_cast<unsigned long long>(out.result.updates),
@@ -487,7 +286,7 @@ int RunTrain(CommonTraining& o, const ModelFlags& model, const WorkerFlags& work
   return out.result.episodes > 0 ? 0 : 1;
 }
 
-int RunLearner(CommonTraining& o, const std::string& bind, uint32_t min_workers, const std::string& config_toml,
+int RunLearner(TrainingFlags& o, const std::string& bind, uint32_t min_workers, const std::string& config_toml,
                const std::string& metrics_sd_dir) {
   ApplyResume(o);
   if (o.out.empty()) o.out = DefaultRunDir();
@@ -503,7 +302,7 @@ int RunLearner(CommonTraining& o, const std::string& bind, uint32_t min_workers,
   if (!learner.metrics_address().empty())
     std::printf("learner metrics: http://%s/metrics\n", learner.metrics_address().c_str());
   std::fflush(stdout);
-  Progress progress(o.episodes, c.workload.total_dram_time_ns());
+  Progress progress(c.episodes, c.workload.total_dram_time_ns());
   LearnerResult r = learner.Run([&](const EpisodeRecord& rec) { progress(rec); });
   if (r.converged)
     std::printf("converged after %llu episodes, %.1f s\n", static_cast<unsigned long long>(r.converged_at_episode),
@@ -598,7 +397,7 @@ int Main(int argc, char** argv) {
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "debug, info, warn or error")->capture_default_str();
 
-  CommonTraining train_opts;
+  TrainingFlags train_opts;
   ModelFlags train_model;
   WorkerFlags train_worker;
   int workers = 2;
@@ -612,12 +411,12 @@ int Main(int argc, char** argv) {
                   "Start a Prometheus (/usr/bin/prometheus) on loopback scraping the learner and the workers; "
                   "its configuration and data go to RUN_DIR/prometheus");
 
-  CommonTraining learner_opts;
+  TrainingFlags learner_opts;
   std::string bind = "tcp://127.0.0.1:5555";
   auto* learner = app.add_subcommand("learner", "Run a learner for a fleet of workers on other hosts");
   AddTrainingOptions(learner, learner_opts);
   learner->add_option("--bind", bind, "ZeroMQ endpoint to bind")->capture_default_str();
-  AddLearnerSecurityOptions(learner, learner_opts.security);
+  AddLearnerSecurityOptions(learner, learner_opts.learner.security);
   uint32_t min_workers = 1;
   learner->add_option("--min-workers", min_workers, "Hand out tasks once this many workers registered")
       ->check(CLI::Range(1, 100000))

@@ -60,7 +60,7 @@ struct EnvConfig {
   // real workloads (docs/mdp.md).
   double spill_penalty = 0.0;
   MigrationMode mode = MigrationMode::kSync;
-  double beta = 0.5;                  // weight of performance against memory price (eq. 13)
+  double beta = 0.75;                 // weight of performance against memory price (eq. 13)
   double reward_fix = 50.0;           // R_fix
   double oom_penalty = 50.0;          // subtracted on the step that runs out of DRAM
   double dram_price_per_gb = 23.81;   // U_D (DeepTM)

@@ -38,7 +38,8 @@ AgentSection LoadAgentSection(ByteReader& r) {
 
 std::unique_ptr<PlacementAgent> RestoreAgent(const AgentSection& s, LearnerConfig& c,
                                              const std::string& checkpoint_dir) {
-  if (s.agent != c.agent) throw std::invalid_argument("the checkpoint holds a " + s.agent + " agent, not " + c.agent);
+  if (s.agent != AgentKindName(c.agent))
+    throw std::invalid_argument("the checkpoint holds a " + s.agent + " agent, not " + AgentKindName(c.agent));
   if (s.workload_signature != c.workload.Signature())
     throw std::invalid_argument("the checkpoint was trained on another workload");
   if (s.dram_limit_bytes != c.env.dram_limit_bytes)

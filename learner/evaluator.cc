@@ -82,6 +82,7 @@ void Evaluator::Loop() {
       if (!agent_) agent_ = MakeAgent(agent_name_, agent_json_);
       if (!env_) env_ = std::make_unique<PlacementEnv>(workload_, env_config_);
       agent_->LoadWeights(req.weights);
+      if (before_each_) before_each_();
       out.summary = RunEpisode(*env_, [&](const Observation& o) {
         if (cancel_.load(std::memory_order_relaxed)) throw EvaluationCancelled{};
         return agent_->Greedy(o.data());

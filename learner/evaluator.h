@@ -54,6 +54,10 @@ class Evaluator {
   Evaluator(const Evaluator&) = delete;
   Evaluator& operator=(const Evaluator&) = delete;
 
+  // Runs on the evaluation thread before each rollout, inside its span
+  // (LearnerConfig::before_periodic_evaluation). Set before Start().
+  void set_before_each(std::function<void()> hook) { before_each_ = std::move(hook); }
+
   void Start();
   // Abandons what is queued or running and joins. Safe to call twice.
   void Stop();
@@ -69,6 +73,7 @@ class Evaluator {
   bool WaitWhileBusy(std::chrono::milliseconds tick);
 
  private:
+  std::function<void()> before_each_;
   void Loop();
 
   const Workload& workload_;

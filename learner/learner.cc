@@ -46,8 +46,8 @@ double SecondsSince(Clock::time_point t) {
 std::unique_ptr<PlacementAgent> BuildAgent(LearnerConfig& config) {
   config.dqn.observation_size = config.sac.observation_size = kObservationSize;
   config.dqn.num_actions = config.sac.num_actions = 2;
-  if (config.agent == "sac") return MakeAgent("sac", config.sac.ToJson());
-  return MakeAgent(config.agent, config.dqn.ToJson());
+  if (config.agent == AgentKind::kSac) return MakeAgent("sac", config.sac.ToJson());
+  return MakeAgent("dqn", config.dqn.ToJson());
 }
 
 struct Learner::Impl {
@@ -56,10 +56,6 @@ struct Learner::Impl {
     measurements = std::make_unique<MeasurementCache>(config.workload.Signature(), config.env.dram_limit_bytes);
     // Also validates the env settings up front.
     const size_t steps_per_episode = StartupEpisodeSteps(config.workload, config.env, config.dqn.seed);
-    if (config.replay != "uniform" && config.replay != "prioritized")
-      throw std::invalid_argument("replay must be uniform or prioritized, not '" + config.replay + "'");
-    if (config.exploration != "schedule" && config.exploration != "apex")
-      throw std::invalid_argument("exploration must be schedule or apex, not '" + config.exploration + "'");
     if (!(config.apex_epsilon > 0 && config.apex_epsilon <= 1) || !(config.apex_alpha >= 0))
       throw std::invalid_argument("Ape-X exploration needs 0 < epsilon <= 1 and alpha >= 0");
     if (config.converge_window > 0 && !(config.converge_tolerance >= 0))
@@ -80,18 +76,18 @@ struct Learner::Impl {
       if (!config.expert_plans.empty()) Imitate();
     }
     TrainerSettings ts;
-    ts.prioritized = config.replay == "prioritized";
+    ts.prioritized = config.replay == ReplayKind::kPrioritized;
     ts.priority_alpha = config.priority_alpha;
     ts.priority_beta = config.priority_beta;
     ts.samples_per_insert = config.samples_per_insert;
     ts.rate_limit_error_buffer = config.rate_limit_error_buffer;
-    ts.batch_size = static_cast<uint64_t>(config.agent == "sac" ? config.sac.batch_size : config.dqn.batch_size);
+    ts.batch_size = static_cast<uint64_t>(config.agent == AgentKind::kSac ? config.sac.batch_size : config.dqn.batch_size);
     ts.steps_per_episode_guess = steps_per_episode;
     ts.seed = config.dqn.seed;
     trainer = std::make_unique<Trainer>(*agent, ts);
-    result.replay = config.replay;
+    result.replay = ReplayKindName(config.replay);
     result.samples_per_insert = trainer->samples_per_insert();
-    result.exploration = config.exploration;
+    result.exploration = ExplorationKindName(config.exploration);
     if (payload) RestoreStateFrom(*payload);
 
     tasks = std::make_unique<TaskFrames>(config, *agent, result.imitated);
@@ -549,6 +545,7 @@ struct Learner::Impl {
     auto save_best = [this](const PlacementAgent& a, const EpisodeSummary& s) { SaveBest(a, s); };
     evaluator = std::make_unique<Evaluator>(config.workload, config.env, agent->name(), agent->config_json(),
                                             scores.best_evaluation_reward(), save_best);
+    evaluator->set_before_each(config.before_periodic_evaluation);
     evaluator->Start();
   }
 
@@ -692,8 +689,8 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
   m.last_heartbeat = Clock::now();
   LogInfo("learner_started").kv("endpoint", endpoint()).kv("workload", m.config.workload.name)
       .kv("dram_limit_bytes", m.config.env.dram_limit_bytes).kv("episodes", m.config.episodes)
-      .kv("agent", m.agent->name()).kv("device", m.agent->device_name()).kv("replay", m.config.replay)
-      .kv("samples_per_insert", m.trainer->samples_per_insert()).kv("exploration", m.config.exploration)
+      .kv("agent", m.agent->name()).kv("device", m.agent->device_name()).kv("replay", ReplayKindName(m.config.replay))
+      .kv("samples_per_insert", m.trainer->samples_per_insert()).kv("exploration", ExplorationKindName(m.config.exploration))
       .kv("resumed_at_episode", m.result.resumed_at_episode).kv("weights_version", m.weights.version());
   m.SyncStatus(true);
   m.trainer->Start();

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "agents/agent.h"
+#include "agents/agent_kind.h"
 #include "agents/dqn_agent.h"
 #include "agents/sac_agent.h"
 #include "envs/placement_env.h"
@@ -33,15 +34,35 @@
 
 namespace tensortier {
 
+// Replay: uniform, or prioritised (proportional, Ape-X style).
+enum class ReplayKind { kUniform, kPrioritized };
+inline constexpr EnumName<ReplayKind> kReplayKindNames[] = {{ReplayKind::kUniform, "uniform"},
+                                                            {ReplayKind::kPrioritized, "prioritized"}};
+inline ReplayKind ParseReplayKind(const std::string& name) { return ParseEnumName(kReplayKindNames, "replay", name); }
+inline std::string ReplayKindName(ReplayKind kind) { return NameOfEnum(kReplayKindNames, kind); }
+
+// DQN workers' exploration: one epsilon schedule for all, or Ape-X's fixed
+// epsilon per worker.
+enum class ExplorationKind { kSchedule, kApex };
+inline constexpr EnumName<ExplorationKind> kExplorationKindNames[] = {{ExplorationKind::kSchedule, "schedule"},
+                                                                      {ExplorationKind::kApex, "apex"}};
+inline ExplorationKind ParseExplorationKind(const std::string& name) {
+  return ParseEnumName(kExplorationKindNames, "exploration", name);
+}
+inline std::string ExplorationKindName(ExplorationKind kind) { return NameOfEnum(kExplorationKindNames, kind); }
+
+// Defaults are those of `tensortier train` and `tensortier learner`: the CLI
+// binds its flags to these fields (and to DqnConfig's, SacConfig's and
+// EnvConfig's), with no defaults of its own.
 struct LearnerConfig {
   std::string bind_endpoint = "tcp://127.0.0.1:5555";
   Workload workload;
   EnvConfig env;
-  std::string agent = "dqn";             // "dqn" or "sac"
+  AgentKind agent = AgentKind::kDqn;
   DqnConfig dqn;                         // DQN's network and training settings; its seed and
                                          // epsilon schedule also drive the workers' exploration
   SacConfig sac;
-  uint64_t episodes = 300;               // stop after this many episode reports
+  uint64_t episodes = 400;               // stop after this many episode reports
   uint32_t heartbeat_interval_ms = 1000;
   // Weights go out at most this often (encoded once, the same frame to
   // every worker); reports in between only advance the version, which
@@ -60,12 +81,12 @@ struct LearnerConfig {
   std::string metrics_sd_dir;            // write a file_sd target file there; "" = none
   TransportSecurity security;            // CURVE keys and allow-list, or plain text (docs/security.md)
 
-  // Replay: "uniform" or "prioritized" (proportional, Ape-X style). A
+  // Replay: uniform or prioritised (proportional, Ape-X style). A
   // transition enters with the priority its worker sent, or else the
   // largest priority so far (Ape-X's learner-side default: every new
   // transition is replayed soon); updates write |TD error| back. Both
   // agents (DQN, SAC) have a prioritised update.
-  std::string replay = "uniform";
+  ReplayKind replay = ReplayKind::kUniform;
   double priority_alpha = 0.6;
   double priority_beta = 0.4;
   // Rate limiter (replay/rate_limiter.h): transitions drawn for gradient
@@ -77,10 +98,10 @@ struct LearnerConfig {
   // Sampling waits for the agent's learning_starts transitions.
   double samples_per_insert = -1;
   double rate_limit_error_buffer = 0;    // items of slack; 0 = samples_per_insert + batch size + 1 (raised to the ratio if below)
-  // Exploration of DQN workers: "schedule" (one epsilon decaying with the
-  // weights version) or "apex" (worker i of N acts with a fixed
-  // apex_epsilon^(1 + apex_alpha * i / (N - 1)), Ape-X).
-  std::string exploration = "schedule";
+  // Exploration of DQN workers: schedule (one epsilon decaying with the
+  // weights version: worker/exploration.h) or apex (worker i of N acts with
+  // a fixed apex_epsilon^(1 + apex_alpha * i / (N - 1)), Ape-X).
+  ExplorationKind exploration = ExplorationKind::kSchedule;
   double apex_epsilon = 0.4;
   double apex_alpha = 7.0;
   uint32_t apex_workers = 0;             // N; 0 = min_workers
@@ -106,6 +127,10 @@ struct LearnerConfig {
   // After training: a limited-discrepancy search guided by the final network
   // (envs/plan_search.h) from its greedy plan. max_rollouts 1 = none.
   PlanSearchOptions plan_search{64, 16, 120};
+  // Runs on the evaluation thread before each periodic greedy rollout (in
+  // its span). Tests make evaluations as slow as they need with it, so that
+  // what they show does not depend on how fast the machine rolls out.
+  std::function<void()> before_periodic_evaluation;
 };
 
 // One row of metrics.csv.

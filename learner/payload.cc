@@ -29,7 +29,7 @@ std::string SavePayload(const LearnerParts& s, const LearnerConfig& config, doub
   w.Pod(static_cast<const CheckpointedCounters&>(counters));
   s.scores.SaveBestPlan(w);
   SaveRecords(w, s.result.records);
-  w.String(config.replay);
+  w.String(ReplayKindName(config.replay));
   s.trainer.SaveReplay(w);
   s.ingest.SaveLedgers(w);
   s.fleet.SaveSlots(w);
@@ -52,7 +52,7 @@ double LoadPayload(const std::string& payload, const LearnerConfig& config, Lear
   static_cast<CheckpointedCounters&>(s.result.counters) = r.Pod<CheckpointedCounters>();
   s.scores.LoadBestPlan(r);
   s.result.records = LoadRecords(r);
-  if (r.String() != config.replay) throw std::invalid_argument("the checkpoint holds another kind of replay");
+  if (r.String() != ReplayKindName(config.replay)) throw std::invalid_argument("the checkpoint holds another kind of replay");
   s.trainer.LoadReplay(r, payload_version);
   s.ingest.LoadLedgers(r);
   s.fleet.LoadSlots(r);

@@ -27,7 +27,7 @@ TaskFrames::TaskFrames(const LearnerConfig& config, const PlacementAgent& agent,
   base_.agent = agent.name();
   base_.agent_config_json = agent.config_json();
   frame_ = EncodeMessage(base_);
-  apex_ = config.exploration == "apex";
+  apex_ = config.exploration == ExplorationKind::kApex;
   apex_epsilon_ = config.apex_epsilon;
   apex_alpha_ = config.apex_alpha;
   apex_workers_ = config.apex_workers > 0 ? config.apex_workers : std::max<uint32_t>(config.min_workers, 1);

@@ -18,6 +18,7 @@
 #include "metrics/worker_metrics.h"
 #include "protocol/codec.h"
 #include "transport/channel.h"
+#include "worker/exploration.h"
 
 namespace tensortier {
 namespace {
@@ -37,12 +38,6 @@ std::string HostName() {
   char buf[256] = {0};
   if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
   return buf;
-}
-
-double ScheduledEpsilon(const ExplorationSettings& e, uint64_t global_episode) {
-  if (e.schedule_episodes == 0) return e.epsilon;
-  double frac = std::min(1.0, static_cast<double>(global_episode) / e.schedule_episodes);
-  return e.epsilon_start + frac * (e.epsilon_end - e.epsilon_start);
 }
 
 // Runs jobs one after another on one thread. Evaluations run here so that

@@ -50,7 +50,7 @@ class Replay:
 
 class Dqn:
     """Double DQN, Huber loss, clip_grad_norm_(10), Adam(1e-4), hard target
-    sync every 100 updates: DqnConfig's defaults."""
+    sync every 100 updates: bench_updates.cc's DqnConfig."""
 
     def __init__(self, batch):
         self.batch = batch

@@ -192,21 +192,6 @@ TEST(DqnConfig, RejectsMalformedJsonAndWrongTypes) {
   }
 }
 
-TEST(DqnConfig, EpsilonScheduleIsLinearThenFlat) {
-  DqnConfig c;
-  c.epsilon_start = 0.9;
-  c.epsilon_end = 0.1;
-  c.epsilon_decay_episodes = 100;
-  EXPECT_DOUBLE_EQ(c.EpsilonAt(0), 0.9);
-  EXPECT_DOUBLE_EQ(c.EpsilonAt(50), 0.5);
-  EXPECT_DOUBLE_EQ(c.EpsilonAt(75), 0.3);
-  EXPECT_DOUBLE_EQ(c.EpsilonAt(100), 0.1);
-  EXPECT_DOUBLE_EQ(c.EpsilonAt(1000000), 0.1);
-  for (uint64_t e = 1; e < 120; ++e) EXPECT_LE(c.EpsilonAt(e), c.EpsilonAt(e - 1));
-  c.epsilon_decay_episodes = 0;
-  EXPECT_DOUBLE_EQ(c.EpsilonAt(0), 0.1);
-}
-
 // ---------------------------------------------------------------------------
 // DqnAgent basics
 

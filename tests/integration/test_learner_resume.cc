@@ -149,7 +149,7 @@ TEST(LearnerResume, RefusesACheckpointOfAnotherAgent) {
   }
   LearnerConfig c = ResumableLearner(dir, 10);
   c.resume = true;
-  c.agent = "sac";
+  c.agent = AgentKind::kSac;
   EXPECT_THROW(Learner{c}, std::runtime_error);
   fs::remove_all(dir);
 }

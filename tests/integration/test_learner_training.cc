@@ -99,9 +99,12 @@ TEST(LearnerTraining, NoLimiterMeansFixedUpdatesPerReport) {
 
 TEST(LearnerTraining, PrioritizedReplayTrainsSac) {
   LearnerConfig c = TinyLearner(30);
-  c.agent = "sac";
-  c.replay = "prioritized";
+  c.agent = AgentKind::kSac;
+  c.replay = ReplayKind::kPrioritized;
   c.samples_per_insert = 2.0;
+  // Unscaled rewards (the default 0.05 keeps every |TD error| of these short
+  // episodes below the initial priority 1, which then stays the largest).
+  c.sac.reward_scale = 1.0;
   Learner learner(c);
   LearnerResult r = RunFleet(learner, 2);
   ASSERT_EQ(r.episodes, 30u);
@@ -115,8 +118,8 @@ TEST(LearnerTraining, PrioritizedReplayTrainsSac) {
 
 TEST(LearnerTraining, PrioritizedReplayTrainsDqn) {
   LearnerConfig c = TinyLearner(30);
-  c.agent = "dqn";
-  c.replay = "prioritized";
+  c.agent = AgentKind::kDqn;
+  c.replay = ReplayKind::kPrioritized;
   c.samples_per_insert = 2.0;
   Learner learner(c);
   LearnerResult r = RunFleet(learner, 2);
@@ -129,16 +132,31 @@ TEST(LearnerTraining, PrioritizedReplayTrainsDqn) {
   EXPECT_NE(r.replay_max_priority, 1.0);
 }
 
-TEST(LearnerTraining, UnknownReplayIsRefused) {
-  LearnerConfig c = TinyLearner(1);
-  c.replay = "sorted";
-  EXPECT_THROW(Learner{c}, std::invalid_argument);
+// Agent, replay and exploration are enums; their names parse back, and an
+// unknown name is refused with the valid ones listed.
+TEST(LearnerTraining, UnknownSettingNamesAreRefusedWithTheChoices) {
+  for (AgentKind k : {AgentKind::kDqn, AgentKind::kSac}) EXPECT_EQ(ParseAgentKind(AgentKindName(k)), k);
+  for (ReplayKind k : {ReplayKind::kUniform, ReplayKind::kPrioritized})
+    EXPECT_EQ(ParseReplayKind(ReplayKindName(k)), k);
+  for (ExplorationKind k : {ExplorationKind::kSchedule, ExplorationKind::kApex})
+    EXPECT_EQ(ParseExplorationKind(ExplorationKindName(k)), k);
+  const auto refusal = [](auto parse, const std::string& name) -> std::string {
+    try {
+      parse(name);
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  EXPECT_EQ(refusal(ParseReplayKind, "sorted"), "replay must be uniform or prioritized, not 'sorted'");
+  EXPECT_EQ(refusal(ParseAgentKind, "ppo"), "agent must be dqn or sac, not 'ppo'");
+  EXPECT_EQ(refusal(ParseExplorationKind, "Apex"), "exploration must be schedule or apex, not 'Apex'");
 }
 
 TEST(LearnerTraining, WorkerPrioritiesAreCheckedAndAcknowledged) {
   LearnerConfig c = TinyLearner(1);
-  c.agent = "sac";
-  c.replay = "prioritized";
+  c.agent = AgentKind::kSac;
+  c.replay = ReplayKind::kPrioritized;
   Learner learner(c);
   LearnerResult result;
   std::thread serve([&] { result = learner.Run(); });
@@ -185,7 +203,7 @@ TEST(LearnerTraining, ApexGivesEachWorkerItsOwnEpsilon) {
   EXPECT_DOUBLE_EQ(ApexEpsilon(0.4, 7, 1, 3), std::pow(0.4, 4.5));
 
   LearnerConfig c = TinyLearner(90);
-  c.exploration = "apex";
+  c.exploration = ExplorationKind::kApex;
   c.min_workers = 3;
   Learner learner(c);
   LearnerResult r = RunFleet(learner, 3);
@@ -257,7 +275,13 @@ TEST(LearnerTraining, MeasurementCacheKeepsWorkersFromRepeatingAPlan) {
   LearnerConfig c = TinyLearner(80);
   c.workload.model.name = "fake-model";  // a "real" workload: workers use their real evaluator
   c.workload.Finalize();
-  c.dqn.epsilon_decay_episodes = 10;     // greedy soon, so that plans repeat
+  // Every episode plays the same plan: greedy from the start, and no
+  // training changes the network. (With a policy that trains, whether plans
+  // repeat depended on when weights reached the workers: on a loaded
+  // machine no plan repeated in some runs.)
+  c.dqn.epsilon_start = c.dqn.epsilon_end = 0.0;
+  c.samples_per_insert = 0;
+  c.dqn.updates_per_episode = 0;
   Learner learner(c);
   std::atomic<uint64_t> executions{0};
   LearnerResult result;
@@ -280,8 +304,12 @@ TEST(LearnerTraining, MeasurementCacheKeepsWorkersFromRepeatingAPlan) {
   // Every episode was measured once: from the cache, or executed (new to
   // the cache, or redundant when the entry was still on its way).
   EXPECT_EQ(k.measurement_cache_hits + k.measurement_cache_misses + k.measurement_cache_redundant, 80u);
-  EXPECT_GT(k.measurement_cache_hits, 0u);
-  EXPECT_GT(k.measurement_cache_misses, 0u);
+  // One plan, one cache entry. The learner broadcasts it when it books the
+  // first report, before any acknowledgement; a worker runs at most two
+  // episodes before its first acknowledgement, so each executes the plan at
+  // most twice, and takes it from the cache ever after.
+  EXPECT_EQ(k.measurement_cache_misses, 1u);
+  EXPECT_GE(k.measurement_cache_hits, 76u);
   // Workers may run up to two unacknowledged episodes each past the
   // learner's last report (it stops at 80): those the learner never counts.
   const uint64_t cached_by_workers = stats[0].measurements_cached + stats[1].measurements_cached;
@@ -289,7 +317,7 @@ TEST(LearnerTraining, MeasurementCacheKeepsWorkersFromRepeatingAPlan) {
   EXPECT_LE(cached_by_workers, k.measurement_cache_hits + 4);
   EXPECT_GE(executions.load(), k.measurement_cache_misses + k.measurement_cache_redundant);
   EXPECT_LE(executions.load(), k.measurement_cache_misses + k.measurement_cache_redundant + 4);
-  EXPECT_LT(executions.load(), 80u);
+  EXPECT_LE(executions.load(), 4u);
 }
 
 }  // namespace
@@ -365,40 +393,31 @@ class SlowEvaluator : public CostModelEvaluator {
   std::chrono::milliseconds delay_;
 };
 
-// Periodic greedy evaluations run beside the network thread. On a
-// ResNet-like workload a greedy rollout takes longer than the heartbeat
-// window; with an evaluation after every report, the learner still
-// heartbeats and reads frames meanwhile (the worker never takes it for dead
-// and re-registers, the learner expires nobody), and every evaluation
-// asked for is booked by the end. (With the evaluation on the network
-// thread, the worker re-registered after every report.)
+// Periodic greedy evaluations run beside the network thread. Each one here
+// takes 400 ms (an injected delay in its span, longer than the heartbeat
+// window of a blocked network thread, whatever the machine's speed); with
+// an evaluation after every report, the learner still heartbeats and reads
+// frames meanwhile (the worker never takes it for dead and re-registers,
+// the learner expires nobody), and every evaluation asked for is booked by
+// the end. (With the evaluation on the network thread, the worker
+// re-registered after every report.)
 TEST(LearnerTraining, EvaluationsDoNotHoldUpTheNetworkThread) {
+  const auto evaluation = std::chrono::milliseconds(400);
   LearnerConfig c = testing::TinyLearner(5);
-  c.workload = LoadWorkloadSpec("synthetic:resnet:152");
   c.workload.model.name = "slow-model";  // "real": the worker takes make_real_evaluator's
   c.workload.Finalize();
-  c.env.dram_limit_bytes = c.workload.peak_live_bytes() / 3;
   c.eval_interval_episodes = 1;
-  c.dqn.hidden = {64, 64};
-  // How long an evaluation takes here: the learner's network before
-  // training (the same seed), rolled out greedily.
-  c.dqn.observation_size = kObservationSize;
-  c.dqn.num_actions = 2;
-  std::unique_ptr<PlacementAgent> probe = MakeAgent("dqn", c.dqn.ToJson());
-  PlacementEnv env(c.workload, c.env);
-  const auto t0 = std::chrono::steady_clock::now();
-  const uint32_t steps = RunEpisode(env, [&](const Observation& o) { return probe->Greedy(o.data()); }).steps;
-  const auto rollout = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
-  ASSERT_GE(rollout.count(), 400) << "a rollout of " << steps << " steps is too short to show anything";
-  // Heartbeats eight times a rollout; the fleet gives up after two
-  // rollouts of silence, so that a load spike on a shared machine expires
-  // nobody. What shows that evaluations run off the network thread is below:
+  c.before_periodic_evaluation = [&] { std::this_thread::sleep_for(evaluation); };
+  // Heartbeats eight times an evaluation; the fleet gives up only after 3 s
+  // of silence, so that a load spike on a shared machine expires nobody.
+  // What shows that evaluations run off the network thread is below:
   // heartbeats keep coming *while* each evaluation runs (on the learner's
-  // own clock), which a rollout on the network thread makes impossible
-  // however loaded the machine is. The worker plays at random (short
-  // episodes) and its "measurements" take a rollout.
-  c.heartbeat_interval_ms = static_cast<uint32_t>(std::max<int64_t>(10, rollout.count() / 8));
-  c.heartbeat_liveness = 16;
+  // own clock), which an evaluation on the network thread makes impossible
+  // however loaded the machine is. The worker plays at random and its
+  // "measurements" take as long as an evaluation, so that reports do not
+  // outrun evaluations by much.
+  c.heartbeat_interval_ms = 50;
+  c.heartbeat_liveness = 60;
   c.dqn.epsilon_start = c.dqn.epsilon_end = 1.0;
   Learner learner(c);
   LearnerResult r;
@@ -440,7 +459,7 @@ TEST(LearnerTraining, EvaluationsDoNotHoldUpTheNetworkThread) {
   wc.learner_endpoint = learner.endpoint();
   wc.give_up_seconds = 60;
   wc.reconnect_initial_ms = 50;
-  wc.make_real_evaluator = [&] { return std::make_unique<SlowEvaluator>(rollout); };
+  wc.make_real_evaluator = [&] { return std::make_unique<SlowEvaluator>(evaluation); };
   Worker worker(wc, std::make_unique<CostModelEvaluator>());
   WorkerStats stats;
   std::thread work([&] { stats = worker.Run(); });
@@ -452,32 +471,27 @@ TEST(LearnerTraining, EvaluationsDoNotHoldUpTheNetworkThread) {
   ASSERT_EQ(r.episodes, 5u);
   // One request per report, and the final evaluation: each request is
   // evaluated or replaced by a newer one while it waited. The first and the
-  // last are never replaced.
+  // last periodic ones are never replaced.
   EXPECT_EQ(r.evaluations_failed, 0u);
   EXPECT_EQ(r.evaluations + r.evaluations_skipped, r.episodes + 1);
   EXPECT_GE(r.evaluations, 3u);
   EXPECT_EQ(r.evaluation_rewards.size(), r.evaluations);
   ASSERT_EQ(r.evaluation_spans.size(), r.evaluations - 1);  // the final one runs on the network thread
-  // During every evaluation long enough to tell (four heartbeat intervals;
-  // at most one heartbeat sent before it started can arrive inside it),
-  // the network thread kept heartbeating.
-  const auto interval = std::chrono::milliseconds(c.heartbeat_interval_ms);
-  size_t telling = 0;
+  // During every evaluation (eight heartbeat intervals at least; at most one
+  // heartbeat sent before it started can arrive inside it), the network
+  // thread kept heartbeating.
   for (const LearnerResult::EvaluationSpan& span : r.evaluation_spans) {
-    ASSERT_LE(span.started, span.finished);
-    if (span.finished - span.started < 4 * interval) continue;
-    ++telling;
+    ASSERT_GE(span.finished - span.started, evaluation);
     const auto during = std::count_if(heard.begin(), heard.end(),
                                       [&](auto t) { return t > span.started && t < span.finished; });
     EXPECT_GE(during, 2) << "an evaluation of "
                          << std::chrono::duration_cast<std::chrono::milliseconds>(span.finished - span.started).count()
                          << " ms, heartbeat interval " << c.heartbeat_interval_ms << " ms";
   }
-  EXPECT_GE(telling, 1u) << "no evaluation took four heartbeat intervals (rollout " << rollout.count() << " ms)";
   // Nobody was taken for dead on either side.
   EXPECT_GE(heard.size(), 4u);
   EXPECT_EQ(r.counters.workers_expired, 0u);
-  EXPECT_EQ(stats.reconnects, 0u) << "rollout " << rollout.count() << " ms, " << steps << " steps";
+  EXPECT_EQ(stats.reconnects, 0u);
   EXPECT_EQ(stats.registrations, 1u);
   EXPECT_EQ(r.counters.workers_registered, 2u);  // the worker and the observer
 }

@@ -74,7 +74,7 @@ TEST_F(LearnerCheckpointSections, ACheckpointOfAnotherRunIsRefusedSayingWhy) {
     return "";
   };
   LearnerConfig sac = config_;
-  sac.agent = "sac";
+  sac.agent = AgentKind::kSac;
   EXPECT_EQ(refusal(sac), "the checkpoint holds a dqn agent, not sac");
   LearnerConfig other_dram = config_;
   other_dram.env.dram_limit_bytes += 1;
@@ -132,7 +132,7 @@ TEST_F(LearnerCheckpointSections, AResumeFindsTheNewestCheckpointThatVerifies) {
   EXPECT_EQ(LoadAgentSection(r).agent, "dqn");
   // Only checkpoints of another run: the refusal says which and why.
   LearnerConfig sac = config_;
-  sac.agent = "sac";
+  sac.agent = AgentKind::kSac;
   try {
     FindCheckpoint(sac, dir());
     ADD_FAILURE() << "a dqn checkpoint resumed a sac run";

@@ -111,7 +111,7 @@ TEST_F(LearnerPayload, AnotherKindOfReplayIsRefused) {
   Parts before(config_, MakeAgent("dqn", SmallDqn(5).ToJson()));
   const std::string payload = SavePayload(before.view(), config_, 1, dir());
   LearnerConfig prioritized = config_;
-  prioritized.replay = "prioritized";
+  prioritized.replay = ReplayKind::kPrioritized;
   Parts after(config_, MakeAgent("dqn", SmallDqn(5).ToJson()));
   LearnerParts view = after.view();
   EXPECT_THROW(LoadPayload(payload, prioritized, view), std::invalid_argument);

@@ -47,7 +47,7 @@ TEST(LearnerTaskFrames, TheScheduleGivesEveryWorkerTheSameTask) {
 
 TEST(LearnerTaskFrames, ApexGivesWorkerIOfNItsOwnFixedEpsilon) {
   LearnerConfig c = Config();
-  c.exploration = "apex";
+  c.exploration = ExplorationKind::kApex;
   c.apex_epsilon = 0.4;
   c.apex_alpha = 7;
   c.min_workers = 3;  // N, as apex_workers is 0

@@ -1,0 +1,179 @@
+#include "cli/training_flags.h"
+
+#include <string>
+#include <vector>
+
+#include "metrics/metrics_server.h"
+
+namespace tensortier {
+namespace {
+
+// A default as capture_default_str shows it (a list: items and spaces, which
+// main.cc's ReusableConfig writes back as a TOML array).
+template <typename T>
+std::string DefaultString(const T& value) {
+  return CLI::detail::to_string(value);
+}
+std::string DefaultString(const std::vector<int>& values) {
+  std::string out;
+  for (int v : values) out += (out.empty() ? "" : " ") + std::to_string(v);
+  return out;
+}
+
+// One flag for a setting DQN and SAC (or SAC's actor and critics) both have.
+template <typename T>
+CLI::Option* AddOptionForBoth(CLI::App* cmd, const std::string& name, T& first, T& second, const std::string& help) {
+  return cmd->add_option_function<T>(name, [&first, &second](const T& v) { first = second = v; }, help)
+      ->default_str(DefaultString(first));
+}
+
+// A named setting (agent, replay, exploration): parsed by the library's
+// function, whose error lists the choices.
+template <typename E>
+CLI::Option* AddEnumOption(CLI::App* cmd, const std::string& name, E& field, E (*parse)(const std::string&),
+                           std::string (*name_of)(E), const std::string& help) {
+  return cmd->add_option_function<std::string>(name, [&field, parse](const std::string& v) { field = parse(v); }, help)
+      ->check(CLI::Validator(
+          [parse](std::string& v) {
+            try {
+              parse(v);
+              return std::string();
+            } catch (const std::invalid_argument& e) {
+              return std::string(e.what());
+            }
+          },
+          "", name))
+      ->default_str(name_of(field));
+}
+
+MigrationMode ParseMigrationMode(const std::string& name) {
+  if (name == "sync") return MigrationMode::kSync;
+  if (name == "async") return MigrationMode::kAsync;
+  throw std::invalid_argument("mode must be sync or async, not '" + name + "'");
+}
+std::string MigrationModeString(MigrationMode mode) { return MigrationModeName(mode); }
+
+}  // namespace
+
+// The learner serves Prometheus metrics unless told 'off'; a Learner built
+// in code serves none unless given an address.
+TrainingFlags::TrainingFlags() { learner.metrics_address = kDefaultMetricsAddress; }
+
+void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
+  LearnerConfig& c = f.learner;
+  cmd->add_option("--workload", f.workload,
+                  "Workload file (.ttwl) or synthetic:SHAPE[:LAYERS[:BASE_BYTES]], SHAPE in vgg|resnet|mobilenet|tiny "
+                  "(default: profile --model)");
+  cmd->add_option("--dram-fraction", f.dram_fraction, "DRAM limit as a fraction of the workload's peak live bytes")
+      ->check(CLI::Range(0.001, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--dram-limit-bytes", f.dram_limit_bytes, "DRAM limit in bytes (overrides --dram-fraction)");
+  cmd->add_option("--episodes", c.episodes, "Episodes to train for")->check(CLI::Range(1, 10000000))->capture_default_str();
+  AddEnumOption(cmd, "--agent", c.agent, ParseAgentKind, AgentKindName,
+                "Agent to train: dqn (double DQN) or sac (discrete SAC)");
+  AddEnumOption(cmd, "--mode", c.env.mode, ParseMigrationMode, MigrationModeString,
+                "Migration mode: sync (blocking copies) or async (copies overlap the next kernel)");
+  cmd->add_option("--beta", c.env.beta, "Weight of performance against memory price in the episodic reward (eq. 13)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--spill-penalty", c.env.spill_penalty,
+                  "Step reward subtracted when the agent asks for DRAM that is full (the tensor goes to the slow tier)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  AddOptionForBoth(cmd, "--seed", c.dqn.seed, c.sac.seed, "Random seed");
+  AddOptionForBoth(cmd, "--hidden", c.dqn.hidden, c.sac.hidden, "Hidden layer sizes of the networks");
+  cmd->add_option("--lr", c.dqn.learning_rate, "DQN: Adam learning rate (SAC: --sac-lr)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  AddOptionForBoth(cmd, "--batch-size", c.dqn.batch_size, c.sac.batch_size, "Minibatch size")
+      ->check(CLI::Range(1, 65536));
+  AddOptionForBoth(cmd, "--updates-per-episode", c.dqn.updates_per_episode, c.sac.updates_per_episode,
+                   "Gradient updates per episode report")
+      ->check(CLI::Range(0, 100000));
+  cmd->add_option("--epsilon-decay-episodes", c.dqn.epsilon_decay_episodes,
+                  "DQN: weights versions (episode reports) over which epsilon falls to its end value")
+      ->check(CLI::Range(0, 10000000))
+      ->capture_default_str();
+  AddOptionForBoth(cmd, "--learning-starts", c.dqn.learning_starts, c.sac.learning_starts,
+                   "Transitions in replay before the first update");
+  cmd->add_option("--target-update-interval", c.dqn.target_update_interval, "DQN: updates between target-network syncs")
+      ->check(CLI::Range(1, 10000000))
+      ->capture_default_str();
+  AddOptionForBoth(cmd, "--gamma", c.dqn.gamma, c.sac.gamma, "Discount factor (DQN and SAC)")
+      ->check(CLI::Range(0.0, 1.0));
+  AddOptionForBoth(cmd, "--sac-lr", c.sac.actor_learning_rate, c.sac.critic_learning_rate,
+                   "SAC: learning rate of the actor and both critics")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--sac-alpha-lr", c.sac.alpha_learning_rate, "SAC: learning rate of the entropy temperature")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--sac-tau", c.sac.tau, "SAC: Polyak factor of the target critics")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--sac-target-entropy-scale", c.sac.target_entropy_scale,
+                  "SAC: target entropy as a fraction of log(2) nats")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--sac-reward-scale", c.sac.reward_scale, "SAC: rewards are multiplied by this in the critics' target")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  AddOptionForBoth(cmd, "--device", c.dqn.device, c.sac.device,
+                   "Where the learner trains: auto (CUDA when present), cpu, cuda, cuda:N");
+  cmd->add_option("--out", f.out, "Run directory (default runs/<time>)");
+  cmd->add_option("--max-seconds", c.max_seconds, "Stop training after this many seconds (0 = no limit)");
+  cmd->add_option("--heartbeat-ms", c.heartbeat_interval_ms, "Heartbeat interval between learner and workers")
+      ->check(CLI::Range(10, 600000))
+      ->capture_default_str();
+  cmd->add_option("--checkpoint-every", c.checkpoint_interval_episodes,
+                  "Episodes between checkpoints (0 = only at the end)")
+      ->capture_default_str();
+  cmd->add_option("--metrics-address", c.metrics_address,
+                  "Serve Prometheus metrics on HOST:PORT (port 0: any free one; 'off': none)")
+      ->capture_default_str();
+  cmd->add_option("--resume", f.resume_dir,
+                  "Continue the run in RUN_DIR from its newest good checkpoint (also its --out; the workload "
+                  "defaults to RUN_DIR/workload.ttwl)");
+  AddEnumOption(cmd, "--replay", c.replay, ParseReplayKind, ReplayKindName,
+                "Replay: uniform, or prioritized (proportional, Ape-X style; DQN or SAC)");
+  cmd->add_option("--samples-per-insert", c.samples_per_insert,
+                  "Rate limiter: transitions trained on per transition inserted (-1: updates-per-episode x "
+                  "batch-size / mean length of the last 32 episodes, followed as it changes; 0: no limiter, "
+                  "updates-per-episode per episode report)")
+      ->capture_default_str();
+  AddEnumOption(cmd, "--exploration", c.exploration, ParseExplorationKind, ExplorationKindName,
+                "DQN workers' epsilon: schedule (decays over --epsilon-decay-episodes) or apex (worker i of N: "
+                "eps^(1 + alpha i/(N-1)))");
+  cmd->add_option("--apex-epsilon", c.apex_epsilon, "Ape-X base epsilon")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  cmd->add_option("--apex-alpha", c.apex_alpha, "Ape-X exponent")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--eval-every", c.eval_interval_episodes, "Episodes between greedy evaluations")
+      ->check(CLI::Range(1, 10000000))
+      ->capture_default_str();
+  cmd->add_option("--converge-window", c.converge_window,
+                  "Stop when this many greedy evaluations in a row agree within --converge-tolerance and beat the "
+                  "best before them by no more (0: off)")
+      ->capture_default_str();
+  cmd->add_option("--converge-tolerance", c.converge_tolerance,
+                  "Relative tolerance of --converge-window (times max(1, |best evaluation reward|))")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  // No captured defaults for the lists: CLI11 writes a list default into
+  // config.toml as one space-separated string, which would not read back.
+  cmd->add_option("--demonstrations", f.demonstrations,
+                  "Baseline policies whose plans DQN imitates before training (DQfD + DAgger, the fastest plan "
+                  "of them); 'none' to start from random weights [default: autotm-sync sentinel]");
+  cmd->add_option("--baselines", f.baselines,
+                  "Baseline policies scored beside the learned plan at the end [default: sentinel autotm-sync ca-lm]");
+  cmd->add_option("--solver-seconds", f.solver_seconds, "Time limit of each ILP solve of the baselines (AutoTM)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--dagger-rounds", c.imitation.dagger_rounds,
+                  "Imitation: DAgger rounds after pre-training on the expert")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  cmd->add_option("--search-rollouts", c.plan_search.max_rollouts,
+                  "Plan-time search from the fastest evaluated policy's greedy plan, guided by its network (1 = none)")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+}
+
+}  // namespace tensortier

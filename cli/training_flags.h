@@ -1,0 +1,39 @@
+// The settings of `train` and `learner`. Every training flag writes a field
+// of the library's LearnerConfig (or of the DqnConfig, SacConfig and
+// EnvConfig in it) and shows that field's default: the CLI has no defaults
+// of its own, so `tensortier train` runs what a Learner built in code runs.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "learner/learner.h"
+
+namespace tensortier {
+
+struct TrainingFlags {
+  TrainingFlags();
+
+  LearnerConfig learner;  // bound field by field; metrics_address defaults to serving (below)
+  // What to train on and where the run goes: not learner settings.
+  std::string workload;   // spec or .ttwl; empty: profile --model (`train`)
+  double dram_fraction = 0.2;
+  uint64_t dram_limit_bytes = 0;  // overrides dram_fraction
+  std::string out;
+  std::string resume_dir;         // --resume RUN_DIR
+  // The baselines the run learns from (their fastest plan is imitated first,
+  // DQN only) and compares with; computed before training (learner/imitation.h).
+  std::vector<std::string> demonstrations = {"autotm-sync", "sentinel"};
+  std::vector<std::string> baselines = {"sentinel", "autotm-sync", "ca-lm"};
+  double solver_seconds = 60;     // each ILP solve of those baselines
+};
+
+// The training flags on `cmd` (`train` or `learner`). Flags that DQN and SAC
+// share (--hidden, --batch-size, --updates-per-episode, --learning-starts,
+// --gamma, --seed, --device) set both agents' fields, whose defaults agree.
+void AddTrainingOptions(CLI::App* cmd, TrainingFlags& flags);
+
+}  // namespace tensortier
