@@ -395,7 +395,9 @@ int Main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_config("--config", "", "Read settings from a TOML/INI file ([train], [learner], [worker] sections)");
   std::string log_level = "info";
-  app.add_option("--log-level", log_level, "debug, info, warn or error")->capture_default_str();
+  app.add_option("--log-level", log_level, "debug, info, warn or error")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}))
+      ->capture_default_str();
 
   TrainingFlags train_opts;
   ModelFlags train_model;
@@ -470,8 +472,22 @@ int Main(int argc, char** argv) {
   bench->add_option("--policies", bench_opts.policies, "Policies: " + [] {
     std::string names;
     for (const std::string& n : PolicyNames()) names += n + ", ";
-    return names + "dqn, sac, learned (every agent of --checkpoint)";
-  }())->capture_default_str();
+    // No captured default: CLI11 writes a list default into config.toml as one
+    // space-separated string, which would not read back as a list.
+    return names + "dqn, sac, dqn+search, sac+search, learned (every agent of --checkpoint) [default: all-slow "
+                   "first-touch sentinel autotm-sync deeptm-heuristic ca-lm learned]";
+  }())->check(CLI::Validator(
+            [](std::string& name) -> std::string {
+              static const std::vector<std::string> learned = {"dqn", "sac", "dqn+search", "sac+search", "learned"};
+              const std::vector<std::string>& baselines = PolicyNames();
+              if (std::find(baselines.begin(), baselines.end(), name) != baselines.end() ||
+                  std::find(learned.begin(), learned.end(), name) != learned.end())
+                return "";
+              std::string valid;
+              for (const std::string& n : baselines) valid += n + ", ";
+              return "unknown policy '" + name + "' (valid: " + valid + "dqn, sac, dqn+search, sac+search, learned)";
+            },
+            "POLICY"));
   bench->add_option("--dram-fractions", bench_opts.dram_fractions, "DRAM budgets as fractions of peak")
       ->capture_default_str();
   bench->add_option("--checkpoint", bench_opts.checkpoints,

@@ -152,6 +152,20 @@ TEST(Fleet, BadCommandLinesFailWithAClearMessage) {
   ChildProcess c({"inspect", dir + "/garbage.ttwl"}, dir + "/c.log");
   EXPECT_EQ(c.Wait(std::chrono::seconds(30)), 2);
   EXPECT_NE(ReadFile(dir + "/c.log").find("workload file"), std::string::npos);
+  // A misspelt policy or log level is a usage error that lists the valid choices
+  // (it used to give an "n/a" row and exit 0, or abort with exit 134).
+  ChildProcess d({"bench", "--workload", "synthetic:tiny:2", "--policies", "sentinal", "--cost-model-only",
+                  "--out", dir + "/d"},
+                 dir + "/d.log");
+  EXPECT_NE(d.Wait(std::chrono::seconds(30)), 0);
+  EXPECT_NE(ReadFile(dir + "/d.log").find("unknown policy 'sentinal' (valid: "), std::string::npos)
+      << ReadFile(dir + "/d.log");
+  EXPECT_NE(ReadFile(dir + "/d.log").find("autotm-sync"), std::string::npos);
+  ChildProcess e({"--log-level", "verbose", "inspect", dir + "/garbage.ttwl"}, dir + "/e.log");
+  const int e_exit = e.Wait(std::chrono::seconds(30));
+  EXPECT_NE(e_exit, 0);
+  EXPECT_NE(e_exit, 134) << "aborted";
+  EXPECT_NE(ReadFile(dir + "/e.log").find("debug"), std::string::npos) << ReadFile(dir + "/e.log");
   fs::remove_all(dir);
 }
 
