@@ -195,7 +195,8 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
       std::fprintf(stderr, "    imitation round %d: greedy %.1f%%, %zu demonstrations, %.1f s\n", r.round,
                    r.greedy_oom ? 0.0 : 100.0 * all_dram / r.greedy_cost_ns, r.demonstrations, r.seconds);
     add(tag + " (imitating " + im.expert + ", best of " + std::to_string(im.rounds.size()) + " rounds)",
-        "greedy policy", 100.0 * all_dram / im.best_cost_ns, false, Seconds(train_start));
+        "greedy policy", im.best_greedy.oom ? 0.0 : 100.0 * all_dram / im.best_cost_ns, im.best_greedy.oom,
+        Seconds(train_start));
     search(tag);
   }
   ReplayBuffer replay(static_cast<size_t>(dc.replay_capacity));

@@ -244,10 +244,22 @@ Observation PlacementEnv::MakeObservation() const {
   return o;
 }
 
+// With async copies every tensor now in DRAM and not decided yet at this
+// kernel holds DRAM during it whatever its decision (kept, or its eviction in
+// flight): a DRAM request must leave room for them, or a later decision of
+// this kernel runs out of memory although it asks for nothing (docs/mdp.md).
+// Counting the ones kernel k writes (their eviction is synchronous) is
+// conservative.
+bool PlacementEnv::DramRequestDoesNotFit(uint32_t t) const {
+  uint64_t needed = size_[t];
+  if (config_.mode == MigrationMode::kAsync)
+    needed += resident_undecided_bytes_ - (state_[t] == kInDram ? size_[t] : 0);
+  return needed > config_.dram_limit_bytes - dram_committed_;
+}
+
 bool PlacementEnv::DramRequestWouldSpill() const {
   // Step's test for clipping a DRAM request, on the same state.
-  return !done_ && config_.oom_handling == OomHandling::kSpillToSlow &&
-         size_[CurrentTensor()] > config_.dram_limit_bytes - dram_committed_;
+  return !done_ && config_.oom_handling == OomHandling::kSpillToSlow && DramRequestDoesNotFit(CurrentTensor());
 }
 
 StepResult PlacementEnv::Step(int action) {
@@ -267,8 +279,7 @@ StepResult PlacementEnv::Step(int action) {
   StepResult result;
   double reward = 0;
   Tier chosen = requested;
-  if (chosen == Tier::kDram && config_.oom_handling == OomHandling::kSpillToSlow &&
-      size > config_.dram_limit_bytes - dram_committed_) {
+  if (chosen == Tier::kDram && config_.oom_handling == OomHandling::kSpillToSlow && DramRequestDoesNotFit(t)) {
     chosen = Tier::kSlow;
     reward -= config_.spill_penalty;
     ++summary_.spills;

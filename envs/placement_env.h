@@ -152,6 +152,7 @@ class PlacementEnv {
     double penalty_ns = 0;
   };
 
+  bool DramRequestDoesNotFit(uint32_t t) const;
   void AdvanceToDecision();
   void LeaveKernel();
   void SortKernelMigrations();

@@ -3,6 +3,8 @@
 // asynchronous ones the best plan of all, each under the cost model.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "envs/cost_model.h"
 #include "policies/autotm.h"
 #include "policies/plan_tools.h"
@@ -117,9 +119,13 @@ TEST(AutoTmIlp, SynchronousNeverLosesToStaticNorAsynchronousToSynchronous) {
         const AutoTmIlpResult sy = SolveAutoTmIlp(w, o);
         // The asynchronous relaxation is weak (CBC proves optimality slowly),
         // but it starts from the synchronous solution, so even a solve cut
-        // short never loses to it.
+        // short never loses to it. That start is a synchronous solve of a
+        // quarter of the time limit: the limit is set from how long the
+        // synchronous solve just took (8x its time for the warm start),
+        // so that the machine's load cannot cut the warm start short (a
+        // fixed 2 s failed under load: 3.552e6 vs 3.550e6).
         o.formulation = AutoTmFormulation::kAsynchronous;
-        o.time_limit_seconds = 2;
+        o.time_limit_seconds = std::max(2.0, 32 * sy.mip.seconds);
         const AutoTmIlpResult as = SolveAutoTmIlp(w, o);
         for (const AutoTmIlpResult* r : {&st, &sy, &as}) ExpectConsistent(w, *r);
         ASSERT_EQ(sy.mip.status, "optimal");
