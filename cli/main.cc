@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 #include <map>
@@ -118,7 +119,18 @@ Workload ProfileModel(const ModelFlags& m, const std::string& slow_tier,
 }
 
 // --resume RUN_DIR is the run directory, and its workload unless one is given.
+// A run directory that already holds a run is refused: its checkpoints,
+// metrics and plan would be mixed with the new run's.
+void RefuseUsedRunDir(const TrainingFlags& o) {
+  if (!o.resume_dir.empty() || o.force || o.out.empty()) return;
+  std::error_code ec;
+  if (std::filesystem::is_directory(o.out, ec) && !std::filesystem::is_empty(o.out, ec))
+    throw std::invalid_argument("--out " + o.out + " is not empty: continue that run with --resume " + o.out +
+                                ", choose another directory, or pass --force to write into it");
+}
+
 void ApplyResume(TrainingFlags& o) {
+  RefuseUsedRunDir(o);
   if (o.resume_dir.empty()) return;
   if (!o.out.empty() && o.out != o.resume_dir)
     throw std::invalid_argument("--resume continues the run in its own directory: drop --out or give the same one");

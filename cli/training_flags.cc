@@ -119,7 +119,8 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
       ->capture_default_str();
   AddOptionForBoth(cmd, "--device", c.dqn.device, c.sac.device,
                    "Where the learner trains: auto (CUDA when present), cpu, cuda, cuda:N");
-  cmd->add_option("--out", f.out, "Run directory (default runs/<time>)");
+  cmd->add_option("--out", f.out, "Run directory (default runs/<time>); must be empty or new unless --resume or --force");
+  cmd->add_flag("--force", f.force, "Write into a non-empty --out (its old files are replaced or left beside the new ones)");
   cmd->add_option("--max-seconds", c.max_seconds, "Stop training after this many seconds (0 = no limit)");
   cmd->add_option("--heartbeat-ms", c.heartbeat_interval_ms, "Heartbeat interval between learner and workers")
       ->check(CLI::Range(10, 600000))

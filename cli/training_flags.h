@@ -24,6 +24,7 @@ struct TrainingFlags {
   uint64_t dram_limit_bytes = 0;  // overrides dram_fraction
   std::string out;
   std::string resume_dir;         // --resume RUN_DIR
+  bool force = false;             // --force: write into a non-empty --out
   // The baselines the run learns from (their fastest plan is imitated first,
   // DQN only) and compares with; computed before training (learner/imitation.h).
   std::vector<std::string> demonstrations = {"autotm-sync", "sentinel"};

@@ -166,6 +166,21 @@ TEST(Fleet, BadCommandLinesFailWithAClearMessage) {
   EXPECT_NE(e_exit, 0);
   EXPECT_NE(e_exit, 134) << "aborted";
   EXPECT_NE(ReadFile(dir + "/e.log").find("debug"), std::string::npos) << ReadFile(dir + "/e.log");
+  // A run directory that holds something is not overwritten silently.
+  fs::create_directories(dir + "/used");
+  WriteFileAtomically(dir + "/used/metrics.csv", "an older run\n");
+  ChildProcess f({"train", "--workload", "synthetic:tiny:2", "--episodes", "2", "--workers", "1",
+                  "--metrics-address", "off", "--out", dir + "/used"},
+                 dir + "/f.log");
+  EXPECT_EQ(f.Wait(std::chrono::seconds(60)), 2) << ReadFile(dir + "/f.log");
+  EXPECT_NE(ReadFile(dir + "/f.log").find("is not empty: continue that run with --resume"), std::string::npos)
+      << ReadFile(dir + "/f.log");
+  EXPECT_EQ(ReadFile(dir + "/used/metrics.csv"), "an older run\n");
+  ChildProcess g({"train", "--workload", "synthetic:tiny:2", "--episodes", "2", "--workers", "1",
+                  "--metrics-address", "off", "--out", dir + "/used", "--force"},
+                 dir + "/g.log");
+  EXPECT_EQ(g.Wait(std::chrono::seconds(120)), 0) << ReadFile(dir + "/g.log");
+  EXPECT_NE(ReadFile(dir + "/used/metrics.csv"), "an older run\n");
   fs::remove_all(dir);
 }
 
