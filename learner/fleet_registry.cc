@@ -56,6 +56,24 @@ WorkerState* FleetRegistry::FindByIncarnation(uint64_t incarnation) {
   return peer == peer_of_.end() ? nullptr : Find(peer->second);
 }
 
+void FleetRegistry::OnTaskRefused(WorkerState& worker, const std::string& reason, Clock::time_point now) {
+  worker.refused_task = true;
+  last_refusal_ = reason;
+  if (!refusing_since_) refusing_since_ = now;
+}
+
+void FleetRegistry::OnTaskAccepted(WorkerState& worker) {
+  worker.refused_task = false;
+  refusing_since_.reset();
+}
+
+bool FleetRegistry::NoWorkerTakesTheTask(Clock::time_point now, Clock::duration give_up) const {
+  if (!refusing_since_ || workers_.empty() || now - *refusing_since_ < give_up) return false;
+  for (const auto& [peer, w] : workers_)
+    if (!w.refused_task) return false;
+  return true;
+}
+
 std::vector<WorkerState> FleetRegistry::ExpireSilent(Clock::time_point now, Clock::duration deadline) {
   std::vector<WorkerState> expired;
   for (auto it = workers_.begin(); it != workers_.end();) {

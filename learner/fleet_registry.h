@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -52,6 +53,16 @@ class FleetRegistry {
   // The connected worker of this incarnation; null if it is gone.
   WorkerState* FindByIncarnation(uint64_t incarnation);
 
+  // A task every worker refuses (a corrupted workload, a model no host can
+  // profile alike) would keep the run waiting forever. The registry notes
+  // each refusal and each sign that a worker took the task (an episode's
+  // data); NoWorkerTakesTheTask is true once every connected worker refused
+  // and nobody took the task for `give_up`.
+  void OnTaskRefused(WorkerState& worker, const std::string& reason, Clock::time_point now);
+  void OnTaskAccepted(WorkerState& worker);
+  bool NoWorkerTakesTheTask(Clock::time_point now, Clock::duration give_up) const;
+  const std::string& last_refusal() const { return last_refusal_; }
+
   // Removes the workers silent for longer than `deadline` and returns them.
   std::vector<WorkerState> ExpireSilent(Clock::time_point now, Clock::duration deadline);
 
@@ -77,6 +88,8 @@ class FleetRegistry {
   };
 
   const uint32_t min_workers_;
+  std::optional<Clock::time_point> refusing_since_;
+  std::string last_refusal_;
   std::map<std::string, WorkerState> workers_;  // by routing id
   std::map<uint64_t, Slot> slots_;              // by incarnation
   std::map<uint64_t, std::string> peer_of_;     // routing id by incarnation, connected workers only

@@ -198,29 +198,10 @@ struct Learner::Impl {
     Reply(in.peer, code, std::string(DecodeErrorReasonName(err.reason)) + ": " + err.detail);
   }
 
-  // A task every worker refuses (a corrupted workload, a model no host can
-  // profile alike) would keep the run waiting forever: past
-  // task_refusal_give_up_seconds with no episode from anyone and every
-  // worker refusing, the run ends with the refusal as its error.
-  std::optional<Clock::time_point> refusing_since;
-  std::string last_refusal;
   void OnTaskRefused(WorkerState& worker, const std::string& reason) {
     ++result.counters.tasks_refused;
-    worker.refused_task = true;
-    last_refusal = reason;
-    if (!refusing_since) refusing_since = Clock::now();
+    fleet.OnTaskRefused(worker, reason, Clock::now());
     LogWarn("task_refused").kv("worker", worker.id).kv("reason", reason);
-  }
-  void OnTaskAccepted(WorkerState& worker) {
-    worker.refused_task = false;
-    refusing_since.reset();
-  }
-  bool NoWorkerTakesTheTask() const {
-    if (!refusing_since || fleet.size() == 0) return false;
-    if (SecondsSince(*refusing_since) < config.task_refusal_give_up_seconds) return false;
-    for (const auto& [peer, w] : fleet.workers())
-      if (!w.refused_task) return false;
-    return true;
   }
 
   void HandleFrame(const IncomingFrame& in, const std::function<void(const EpisodeRecord&)>& on_episode) {
@@ -330,7 +311,7 @@ struct Learner::Impl {
   }
 
   void OnTransitionFrame(WorkerState& worker, std::unique_ptr<TransitionBatchFrame> frame) {
-    OnTaskAccepted(worker);
+    fleet.OnTaskAccepted(worker);
     const uint64_t episode_id = frame->episode_id();
     Answer(worker, episode_id, ingest.OnFrame(worker, std::move(frame)));
   }
@@ -388,7 +369,7 @@ struct Learner::Impl {
 
   void OnEpisodeReport(WorkerState& worker, const EpisodeReportMsg& report,
                        const std::function<void(const EpisodeRecord&)>& on_episode) {
-    OnTaskAccepted(worker);
+    fleet.OnTaskAccepted(worker);
     if (!ingest.OnReport(worker.incarnation, report.episode_id)) {
       ++result.counters.duplicate_reports;
       MaybeAck(worker, report.episode_id);
@@ -702,10 +683,11 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
       LogError("learner_stopping").kv("reason", m.result.failure);
       break;
     }
-    if (m.NoWorkerTakesTheTask()) {
+    if (m.fleet.NoWorkerTakesTheTask(Clock::now(), std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                                                       m.config.task_refusal_give_up_seconds)))) {
       std::ostringstream failure;
       failure << "no worker accepted the task for " << m.config.task_refusal_give_up_seconds
-              << " s; the latest refusal: " << m.last_refusal;
+              << " s; the latest refusal: " << m.fleet.last_refusal();
       m.result.failure = failure.str();
       LogError("learner_stopping").kv("reason", m.result.failure);
       break;

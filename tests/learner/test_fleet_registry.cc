@@ -117,5 +117,28 @@ TEST(LearnerFleetRegistry, ACheckpointKeepsIdsAcrossALearnerRestart) {
   EXPECT_EQ(c.worker->exploration_index, 2u);
 }
 
+// A task no worker takes ends the run, but only once every connected
+// worker refused it and nobody took it for the whole give-up period.
+TEST(LearnerFleetRegistry, NoWorkerTakesTheTaskOnlyWhenEveryWorkerRefusedForTheWholePeriod) {
+  FleetRegistry fleet(1);
+  const Clock::time_point t0{};
+  const auto give_up = std::chrono::seconds(120);
+  EXPECT_FALSE(fleet.NoWorkerTakesTheTask(t0 + std::chrono::hours(1), give_up));  // nobody refused
+  WorkerState& a = *fleet.Register("peer-a", Hello(111), t0).worker;
+  WorkerState& b = *fleet.Register("peer-b", Hello(222), t0).worker;
+  fleet.OnTaskRefused(a, "workload differs", t0);
+  EXPECT_FALSE(fleet.NoWorkerTakesTheTask(t0 + std::chrono::seconds(500), give_up));  // b has not refused
+  fleet.OnTaskRefused(b, "signature 1 differs from 2", t0 + std::chrono::seconds(10));
+  EXPECT_FALSE(fleet.NoWorkerTakesTheTask(t0 + std::chrono::seconds(119), give_up));
+  EXPECT_TRUE(fleet.NoWorkerTakesTheTask(t0 + std::chrono::seconds(120), give_up));
+  EXPECT_EQ(fleet.last_refusal(), "signature 1 differs from 2");
+  // One worker taking the task (its episode's data arrives) restarts the wait.
+  fleet.OnTaskAccepted(a);
+  EXPECT_FALSE(fleet.NoWorkerTakesTheTask(t0 + std::chrono::hours(1), give_up));
+  fleet.OnTaskRefused(a, "again", t0 + std::chrono::seconds(200));
+  EXPECT_FALSE(fleet.NoWorkerTakesTheTask(t0 + std::chrono::seconds(319), give_up));
+  EXPECT_TRUE(fleet.NoWorkerTakesTheTask(t0 + std::chrono::seconds(320), give_up));
+}
+
 }  // namespace
 }  // namespace tensortier
