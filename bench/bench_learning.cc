@@ -78,6 +78,7 @@ struct Options {
   std::vector<std::string> demos = {"autotm-sync", "sentinel"};
   int pretrain_updates = 3000;
   int dagger_rounds = 8;
+  bool focus_on_mistakes = false;
   int search_rollouts = 64;
   int search_candidates = 16;
   double search_seconds = 120;
@@ -189,11 +190,13 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
     ic.pretrain_updates = o.pretrain_updates;
     ic.dagger_rounds = o.dagger_rounds;
     ic.updates_per_round = o.dagger_updates;
+    ic.focus_on_mistakes = o.focus_on_mistakes;
     ImitationResult im = LearnFromPlans(agent, env, experts, ic, rng);
     const double all_dram = MinCostNs(w);
     for (const ImitationRound& r : im.rounds)
-      std::fprintf(stderr, "    imitation round %d: greedy %.1f%%, %zu demonstrations, %.1f s\n", r.round,
-                   r.greedy_oom ? 0.0 : 100.0 * all_dram / r.greedy_cost_ns, r.demonstrations, r.seconds);
+      std::fprintf(stderr, "    imitation round %d: greedy %.1f%%, %zu demonstrations, %zu mistakes, %.1f s\n",
+                   r.round, r.greedy_oom ? 0.0 : 100.0 * all_dram / r.greedy_cost_ns, r.demonstrations, r.mistakes,
+                   r.seconds);
     add(tag + " (imitating " + im.expert + ", best of " + std::to_string(im.rounds.size()) + " rounds)",
         "greedy policy", im.best_greedy.oom ? 0.0 : 100.0 * all_dram / im.best_cost_ns, im.best_greedy.oom,
         Seconds(train_start));
@@ -261,6 +264,9 @@ int Main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--search-seconds", o.search_seconds, "Plan-time search: time limit (0 = none)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--focus-on-mistakes", o.focus_on_mistakes,
+                 "DAgger rounds count the states the policy gets wrong twice (true) or train on the aggregate as it is "
+                 "(false)");
   app.add_option("--dagger-updates", o.dagger_updates, "Pre-training steps after each DAgger round")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--episodes", o.episodes, "Episodes of the agent's own play after pre-training")

@@ -31,6 +31,10 @@ struct ImitationConfig {
   // episodes (MobileNetV2: 7x10^5 decisions) would otherwise hold gigabytes.
   size_t max_demonstrations = 200000;
   double max_seconds = 0;        // 0 = no limit; checked between rounds
+  // DAgger rounds train on the aggregate with the states where the policy
+  // disagrees with the expert counted twice (imitation.cc). Off: it helped
+  // Inception-v3 (+5.7 points) and cost ResNet-152 8 (docs/results/learning.md).
+  bool focus_on_mistakes = false;
   // Workers' epsilon schedule starts here instead of DqnConfig::epsilon_start
   // once the agent imitated (DQfD explores little after pre-training): random
   // actions at 0.9 threw the imitated policy's episodes back to random play.
@@ -42,6 +46,7 @@ struct ImitationRound {
   double greedy_cost_ns = 0;     // cost model, the greedy policy's plan
   bool greedy_oom = false;
   size_t demonstrations = 0;     // in the aggregate after the round
+  size_t mistakes = 0;           // of them, states the policy got wrong before the round's training (focus_on_mistakes)
   double seconds = 0;            // since the phase began
 };
 

@@ -59,6 +59,7 @@ TEST(Imitation, TheAgentEndsAtTheBestRoundAndNearTheExpert) {
   c.pretrain_updates = 800;
   c.dagger_rounds = 4;
   c.updates_per_round = 400;
+  c.focus_on_mistakes = true;
   std::mt19937_64 rng(3);
   ImitationResult r = LearnFromPlans(*agent, env, {slow, first_touch}, c, rng);
   EXPECT_EQ(r.expert, "first-touch");
@@ -74,6 +75,11 @@ TEST(Imitation, TheAgentEndsAtTheBestRoundAndNearTheExpert) {
   // The aggregate stays with the agent for its later updates (DQfD), capped.
   EXPECT_LE(r.rounds.back().demonstrations, c.max_demonstrations);
   EXPECT_GT(r.rounds.back().demonstrations, r.rounds.front().demonstrations);
+  // DAgger rounds saw the policy's mistakes (counted twice in their training set).
+  size_t mistakes = 0;
+  for (size_t i = 0; i + 1 < r.rounds.size(); ++i) mistakes += r.rounds[i].mistakes;
+  EXPECT_GT(mistakes, 0u);
+  EXPECT_EQ(r.rounds.back().mistakes, 0u);  // the last rollout is an evaluation only
 }
 
 TEST(Imitation, TheAggregateIsCapped) {
