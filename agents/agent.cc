@@ -10,6 +10,13 @@
 
 namespace tensortier {
 
+ActionScores ScoresOf(const PlacementAgent& agent) {
+  return [&agent](const Observation& o) {
+    const std::vector<float> s = agent.ActionScores(o.data());
+    return std::make_pair(s.at(0), s.at(1));
+  };
+}
+
 void PlacementAgent::SetDemonstrations(std::vector<Transition>) {
   throw std::logic_error(name() + " does not learn from demonstrations");
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "envs/plan_search.h"
 #include "replay/replay.h"
 
 namespace tensortier {
@@ -84,6 +85,10 @@ class PlacementAgent {
   // (where there is one) starts from the loaded weights too.
   virtual void SyncTarget() {}
 };
+
+// The agent's ActionScores as the plan-time search wants them (two actions).
+// `agent` must outlive the function.
+ActionScores ScoresOf(const PlacementAgent& agent);
 
 // `name` is "dqn" or "sac"; `config_json` is that agent's config (empty =
 // defaults). `device` overrides the config's ("" keeps it). Throws

@@ -30,6 +30,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "agents/dqfd.h"
+#include "agents/flat_net.h"
 #include "agents/torch_helpers.h"
 
 namespace tensortier {
@@ -78,81 +80,6 @@ std::vector<int64_t> NetworkShape(const DqnConfig& c) { return MlpShape(c.observ
 
 // ---------------------------------------------------------------------------
 // Networks.
-
-// The Q-network's layers: flatten (observations arrive flat, [rows, obs]),
-// then Linear-ReLU-...-Linear. The modules hold the parameters; training
-// runs its own forward and backward passes over them (see Update).
-struct QNetImpl : torch::nn::Module {
-  explicit QNetImpl(const std::vector<int64_t>& shape) {
-    for (size_t i = 0; i + 1 < shape.size(); ++i)
-      layers.push_back(register_module("fc" + std::to_string(i),
-                                       torch::nn::Linear(shape[i], shape[i + 1])));
-  }
-  std::vector<torch::nn::Linear> layers;
-};
-
-struct LayerSpan {
-  int64_t in = 0, out = 0;
-  int64_t weight_offset = 0, bias_offset = 0;  // into the flat parameter tensor
-};
-
-// A network whose parameters are views of one contiguous tensor, in the
-// order fc0.weight, fc0.bias, fc1.weight, ..., with activation buffers for
-// batches of `rows` observations.
-struct FlatNet {
-  std::shared_ptr<QNetImpl> net;
-  torch::Tensor flat;
-  std::vector<torch::Tensor> params;          // weight, bias, weight, bias, ...
-  std::vector<torch::Tensor> weights_t;       // W^T views, [in, out]
-  std::vector<torch::Tensor> biases;
-  std::vector<torch::Tensor> activations;     // per layer, [rows, out]; ReLU applied in place
-
-  FlatNet(const std::vector<int64_t>& shape, const std::vector<LayerSpan>& spans,
-          int64_t numel, int64_t rows, torch::Device device, uint64_t seed) {
-    torch::NoGradGuard no_grad;
-    net = std::make_shared<QNetImpl>(shape);
-    auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(device);
-    flat = torch::empty({numel}, f32);
-    // Linear's default initialisation (weights and biases uniform in
-    // +-1/sqrt(fan_in)), drawn from a generator of our own so that the seed
-    // decides the weights without touching LibTorch's global generator.
-    auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
-    for (size_t i = 0; i < net->layers.size(); ++i) {
-      auto& layer = net->layers[i];
-      const LayerSpan& s = spans[i];
-      double bound = 1.0 / std::sqrt(static_cast<double>(s.in));
-      layer->weight.uniform_(-bound, bound, gen);
-      layer->bias.uniform_(-bound, bound, gen);
-      params.push_back(Adopt(layer->weight, s.weight_offset));
-      params.push_back(Adopt(layer->bias, s.bias_offset));
-      weights_t.push_back(params[2 * i].t());
-      biases.push_back(params[2 * i + 1]);
-      activations.push_back(torch::empty({rows, s.out}, f32));
-    }
-  }
-
-  // Moves `p` into `flat` at `offset` and makes it a view of it. Gradients
-  // are computed by hand, so the parameters do not require them.
-  torch::Tensor Adopt(torch::Tensor& p, int64_t offset) {
-    auto view = flat.narrow(0, offset, p.numel()).view(p.sizes());
-    view.copy_(p);
-    p.set_data(view);
-    p.requires_grad_(false);
-    return p;
-  }
-
-  // Forward pass of `x` ([rows, in]) into the activation buffers; returns
-  // the Q-values, [rows, actions].
-  const torch::Tensor& Forward(const torch::Tensor& x) {
-    const torch::Tensor* in = &x;
-    for (size_t l = 0; l < activations.size(); ++l) {
-      at::addmm_out(activations[l], biases[l], *in, weights_t[l]);
-      if (l + 1 < activations.size()) activations[l].relu_();
-      in = &activations[l];
-    }
-    return activations.back();
-  }
-};
 
 // Host-side forward pass for one observation; weights in the flat layout.
 inline float Dot(const float* a, const float* b, int64_t n) {
@@ -224,7 +151,7 @@ struct DqnAgent::Impl {
   std::vector<int64_t> h_act;
   std::vector<float> h_rd;
   std::vector<float> h_weight;  // importance weights (prioritised replay)
-  std::vector<Transition> demonstrations;  // DQfD: the expert's transitions
+  Demonstrations demonstrations;  // DQfD: the expert's transitions (agents/dqfd.h)
   std::vector<const Transition*> demo_sample;  // scratch: a batch of demonstrations
   int64_t expert_rows = 0;      // of the batch being trained, the first rows that are demonstrations
 
@@ -422,26 +349,9 @@ std::vector<float> DqnAgent::QValues(const float* observation) const {
   return q;
 }
 
-namespace {
-// How many rows of a batch of `batch` come from the demonstrations.
-int64_t DemoRows(const DqnConfig& c, int64_t batch, size_t demonstrations) {
-  if (demonstrations == 0) return 0;
-  return std::min<int64_t>(batch, static_cast<int64_t>(std::llround(c.demo_fraction * static_cast<double>(batch))));
-}
-}  // namespace
-
 void DqnAgent::SetDemonstrations(std::vector<Transition> demonstrations) {
-  for (const Transition& t : demonstrations) {
-    if (t.observation.size() != static_cast<size_t>(config_.observation_size) ||
-        t.action >= config_.num_actions)
-      throw std::invalid_argument("DqnAgent::SetDemonstrations: a transition does not fit the network (" +
-                                  std::to_string(t.observation.size()) + " floats, action " +
-                                  std::to_string(t.action) + ")");
-    for (float v : t.observation)
-      if (!std::isfinite(v)) throw std::invalid_argument("DqnAgent::SetDemonstrations: a non-finite observation");
-    if (!std::isfinite(t.reward)) throw std::invalid_argument("DqnAgent::SetDemonstrations: a non-finite reward");
-  }
-  impl_->demonstrations = std::move(demonstrations);
+  impl_->demonstrations.Set(std::move(demonstrations), config_.observation_size, config_.num_actions,
+                            "DqnAgent::SetDemonstrations");
 }
 
 size_t DqnAgent::demonstrations() const { return impl_->demonstrations.size(); }
@@ -449,9 +359,8 @@ size_t DqnAgent::demonstrations() const { return impl_->demonstrations.size(); }
 TrainStats DqnAgent::PretrainStep(std::mt19937_64& rng) {
   Impl& m = *impl_;
   if (m.demonstrations.empty()) throw std::logic_error("DqnAgent::PretrainStep: no demonstrations");
-  std::uniform_int_distribution<size_t> pick(0, m.demonstrations.size() - 1);
   m.demo_sample.resize(static_cast<size_t>(m.batch));
-  for (auto& p : m.demo_sample) p = &m.demonstrations[pick(rng)];
+  m.demonstrations.Draw(m.demo_sample.size(), m.demo_sample, rng);
   m.expert_rows = m.batch;
   TrainStats stats = Update(m.demo_sample, {}, nullptr);
   m.expert_rows = 0;
@@ -463,11 +372,8 @@ TrainStats DqnAgent::Update(Replay& replay, std::mt19937_64& rng) {
   replay.SampleInto(static_cast<size_t>(impl_->batch), rng, &sample_);
   if (!replay.prioritized()) {
     Impl& m = *impl_;
-    const int64_t demo_rows = DemoRows(config_, m.batch, m.demonstrations.size());
-    if (demo_rows > 0) {
-      std::uniform_int_distribution<size_t> pick(0, m.demonstrations.size() - 1);
-      for (int64_t i = 0; i < demo_rows; ++i) sample_.transitions[static_cast<size_t>(i)] = &m.demonstrations[pick(rng)];
-    }
+    const int64_t demo_rows = m.demonstrations.RowsOf(m.batch, config_.demo_fraction);
+    if (demo_rows > 0) m.demonstrations.Draw(static_cast<size_t>(demo_rows), sample_.transitions, rng);
     m.expert_rows = demo_rows;
     TrainStats stats = Update(sample_.transitions, {}, nullptr);
     m.expert_rows = 0;
@@ -558,27 +464,9 @@ TrainStats DqnAgent::Update(const std::vector<const Transition*>& sample,
   // Weighted loss mean_i w_i huber(e_i): each row's gradient scales by w_i.
   if (weighted) m.grad_q.mul_(m.weight);
   double margin_loss = 0;
-  if (m.expert_rows > 0 && config_.demo_loss_weight > 0) {
-    // DQfD's large-margin loss on the demonstration rows (the first
-    // expert_rows): lambda * (max_a [Q(s,a) + l(a_E,a)] - Q(s,a_E)), l the
-    // margin for every action but the expert's. Its gradient is +lambda at
-    // the augmented argmax and -lambda at the expert's action (they cancel
-    // when the expert's action already wins by the margin).
-    const int64_t e = m.expert_rows;
-    const int64_t actions = config_.num_actions;
-    torch::Tensor q = m.q_states.narrow(0, 0, e);
-    torch::Tensor a_e = m.actions.narrow(0, 0, e);
-    torch::Tensor augmented = q + static_cast<float>(config_.demo_margin);
-    augmented.scatter_(1, a_e, q.gather(1, a_e));
-    torch::Tensor a_star = augmented.argmax(1, /*keepdim=*/true);
-    torch::Tensor per_row = augmented.gather(1, a_star) - q.gather(1, a_e);
-    const double scale = config_.demo_loss_weight / static_cast<double>(batch);
-    torch::Tensor g = torch::zeros({e, actions}, q.options());
-    g.scatter_add_(1, a_star, torch::full({e, 1}, static_cast<float>(scale), q.options()));
-    g.scatter_add_(1, a_e, torch::full({e, 1}, static_cast<float>(-scale), q.options()));
-    m.grad_q.narrow(0, 0, e).add_(g);
-    margin_loss = config_.demo_loss_weight * per_row.sum().item<double>() / static_cast<double>(batch);
-  }
+  if (m.expert_rows > 0 && config_.demo_loss_weight > 0)
+    margin_loss = AddLargeMarginGradient(m.q_states, m.actions, m.expert_rows, batch, config_.demo_margin,
+                                         config_.demo_loss_weight, m.grad_q);
 
   // Backward through Linear(-ReLU) layers, into the flat gradient.
   const size_t layers = m.spans.size();

@@ -59,14 +59,6 @@ double Percent(const Workload& w, const PlacementPlan& plan, bool* oom) {
   return r.oom || r.total_ns <= 0 ? 0.0 : 100.0 * MinCostNs(w) / r.total_ns;
 }
 
-// One episode of `env` with `choose` picking each action.
-template <typename Choose>
-EpisodeSummary Rollout(PlacementEnv& env, Choose choose) {
-  Observation obs = env.Reset();
-  while (!env.done()) obs = env.Step(choose(obs)).observation;
-  return env.summary();
-}
-
 double SummaryPercent(const Workload& w, const EpisodeSummary& s) {
   return s.oom || s.cost.total_ns <= 0 ? 0.0 : 100.0 * MinCostNs(w) / s.cost.total_ns;
 }
@@ -134,10 +126,10 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
   ec.beta = o.beta;
   PlacementEnv env(w, ec);
   auto t0 = Clock::now();
-  EpisodeSummary s = Rollout(env, [](const Observation&) { return 0; });
+  EpisodeSummary s = RunEpisode(env, [](const Observation&) { return 0; });
   add("constant DRAM (heat order, clip)", "mdp, no network", SummaryPercent(w, s), s.oom, Seconds(t0));
   t0 = Clock::now();
-  s = Rollout(env, [](const Observation&) { return 1; });
+  s = RunEpisode(env, [](const Observation&) { return 1; });
   add("constant slow", "mdp, no network", SummaryPercent(w, s), s.oom, Seconds(t0));
 
   DqnConfig dc;
@@ -156,7 +148,7 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
   std::mt19937_64 rng(o.seed);
   auto greedy = [&](const Observation& ob) { return agent.Greedy(ob.data()); };
   t0 = Clock::now();
-  s = Rollout(env, greedy);
+  s = RunEpisode(env, greedy);
   add("untrained network, greedy", "mdp, network", SummaryPercent(w, s), s.oom, Seconds(t0));
   auto search = [&](const std::string& label) {
     if (o.search_rollouts <= 1) return;
@@ -164,10 +156,7 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
     so.max_rollouts = o.search_rollouts;
     so.candidates_per_round = o.search_candidates;
     so.max_seconds = o.search_seconds;
-    PlanSearchResult r = SearchPlan(env, [&](const Observation& x) {
-      std::vector<float> q = agent.ActionScores(x.data());
-      return std::make_pair(q[0], q[1]);
-    }, so);
+    PlanSearchResult r = SearchPlan(env, ScoresOf(agent), so);
     add(label + " + search (" + std::to_string(r.rollouts) + " rollouts, " + std::to_string(r.deviations) +
             " deviations)",
         "plan-time search", SummaryPercent(w, r.best), r.best.oom, r.seconds);
@@ -220,14 +209,14 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
     if (replay.size() >= static_cast<size_t>(dc.learning_starts))
       for (int u = 0; u < o.updates_per_episode; ++u) agent.Update(replay, rng);
     if ((e + 1) % o.eval_every == 0 || e + 1 == o.episodes) {
-      s = Rollout(env, [&](const Observation& x) { return agent.Act(x.data(), 0.0, rng); });
+      s = RunEpisode(env, [&](const Observation& x) { return agent.Act(x.data(), 0.0, rng); });
       double pct = SummaryPercent(w, s);
       std::fprintf(stderr, "    episode %d: greedy %.1f%%, best explored %.1f%%\n", e + 1, pct, best_explored);
       if (pct > best_greedy) best_greedy = pct, best_greedy_episode = e + 1, best_weights = agent.SerializeWeights();
     }
   }
   if (o.episodes > 0) {
-    s = Rollout(env, [&](const Observation& ob) { return agent.Act(ob.data(), 0.0, rng); });
+    s = RunEpisode(env, [&](const Observation& ob) { return agent.Act(ob.data(), 0.0, rng); });
     add(tag + " final", "greedy policy", SummaryPercent(w, s), s.oom, Seconds(train_start));
     add(tag + " best evaluation (ep " + std::to_string(best_greedy_episode) + ")", "greedy policy (snapshot)",
         best_greedy, false, Seconds(train_start));

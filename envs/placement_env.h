@@ -107,6 +107,10 @@ struct EpisodeSummary {
   PlacementPlan plan;
 };
 
+// Whether episode `a` is better than `b`: one that fits DRAM beats one that
+// ran out of it, then the cost model's time decides (exact ties are not better).
+bool FasterEpisode(const EpisodeSummary& a, const EpisodeSummary& b);
+
 class PlacementEnv {
  public:
   // `w` must be finalized and outlive the env. Heats are computed once here.

@@ -19,11 +19,6 @@ struct Episode {
   EpisodeSummary summary;
 };
 
-bool Better(const EpisodeSummary& a, const EpisodeSummary& b) {
-  if (a.oom != b.oom) return !a.oom;
-  return a.cost.total_ns < b.cost.total_ns * (1 - 1e-12);
-}
-
 // Follows `base` for its first `flip` steps, takes the other action at step
 // `flip` (none when flip == base.actions.size()), then the policy.
 Episode Play(PlacementEnv& env, const ActionScores& scores, const Episode& base, size_t flip) {
@@ -85,7 +80,7 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
       if (!std::isfinite(incumbent.gaps[step])) break;  // only deviations left
       Episode candidate = Play(env, scores, incumbent, step);
       ++result.rollouts;
-      if (Better(candidate.summary, incumbent.summary)) {
+      if (FasterEpisode(candidate.summary, incumbent.summary)) {
         incumbent = std::move(candidate);
         ++result.improvements;
         improved = true;

@@ -47,10 +47,7 @@ PlacementPlan LearnedPlan(const PlacementAgent& agent, const Workload& w, uint64
   env.mode = mode;
   PlacementEnv placement(w, env);
   if (search) {
-    PlanSearchResult r = SearchPlan(placement, [&](const Observation& o) {
-      std::vector<float> s = agent.ActionScores(o.data());
-      return std::make_pair(s.at(0), s.at(1));
-    }, *search);
+    PlanSearchResult r = SearchPlan(placement, ScoresOf(agent), *search);
     r.best.plan.produced_by = agent.name() + kSearchSuffix;
     return r.best.plan;
   }

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "agents/agent.h"
+#include "common/log.h"
 
 namespace tensortier {
 
@@ -22,12 +23,12 @@ PlanSearchResult FastestPolicy::Search(const Workload& workload, const EnvConfig
   std::unique_ptr<PlacementAgent> agent = MakeAgent(agent_name, agent_json, "cpu");
   agent->LoadWeights(weights_);
   PlacementEnv search_env(workload, env);
-  PlanSearchResult r = SearchPlan(search_env, [&](const Observation& o) {
-    std::vector<float> s = agent->ActionScores(o.data());
-    return std::make_pair(s.at(0), s.at(1));
-  }, options);
+  PlanSearchResult r = SearchPlan(search_env, ScoresOf(*agent), options);
   r.greedy.plan.produced_by = name_;
   r.best.plan.produced_by = name_ + "+search";
+  LogInfo("plan_search_finished").kv("policy", name_).kv("rollouts", r.rollouts).kv("improvements", r.improvements)
+      .kv("deviations", r.deviations).kv("greedy_runtime_ns", r.greedy.cost.total_ns)
+      .kv("searched_runtime_ns", r.best.cost.total_ns).kv("seconds", r.seconds);
   return r;
 }
 

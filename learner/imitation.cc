@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "common/log.h"
 #include "envs/demonstration.h"
 
 namespace tensortier {
@@ -13,11 +14,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double CostOf(const EpisodeSummary& s) { return s.cost.total_ns; }
-
-bool Better(const EpisodeSummary& a, double best_cost_ns, bool best_oom) {
-  if (a.oom != best_oom) return !a.oom;
-  return CostOf(a) < best_cost_ns;
-}
 
 // Adds `fresh` to `pool`, keeping at most `cap` by reservoir sampling over
 // everything ever offered (`seen` counts it).
@@ -72,7 +68,7 @@ ImitationResult LearnFromPlans(PlacementAgent& agent, PlacementEnv& env, const s
   Demonstration shown;
   for (const PlacementPlan& plan : experts) {
     Demonstration d = DemonstratePlan(env, plan);
-    if (!expert || Better(d.summary, CostOf(shown.summary), shown.summary.oom)) {
+    if (!expert || FasterEpisode(d.summary, shown.summary)) {
       expert = &plan;
       shown = std::move(d);
     }
@@ -89,7 +85,6 @@ ImitationResult LearnFromPlans(PlacementAgent& agent, PlacementEnv& env, const s
 
   auto greedy = [&](const Observation& o) { return agent.Greedy(o.data()); };
   std::string best_weights;
-  bool best_oom = true;
   for (int round = 0;; ++round) {
     // Roll the current policy out, labelled by the expert: the evaluation of
     // this round's weights and the next round's data in one episode.
@@ -98,10 +93,9 @@ ImitationResult LearnFromPlans(PlacementAgent& agent, PlacementEnv& env, const s
     r.round = round;
     r.greedy_cost_ns = CostOf(visited.summary);
     r.greedy_oom = visited.summary.oom;
-    if (best_weights.empty() || Better(visited.summary, result.best_cost_ns, best_oom)) {
+    if (best_weights.empty() || FasterEpisode(visited.summary, result.best_greedy)) {
       best_weights = agent.SerializeWeights();
       result.best_cost_ns = r.greedy_cost_ns;
-      best_oom = r.greedy_oom;
       result.best_round = round;
       result.best_greedy = visited.summary;
     }
@@ -123,6 +117,9 @@ ImitationResult LearnFromPlans(PlacementAgent& agent, PlacementEnv& env, const s
   agent.SyncTarget();
   agent.SetDemonstrations(std::move(pool));
   result.seconds = elapsed();
+  LogInfo("imitation_finished").kv("expert", result.expert).kv("expert_runtime_ns", result.expert_cost_ns)
+      .kv("best_round", result.best_round).kv("greedy_runtime_ns", result.best_cost_ns)
+      .kv("rounds", result.rounds.size()).kv("updates", result.updates).kv("seconds", result.seconds);
   return result;
 }
 

@@ -18,6 +18,7 @@
 #include "learner/evaluator.h"
 #include "learner/fastest_policy.h"
 #include "learner/fleet_registry.h"
+#include "learner/frame_refusals.h"
 #include "learner/ingest.h"
 #include "learner/measurement_cache.h"
 #include "learner/payload.h"
@@ -75,16 +76,7 @@ struct Learner::Impl {
       agent = BuildAgent(config);
       if (!config.expert_plans.empty()) Imitate();
     }
-    TrainerSettings ts;
-    ts.prioritized = config.replay == ReplayKind::kPrioritized;
-    ts.priority_alpha = config.priority_alpha;
-    ts.priority_beta = config.priority_beta;
-    ts.samples_per_insert = config.samples_per_insert;
-    ts.rate_limit_error_buffer = config.rate_limit_error_buffer;
-    ts.batch_size = static_cast<uint64_t>(config.agent == AgentKind::kSac ? config.sac.batch_size : config.dqn.batch_size);
-    ts.steps_per_episode_guess = steps_per_episode;
-    ts.seed = config.dqn.seed;
-    trainer = std::make_unique<Trainer>(*agent, ts);
+    trainer = std::make_unique<Trainer>(*agent, TrainerSettingsFor(config, steps_per_episode));
     result.replay = ReplayKindName(config.replay);
     result.samples_per_insert = trainer->samples_per_insert();
     result.exploration = ExplorationKindName(config.exploration);
@@ -179,20 +171,7 @@ struct Learner::Impl {
 
   // A frame that failed its checks: counted by reason, logged, answered.
   void RefuseFrame(const IncomingFrame& in, const DecodeError& err) {
-    ErrorCode code = ErrorCode::kMalformed;
-    switch (err.reason) {
-      case DecodeErrorReason::kOversized:
-        ++result.counters.oversized_frames;
-        code = ErrorCode::kOversized;
-        break;
-      case DecodeErrorReason::kWrongVersion:
-        ++result.counters.wrong_version_frames;
-        code = ErrorCode::kWrongVersion;
-        break;
-      case DecodeErrorReason::kAmplified: ++result.counters.amplified_frames; break;
-      case DecodeErrorReason::kNonFinite: ++result.counters.non_finite_frames; break;
-      default: ++result.counters.malformed_frames;
-    }
+    const ErrorCode code = CountRefusedFrame(err.reason, result.counters);
     LogWarn("bad_frame").kv("reason", DecodeErrorReasonName(err.reason)).kv("detail", err.detail)
         .kv("bytes", in.frame.size());
     Reply(in.peer, code, std::string(DecodeErrorReasonName(err.reason)) + ": " + err.detail);
@@ -432,22 +411,6 @@ struct Learner::Impl {
     greedy.plan.produced_by = agent->name() + "-imitation";
     if (!greedy.oom) ConsiderPlan(greedy.plan);
     fastest.Consider(greedy, agent->SerializeWeights());
-    const ImitationResult& im = result.imitation;
-    LogInfo("imitation_finished").kv("expert", im.expert).kv("expert_runtime_ns", im.expert_cost_ns)
-        .kv("best_round", im.best_round).kv("greedy_runtime_ns", im.best_cost_ns)
-        .kv("rounds", im.rounds.size()).kv("updates", im.updates).kv("seconds", im.seconds);
-  }
-
-  // After training: the search from the fastest evaluated policy's greedy plan.
-  void SearchFinalPlan() {
-    if (fastest.empty()) return;
-    result.search = fastest.Search(config.workload, config.env, agent->name(), agent->config_json(),
-                                   config.plan_search);
-    result.searched = true;
-    LogInfo("plan_search_finished").kv("policy", fastest.name()).kv("rollouts", result.search.rollouts)
-        .kv("improvements", result.search.improvements).kv("deviations", result.search.deviations)
-        .kv("greedy_runtime_ns", result.search.greedy.cost.total_ns)
-        .kv("searched_runtime_ns", result.search.best.cost.total_ns).kv("seconds", result.search.seconds);
   }
 
   void ConsiderPlan(const PlacementPlan& plan) {
@@ -740,7 +703,12 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
 
   m.result.greedy_summary = m.Evaluate();
   m.result.greedy_plan = m.result.greedy_summary.plan;
-  if (m.config.plan_search.max_rollouts > 1) m.SearchFinalPlan();
+  // The search from the fastest evaluated policy's greedy plan.
+  if (m.config.plan_search.max_rollouts > 1 && !m.fastest.empty()) {
+    m.result.search = m.fastest.Search(m.config.workload, m.config.env, m.agent->name(), m.agent->config_json(),
+                                       m.config.plan_search);
+    m.result.searched = true;
+  }
   m.result.updates = m.agent->updates();
   m.result.agent = m.agent->name();
   m.result.weights_version = m.weights.version();

@@ -198,6 +198,19 @@ void Trainer::Insert(StagedBatch& b, size_t i, std::optional<double> priority) {
   }
 }
 
+TrainerSettings TrainerSettingsFor(const LearnerConfig& config, size_t steps_per_episode_guess) {
+  TrainerSettings ts;
+  ts.prioritized = config.replay == ReplayKind::kPrioritized;
+  ts.priority_alpha = config.priority_alpha;
+  ts.priority_beta = config.priority_beta;
+  ts.samples_per_insert = config.samples_per_insert;
+  ts.rate_limit_error_buffer = config.rate_limit_error_buffer;
+  ts.batch_size = static_cast<uint64_t>(config.agent == AgentKind::kSac ? config.sac.batch_size : config.dqn.batch_size);
+  ts.steps_per_episode_guess = steps_per_episode_guess;
+  ts.seed = config.dqn.seed;
+  return ts;
+}
+
 void Trainer::OneUpdate() {
   TrainStats s = agent_.Update(uniform_ ? static_cast<Replay&>(*uniform_) : *prioritized_, rng_);
   if (prioritized_) ++prioritized_updates_;

@@ -25,6 +25,7 @@
 #include "envs/placement_env.h"
 #include "envs/workload.h"
 #include "learner/checkpoint_store.h"
+#include "learner/learner.h"
 #include "learner/staged_batch.h"
 
 namespace tensortier {
@@ -50,6 +51,10 @@ struct TrainerSettings {
   size_t steps_per_episode_guess = 1;  // before any episode was reported
   uint64_t seed = 1;                   // of the replay sampling
 };
+
+// The trainer's settings in a learner's config; `steps_per_episode_guess`
+// stands in for episode lengths until one is reported (StartupEpisodeSteps).
+TrainerSettings TrainerSettingsFor(const LearnerConfig& config, size_t steps_per_episode_guess);
 
 class Trainer {
  public:
