@@ -95,6 +95,14 @@ std::unique_ptr<PlacementAgent> LoadAgentState(const std::string& state, const s
   }
   if (!agent)
     throw std::runtime_error(what + " is not an agent's state (as DQN: " + dqn_error + "; as SAC: " + sac_error + ")");
+  // A network of another MDP would read past or short of the observations
+  // it is given: the observation grew from 15 to 17 floats (docs/mdp.md).
+  const int observation_size = agent->name() == "dqn" ? DqnAgent::StateConfig(state, what).observation_size
+                                                      : SacAgent::StateConfig(state, what).observation_size;
+  if (observation_size != kObservationSize)
+    throw std::runtime_error(what + ": its network takes " + std::to_string(observation_size) +
+                             " observation floats, this build's placement MDP has " + std::to_string(kObservationSize) +
+                             " (docs/mdp.md): train it again with this build");
   try {
     agent->LoadState(state);
   } catch (const std::runtime_error& e) {

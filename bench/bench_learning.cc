@@ -87,6 +87,8 @@ struct Options {
   double gamma = 0.99;
   double solver_seconds = 60;
   uint64_t seed = 1;
+  bool policy_order = false;
+  size_t max_demonstrations = ImitationConfig{}.max_demonstrations;
 };
 
 std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
@@ -147,6 +149,15 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
   PlacementAgent& agent = *agent_owner;
   std::mt19937_64 rng(o.seed);
   auto greedy = [&](const Observation& ob) { return agent.Greedy(ob.data()); };
+  if (o.policy_order) {
+    const ActionScores scores = ScoresOf(agent);
+    env.SetDecisionPriority([scores](const std::vector<Observation>& obs, std::vector<float>& priority) {
+      for (size_t i = 0; i < obs.size(); ++i) {
+        auto [dram, slow] = scores(obs[i]);
+        priority[i] = dram - slow;
+      }
+    });
+  }
   t0 = Clock::now();
   s = RunEpisode(env, greedy);
   add("untrained network, greedy", "mdp, network", SummaryPercent(w, s), s.oom, Seconds(t0));
@@ -180,6 +191,7 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
     ic.dagger_rounds = o.dagger_rounds;
     ic.updates_per_round = o.dagger_updates;
     ic.focus_on_mistakes = o.focus_on_mistakes;
+    ic.max_demonstrations = o.max_demonstrations;
     ImitationResult im = LearnFromPlans(agent, env, experts, ic, rng);
     const double all_dram = MinCostNs(w);
     for (const ImitationRound& r : im.rounds)
@@ -276,6 +288,9 @@ int Main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--solver-seconds", o.solver_seconds, "ILP time limit per solve")->check(CLI::PositiveNumber);
   app.add_option("--seed", o.seed, "Seed");
+  app.add_option("--max-demonstrations", o.max_demonstrations, "Cap of the imitation's aggregate of labelled states")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--policy-order", o.policy_order, "The network orders each kernel's decisions (true) or heat does");
   app.add_option("--csv", csv_path, "Also write the rows as CSV here");
   CLI11_PARSE(app, argc, argv);
   o.mode = mode == "async" ? MigrationMode::kAsync : MigrationMode::kSync;

@@ -17,6 +17,35 @@ uint64_t BytesTouched(const Workload& w, size_t k) {
 
 constexpr float kNewTensor = 0.5f;
 
+// Range maxima of live bytes / L_D over kernels (a sparse table): the most
+// DRAM pressure a tensor meets while it waits for its next access.
+class LivePeaks {
+ public:
+  LivePeaks(const Workload& w, uint64_t limit_bytes) {
+    const size_t K = w.num_kernels();
+    levels_.emplace_back(K);
+    for (size_t k = 0; k < K; ++k)
+      levels_[0][k] = static_cast<float>(static_cast<double>(w.live_bytes_at(k)) / static_cast<double>(limit_bytes));
+    for (size_t span = 2; span <= K; span *= 2) {
+      const std::vector<float>& prev = levels_.back();
+      std::vector<float> next(K - span + 1);
+      for (size_t k = 0; k + span <= K; ++k) next[k] = std::max(prev[k], prev[k + span / 2]);
+      levels_.push_back(std::move(next));
+    }
+  }
+  // Over kernels [begin, end); 0 when empty.
+  double Max(size_t begin, size_t end) const {
+    if (begin >= end) return 0.0;
+    size_t level = 0;
+    while ((size_t{2} << level) <= end - begin) ++level;
+    const size_t span = size_t{1} << level;
+    return std::max(levels_[level][begin], levels_[level][end - span]);
+  }
+
+ private:
+  std::vector<std::vector<float>> levels_;
+};
+
 // slot_word_: the tensor in the low bits (Workload::Finalize caps tensors
 // at 2^26) and whether it gets a decision even when it idles in the slow tier.
 constexpr uint32_t kSlotTensor = (1u << 26) - 1;
@@ -82,6 +111,10 @@ PlacementEnv::PlacementEnv(const Workload& w, EnvConfig config) : w_(w), config_
   slot_word_.reserve(slots);
   slot_heat_.reserve(slots);
   slot_use_.reserve(slots);
+  slot_gap_peak_.reserve(slots);
+  slot_gap_length_.reserve(slots);
+  const LivePeaks peaks(w, config_.dram_limit_bytes);
+  const double log_kernels = std::log1p(static_cast<double>(K));
   // Each tensor's first use at or after k, as k goes up.
   cursor.assign(use_begin_.begin(), use_begin_.end() - 1);
   std::vector<uint32_t> order;
@@ -110,6 +143,10 @@ PlacementEnv::PlacementEnv(const Workload& w, EnvConfig config) : w_(w), config_
       slot_word_.push_back(word);
       slot_heat_.push_back(static_cast<float>(std::tanh(heat[i])));
       slot_use_.push_back(u);
+      const size_t gap_end = after < use_begin_[t + 1] ? uses_[after].kernel : K;
+      slot_gap_peak_.push_back(static_cast<float>(std::min(4.0, peaks.Max(k + 1, gap_end)) / 4.0));
+      slot_gap_length_.push_back(
+          static_cast<float>(std::log1p(static_cast<double>(gap_end - k)) / log_kernels));
     }
   }
   slot_begin_[K] = static_cast<uint32_t>(slot_word_.size());
@@ -134,6 +171,7 @@ Observation PlacementEnv::Reset() {
   summary_.cost.kernel_ns = std::move(kernel_ns);
   kernel_ = 0;
   slot_ = slot_end_ = 0;
+  order_.clear();
   resident_live_bytes_ = 0;
   in_kernel_ = false;
   done_ = false;
@@ -155,16 +193,17 @@ void PlacementEnv::AdvanceToDecision() {
         continue;
       }
       in_kernel_ = true;
-      slot_ = slot_begin_[kernel_];
+      slot_ = kernel_slot_begin_ = slot_begin_[kernel_];
       slot_end_ = slot_begin_[kernel_ + 1];
       dram_committed_ = 0;
       undecided_bytes_ = w_.live_bytes_at(kernel_);
       resident_undecided_bytes_ = resident_live_bytes_;
       kernel_migrations_ = summary_.plan.migrations.size();
+      OrderKernelDecisions();
     }
     // Skipped tensors are all in the slow tier: no resident bytes to drop.
     for (; slot_ < slot_end_; ++slot_) {
-      const uint32_t word = slot_word_[slot_];
+      const uint32_t word = slot_word_[Slot()];
       if ((word & kSlotRelevant) || state_[word & kSlotTensor] != kInSlow) return;
       undecided_bytes_ -= size_[word & kSlotTensor];
     }
@@ -191,17 +230,52 @@ void PlacementEnv::SortKernelMigrations() {
             [](const Migration& a, const Migration& b) { return a.tensor < b.tensor; });
 }
 
-uint32_t PlacementEnv::CurrentTensor() const { return slot_word_[slot_] & kSlotTensor; }
+uint32_t PlacementEnv::CurrentTensor() const { return slot_word_[Slot()] & kSlotTensor; }
 
-Observation PlacementEnv::MakeObservation() const {
+// Decisions that AdvanceToDecision would skip (idle in the slow tier) keep
+// the lowest priority: they are never asked.
+void PlacementEnv::OrderKernelDecisions() {
+  order_.clear();
+  if (!priority_) return;
+  const uint32_t begin = slot_begin_[kernel_], end = slot_begin_[kernel_ + 1];
+  order_observations_.clear();
+  std::vector<uint32_t> asked;
+  asked.reserve(end - begin);
+  for (uint32_t s = begin; s < end; ++s) {
+    const uint32_t word = slot_word_[s];
+    if (!(word & kSlotRelevant) && state_[word & kSlotTensor] == kInSlow) continue;
+    asked.push_back(s);
+    order_observations_.push_back(ObservationOf(s));
+  }
+  order_priority_.assign(asked.size(), 0.0f);
+  priority_(order_observations_, order_priority_);
+  if (order_priority_.size() != asked.size())
+    throw std::logic_error("PlacementEnv: the decision priority must give one value per decision");
+  std::vector<uint32_t> rank(asked.size());
+  std::iota(rank.begin(), rank.end(), 0u);
+  std::stable_sort(rank.begin(), rank.end(), [&](uint32_t a, uint32_t b) {
+    // NaN sorts last instead of breaking the ordering.
+    const float pa = order_priority_[a], pb = order_priority_[b];
+    if (std::isnan(pb)) return !std::isnan(pa);
+    return pa > pb;
+  });
+  order_.reserve(end - begin);
+  for (uint32_t i : rank) order_.push_back(asked[i]);
+  for (uint32_t s = begin; s < end; ++s) {
+    const uint32_t word = slot_word_[s];
+    if (!(word & kSlotRelevant) && state_[word & kSlotTensor] == kInSlow) order_.push_back(s);
+  }
+}
+
+Observation PlacementEnv::ObservationOf(uint32_t slot) const {
   Observation o{};
   const size_t k = kernel_;
-  const uint32_t t = CurrentTensor();
+  const uint32_t t = slot_word_[slot] & kSlotTensor;
   const double size = static_cast<double>(size_[t]);
   const double limit = static_cast<double>(config_.dram_limit_bytes);
   const double kernel_ns = kernel_ns_[k];
   const uint32_t end = use_begin_[t + 1];
-  uint32_t u = slot_use_[slot_];
+  uint32_t u = slot_use_[slot];
   const bool now = u < end && uses_[u].kernel == k;
 
   switch (state_[t]) {
@@ -216,7 +290,7 @@ Observation PlacementEnv::MakeObservation() const {
     default:
       o[kObsTier] = kNewTensor;
   }
-  o[kObsHeat] = slot_heat_[slot_];
+  o[kObsHeat] = slot_heat_[slot];
   o[kObsDramLeft] = static_cast<float>((limit - static_cast<double>(dram_committed_)) / limit);
   o[kObsSlowLeft] = 1.0f;
   if (w_.device.slow_capacity_bytes > 0)
@@ -241,6 +315,8 @@ Observation PlacementEnv::MakeObservation() const {
   o[kObsSizeOfLimit] = size_of_limit_[t];
   o[kObsResidentPending] =
       static_cast<float>(std::min(1.0, static_cast<double>(resident_undecided_bytes_) / limit));
+  o[kObsGapPeak] = slot_gap_peak_[slot];
+  o[kObsGapLength] = slot_gap_length_[slot];
   return o;
 }
 
@@ -273,7 +349,7 @@ StepResult PlacementEnv::Step(int action) {
   const Tier requested = static_cast<Tier>(action);
   const size_t k = kernel_;
   const uint32_t t = CurrentTensor();
-  const uint32_t u = slot_use_[slot_];
+  const uint32_t u = slot_use_[Slot()];
   const Use* use = u < use_begin_[t + 1] && uses_[u].kernel == k ? &uses_[u] : nullptr;  // k's access to t
   const bool writes = use && use->writes;
   const uint64_t size = size_[t];

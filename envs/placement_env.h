@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -85,9 +86,22 @@ enum ObservationIndex : int {
   kObsNextUsePenalty,      // slow penalty at t's next access / that kernel's DRAM time, capped at 1
   kObsResidentPending,     // DRAM-resident bytes of tensors still to decide at k / L_D, capped at 1:
                            // tells apart states that differ only in what earlier kernels kept
+  kObsGapPeak,             // most live bytes at a kernel between k and t's next access (the end
+                           // when none) / L_D, capped at 4 (then /4): whether keeping t in DRAM
+                           // until it is used again competes for room (0: an empty gap)
+  kObsGapLength,           // log(1 + kernels to t's next access, or to the end) / log(1 + K)
   kObservationSize
 };
 using Observation = std::array<float, kObservationSize>;
+
+// The order of a bottleneck kernel's decisions. Given the observations of
+// the kernel's decisions, each as if it were the next one (the DRAM left is
+// the kernel's at its start), it fills one priority per decision; higher
+// decides first (ties keep heat order). With clip-to-fit, a DRAM request
+// is granted while room is left, so the order decides which requests win:
+// a policy that orders by its own preference for DRAM keeps one doubtful
+// DRAM choice from taking the room of a sure one decided after it.
+using DecisionPriority = std::function<void(const std::vector<Observation>& decisions, std::vector<float>& priority)>;
 
 struct StepResult {
   Observation observation{};  // next state (zeros when done)
@@ -118,6 +132,10 @@ class PlacementEnv {
 
   Observation Reset();
   StepResult Step(int action);  // 0 = DRAM, 1 = slow
+  // Empty (the default): hottest first (Algorithm 1's heat). Takes effect
+  // at the next kernel; set it before Reset.
+  void SetDecisionPriority(DecisionPriority priority) { priority_ = std::move(priority); }
+  bool has_decision_priority() const { return static_cast<bool>(priority_); }
   bool done() const { return done_; }
 
   // Valid after done(): the plan built so far and its score.
@@ -161,7 +179,12 @@ class PlacementEnv {
   void LeaveKernel();
   void SortKernelMigrations();
   void FinishEpisode(bool oom);
-  Observation MakeObservation() const;
+  Observation MakeObservation() const { return ObservationOf(Slot()); }
+  Observation ObservationOf(uint32_t slot) const;
+  void OrderKernelDecisions();
+  // The slot of the current decision: slot_ is a position in the kernel's
+  // decision order, which is the slots' own unless a priority reordered it.
+  uint32_t Slot() const { return order_.empty() ? static_cast<uint32_t>(slot_) : order_[slot_ - kernel_slot_begin_]; }
   uint32_t CurrentTensor() const;
 
   const Workload& w_;
@@ -176,6 +199,8 @@ class PlacementEnv {
   std::vector<uint32_t> slot_word_;               // tensor id and a flag, see placement_env.cc
   std::vector<float> slot_heat_;                  // the squashed heat
   std::vector<uint32_t> slot_use_;                // the tensor's first use at or after the kernel
+  std::vector<float> slot_gap_peak_;              // kObsGapPeak, kObsGapLength of the decision
+  std::vector<float> slot_gap_length_;
   // Every tensor's uses in kernel order; tensor t's are
   // [use_begin_[t], use_begin_[t + 1]).
   std::vector<uint32_t> use_begin_;
@@ -194,6 +219,11 @@ class PlacementEnv {
   // Episode state.
   size_t kernel_ = 0;
   size_t slot_ = 0, slot_end_ = 0;     // the current decision and the end of kernel_'s
+  size_t kernel_slot_begin_ = 0;
+  DecisionPriority priority_;
+  std::vector<uint32_t> order_;        // kernel_'s slots in decision order when priority_ is set
+  std::vector<Observation> order_observations_;
+  std::vector<float> order_priority_;
   std::vector<uint8_t> state_;         // per tensor: its tier, or not placed yet
   uint64_t dram_committed_ = 0;        // DRAM held during kernel_ by decisions so far
   uint64_t undecided_bytes_ = 0;

@@ -20,8 +20,9 @@ struct Episode {
 };
 
 // Follows `base` for its first `flip` steps, takes the other action at step
-// `flip` (none when flip == base.actions.size()), then the policy.
-Episode Play(PlacementEnv& env, const ActionScores& scores, const Episode& base, size_t flip) {
+// `flip` (none when flip == base.actions.size()), then the policy with its
+// DRAM preference shifted by `bias`.
+Episode Play(PlacementEnv& env, const ActionScores& scores, const Episode& base, size_t flip, float bias) {
   Episode e;
   Observation obs = env.Reset();
   size_t step = 0;
@@ -39,9 +40,10 @@ Episode Play(PlacementEnv& env, const ActionScores& scores, const Episode& base,
       auto [dram, slow] = scores(obs);
       if (!std::isfinite(dram) || !std::isfinite(slow))
         throw std::runtime_error("SearchPlan: the policy scored an action as non-finite");
-      a = slow > dram ? 1 : 0;
-      e.gaps.push_back(std::abs(slow - dram));
-      e.deviates.push_back(0);
+      const float preference = dram - slow - bias;
+      a = preference >= 0 ? 0 : 1;
+      e.gaps.push_back(std::abs(preference));
+      e.deviates.push_back(a != (slow > dram ? 1 : 0));
     }
     e.actions.push_back(a);
     obs = env.Step(a).observation;
@@ -64,9 +66,20 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
   };
 
   PlanSearchResult result;
-  Episode incumbent = Play(env, scores, Episode{}, 0);  // no step to flip: the greedy episode
+  Episode incumbent = Play(env, scores, Episode{}, 0, 0.0f);  // no step to flip: the greedy episode
   result.rollouts = 1;
   result.greedy = incumbent.summary;
+  for (float bias : options.biases) {
+    if (result.rollouts >= options.max_rollouts || out_of_time()) break;
+    if (!std::isfinite(bias)) throw std::invalid_argument("SearchPlan: biases must be finite");
+    if (bias == 0) continue;
+    Episode biased = Play(env, scores, Episode{}, 0, bias);
+    ++result.rollouts;
+    if (FasterEpisode(biased.summary, incumbent.summary)) {
+      incumbent = std::move(biased);
+      result.bias = bias;
+    }
+  }
   bool improved = true;
   while (improved && result.rollouts < options.max_rollouts && !out_of_time()) {
     improved = false;
@@ -78,7 +91,7 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
     for (size_t c = 0; c < n && result.rollouts < options.max_rollouts && !out_of_time(); ++c) {
       const size_t step = order[c];
       if (!std::isfinite(incumbent.gaps[step])) break;  // only deviations left
-      Episode candidate = Play(env, scores, incumbent, step);
+      Episode candidate = Play(env, scores, incumbent, step, result.bias);
       ++result.rollouts;
       if (FasterEpisode(candidate.summary, incumbent.summary)) {
         incumbent = std::move(candidate);

@@ -1,5 +1,8 @@
 // Search at plan time guided by a learned action-value function: the policy's
-// greedy episode, then a limited-discrepancy search (Harvey and Ginsberg
+// greedy episode; the same policy with its preference for DRAM shifted by a
+// few biases (a network imitating a plan that keeps most tensors leans to
+// "DRAM" at the doubtful decisions, and how far is the workload's: the
+// best bias is chosen by the cost model); then a limited-discrepancy search (Harvey and Ginsberg
 // 1995) that takes the other action at the decisions where the values were
 // closest and follows the policy after each deviation. Candidates are scored
 // by the cost model; a better one becomes the incumbent and the search goes
@@ -25,14 +28,20 @@ namespace tensortier {
 using ActionScores = std::function<std::pair<float, float>(const Observation&)>;
 
 struct PlanSearchOptions {
-  int max_rollouts = 64;        // episodes played, the greedy one included; 1 = greedy only
+  int max_rollouts = 64;        // episodes played, the greedy one and the biased ones included; 1 = greedy only
   int candidates_per_round = 16;  // closest decisions tried before the search gives up on an incumbent
   double max_seconds = 0;       // 0 = no time limit
+  // Shifts of the DRAM preference tried after the greedy episode: a bias b
+  // plays "DRAM when score(DRAM) - score(slow) > b" (greedy is b = 0). In
+  // units of DQN's Q-values, whose large-margin loss separates the expert's
+  // action by 0.8 (DqnConfig::demo_margin).
+  std::vector<float> biases = {-0.2f, -0.1f, 0.1f, 0.2f, 0.4f, 0.6f};
 };
 
 struct PlanSearchResult {
   EpisodeSummary greedy;        // the policy's own episode
   EpisodeSummary best;          // the best episode the search found (greedy when nothing beat it)
+  float bias = 0;               // of the biased episode the deviations started from (0: the greedy one)
   int rollouts = 0;
   int deviations = 0;           // decisions where best differs from what the policy would pick
   int improvements = 0;

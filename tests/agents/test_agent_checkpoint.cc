@@ -162,6 +162,15 @@ TEST_P(AgentCheckpoint, AFileOfThePreviousReleaseStillLoads) {
   EXPECT_FALSE(Refusal(path_).empty());
 }
 
+TEST_P(AgentCheckpoint, ANetworkOfAnotherObservationSizeIsRefused) {
+  std::unique_ptr<PlacementAgent> old = MakeAgent(
+      GetParam(), R"({"hidden": [16, 16], "batch_size": 8, "observation_size": )" + std::to_string(kObservationSize - 2) + "}",
+      "cpu");
+  old->SaveCheckpoint(path_);
+  const std::string why = Refusal(path_);
+  EXPECT_NE(why.find("takes " + std::to_string(kObservationSize - 2) + " observation floats"), std::string::npos) << why;
+}
+
 TEST_P(AgentCheckpoint, OtherFilesAreRefused) {
   WriteBytes(path_, "not a checkpoint at all");
   EXPECT_NE(Refusal(path_).find("not a TensorTier agent checkpoint"), std::string::npos) << Refusal(path_);

@@ -74,7 +74,7 @@ TEST(DqnDemonstrations, TheMarginLossIsZeroOnceTheExpertsActionLeadsByTheMargin)
   c.gamma = 0.0;          // Q(s, a) -> r: the TD part alone is easy to reach
   DqnAgent agent(c);
   // One state; the expert takes action 1 with a reward of 1.
-  Transition t{std::vector<float>(15, 0.25f), 1, 1.0f, {}, true};
+  Transition t{std::vector<float>(kObservationSize, 0.25f), 1, 1.0f, {}, true};
   agent.SetDemonstrations({t});
   std::mt19937_64 rng(1);
   for (int u = 0; u < 3000; ++u) agent.PretrainStep(rng);
@@ -91,12 +91,12 @@ TEST(DqnDemonstrations, BadDemonstrationsAreRefusedAndPretrainingNeedsSome) {
   EXPECT_THROW(agent.PretrainStep(rng), std::logic_error);
   EXPECT_THROW(agent.SetDemonstrations({Transition{std::vector<float>(3, 0.f), 0, 0.f, {}, true}}),
                std::invalid_argument);
-  EXPECT_THROW(agent.SetDemonstrations({Transition{std::vector<float>(15, 0.f), 7, 0.f, {}, true}}),
+  EXPECT_THROW(agent.SetDemonstrations({Transition{std::vector<float>(kObservationSize, 0.f), 7, 0.f, {}, true}}),
                std::invalid_argument);
-  std::vector<float> inf(15, 0.f);
+  std::vector<float> inf(kObservationSize, 0.f);
   inf[2] = std::numeric_limits<float>::infinity();
   EXPECT_THROW(agent.SetDemonstrations({Transition{inf, 0, 0.f, {}, true}}), std::invalid_argument);
-  EXPECT_THROW(agent.SetDemonstrations({Transition{std::vector<float>(15, 0.f), 0, std::nanf(""), {}, true}}),
+  EXPECT_THROW(agent.SetDemonstrations({Transition{std::vector<float>(kObservationSize, 0.f), 0, std::nanf(""), {}, true}}),
                std::invalid_argument);
   EXPECT_EQ(agent.demonstrations(), 0u);
 }

@@ -139,6 +139,29 @@ TEST(PlanSearch, ImprovesOnAPoorPolicysGreedyPlan) {
   EXPECT_NEAR(EvaluatePlan(w, r.best.plan).total_ns, r.best.cost.total_ns, 1e-9 * r.best.cost.total_ns);
 }
 
+// A policy that leans to DRAM by 0.05 everywhere: greedy is the hottest-first
+// fill; a bias of 0.1 turns it into all-slow. The search keeps the faster.
+TEST(PlanSearch, ABiasShiftsThePolicysPreferenceAndTheFasterEpisodeIsKept) {
+  Workload w = Resnet();
+  PlacementEnv env(w, Config(w, 0.25));
+  const EpisodeSummary fill = RunEpisode(env, [](const Observation&) { return 0; });
+  const EpisodeSummary slow = RunEpisode(env, [](const Observation&) { return 1; });
+  ASSERT_NE(fill.cost.total_ns, slow.cost.total_ns);
+  PlanSearchOptions o;
+  o.max_rollouts = 2;  // the greedy episode and one biased
+  o.biases = {0.1f};
+  PlanSearchResult r = SearchPlan(env, [](const Observation&) { return std::make_pair(0.05f, 0.0f); }, o);
+  EXPECT_EQ(r.rollouts, 2);
+  EXPECT_TRUE(r.greedy.plan == fill.plan);
+  const bool slow_wins = slow.cost.total_ns < fill.cost.total_ns;
+  EXPECT_TRUE(r.best.plan == (slow_wins ? slow.plan : fill.plan));
+  EXPECT_EQ(r.bias, slow_wins ? 0.1f : 0.0f);
+  EXPECT_EQ(r.deviations, slow_wins ? static_cast<int>(slow.steps) : 0);
+  o.biases = {std::nanf("")};
+  EXPECT_THROW(SearchPlan(env, [](const Observation&) { return std::make_pair(0.05f, 0.0f); }, o),
+               std::invalid_argument);
+}
+
 TEST(PlanSearch, ANonFiniteScoreIsAnError) {
   Workload w = Resnet();
   PlacementEnv env(w, Config(w, 0.25));

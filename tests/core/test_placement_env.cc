@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -172,6 +173,89 @@ TEST(PlacementEnv, ObservationsAreBoundedAndDescribeTheTensor) {
     }
     obs = env.Step(static_cast<int>(rng() % 2)).observation;
   }
+}
+
+// The gap features, recomputed from the workload: the most live bytes while
+// the tensor waits for its next access, and how long it waits.
+TEST(PlacementEnv, GapFeaturesDescribeTheWaitForTheNextAccess) {
+  SyntheticOptions o;
+  o.shape = SyntheticShape::kResnetLike;
+  o.layers = 6;
+  o.base_bytes = 1 << 20;
+  Workload w = GenerateSynthetic(o);
+  EnvConfig c;
+  c.dram_limit_bytes = w.peak_live_bytes() / 3;
+  c.scope = DecisionScope::kAllLive;
+  PlacementEnv env(w, c);
+  const double K = static_cast<double>(w.num_kernels());
+  std::mt19937_64 rng(3);
+  Observation obs = env.Reset();
+  size_t checked = 0, nonzero_peaks = 0;
+  while (!env.done()) {
+    const size_t k = env.current_kernel();
+    const uint32_t t = env.current_tensor();
+    size_t next = w.num_kernels();
+    for (uint32_t kt : w.kernels_of_tensor(t))
+      if (kt > k) {
+        next = kt;
+        break;
+      }
+    double peak = 0;
+    for (size_t j = k + 1; j < next; ++j)
+      peak = std::max(peak, static_cast<double>(w.live_bytes_at(j)) / static_cast<double>(c.dram_limit_bytes));
+    EXPECT_NEAR(obs[kObsGapPeak], std::min(4.0, peak) / 4.0, 1e-5) << "tensor " << t << " kernel " << k;
+    EXPECT_NEAR(obs[kObsGapLength], std::log1p(static_cast<double>(next - k)) / std::log1p(K), 1e-5);
+    nonzero_peaks += obs[kObsGapPeak] > 0;
+    ++checked;
+    obs = env.Step(static_cast<int>(rng() % 2)).observation;
+  }
+  EXPECT_GT(checked, 50u);
+  EXPECT_GT(nonzero_peaks, 0u);
+}
+
+// A priority decides the order of each kernel's decisions (higher first);
+// without one, the order is the heat's. Either way every decision is asked once.
+TEST(PlacementEnv, ADecisionPriorityOrdersEachKernelsDecisions) {
+  SyntheticOptions o;
+  o.shape = SyntheticShape::kVggLike;
+  o.layers = 6;
+  o.base_bytes = 1 << 20;
+  Workload w = GenerateSynthetic(o);
+  EnvConfig c;
+  c.dram_limit_bytes = w.peak_live_bytes() / 3;
+  c.scope = DecisionScope::kAllLive;
+  PlacementEnv env(w, c);
+  auto decisions = [&](std::vector<std::pair<size_t, uint32_t>>* order, std::vector<float>* sizes) {
+    order->clear();
+    sizes->clear();
+    Observation ob = env.Reset();
+    while (!env.done()) {
+      order->emplace_back(env.current_kernel(), env.current_tensor());
+      sizes->push_back(ob[kObsSizeOfLimit]);
+      ob = env.Step(0).observation;
+    }
+    return env.summary();
+  };
+  std::vector<std::pair<size_t, uint32_t>> heat_order, size_order;
+  std::vector<float> heat_sizes, sizes;
+  const EpisodeSummary by_heat = decisions(&heat_order, &heat_sizes);
+  // Smallest first: more of the requests for DRAM fit.
+  env.SetDecisionPriority([](const std::vector<Observation>& obs, std::vector<float>& priority) {
+    for (size_t i = 0; i < obs.size(); ++i) priority[i] = -obs[i][kObsSizeOfLimit];
+  });
+  const EpisodeSummary by_size = decisions(&size_order, &sizes);
+  ASSERT_EQ(size_order.size(), heat_order.size());
+  for (size_t i = 1; i < size_order.size(); ++i)
+    if (size_order[i].first == size_order[i - 1].first) EXPECT_LE(sizes[i - 1], sizes[i]) << i;
+  std::vector<std::pair<size_t, uint32_t>> a = heat_order, b = size_order;
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  EXPECT_EQ(a, b);
+  EXPECT_NE(heat_order, size_order);
+  EXPECT_LT(by_size.spills, by_heat.spills);
+
+  env.SetDecisionPriority([](const std::vector<Observation>&, std::vector<float>& priority) { priority.pop_back(); });
+  EXPECT_THROW(env.Reset(), std::logic_error);
 }
 
 // Whatever the agent does, an episode that did not run out of memory yields

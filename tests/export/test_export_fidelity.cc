@@ -251,7 +251,7 @@ TEST_F(ExportFidelity, HostsGetThePlanTableOrTheGeneralisedRollout) {
 
 TEST_F(ExportFidelity, GeneralisedPartFitsIn64KiB) {
   EXPECT_LE(T().report.generalised_section_bytes, 64u * 1024u);
-  EXPECT_EQ(T().report.policy, "dqn 15-64-64-2");
+  EXPECT_EQ(T().report.policy, "dqn " + std::to_string(kObservationSize) + "-64-64-2");
   Lookup l = Lookup::Open(T().lookup_path);
   tt_lookup_generalised_info g;
   ASSERT_EQ(tt_lookup_generalised_info_get(l.handle(), &g), TT_LOOKUP_OK);
@@ -305,8 +305,8 @@ TEST_F(ExportFidelity, BadCopiesOfTheExportedFileAreRefused) {
 TEST_F(ExportFidelity, DescribeSummarisesTheExport) {
   const std::string d = DescribeLookupFile(T().lookup_path);
   EXPECT_NE(d.find("plan tables     1"), std::string::npos) << d;
-  EXPECT_NE(d.find("generalised     15 observation floats"), std::string::npos) << d;
-  EXPECT_NE(d.find("policy: dqn 15-64-64-2"), std::string::npos) << d;
+  EXPECT_NE(d.find("generalised     " + std::to_string(kObservationSize) + " observation floats"), std::string::npos) << d;
+  EXPECT_NE(d.find("policy: dqn " + std::to_string(kObservationSize) + "-64-64-2"), std::string::npos) << d;
   std::printf("%s", d.c_str());
 }
 
@@ -320,7 +320,7 @@ TEST_F(ExportFidelity, NetworkShapeIsReadFromTheCheckpointWithoutConfig) {
   o.coverage_episodes = 4;
   o.quantiser.max_cells = 1024;
   ExportReport r = ExportLookup(o);
-  EXPECT_EQ(r.policy, "dqn 15-64-64-2");
+  EXPECT_EQ(r.policy, "dqn " + std::to_string(kObservationSize) + "-64-64-2");
   EXPECT_LE(r.generalised_section_bytes, 16u * 1024u);
   o.hidden = {32};
   EXPECT_THROW(ExportLookup(o), std::runtime_error);  // a shape given explicitly is not second-guessed

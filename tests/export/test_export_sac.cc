@@ -49,7 +49,7 @@ TEST(ExportSac, ExportsTheActorsGreedyActionFromARunDirectory) {
   agent.SaveCheckpoint(dir + "/checkpoints/sac.ckpt");
 
   const ExportReport report = ExportLookup(Quick(dir));
-  EXPECT_EQ(report.policy, "sac 15-32-32-2");
+  EXPECT_EQ(report.policy, "sac " + std::to_string(kObservationSize) + "-32-32-2");
   EXPECT_EQ(report.output_path, dir + "/policy.ttlookup");
 
   // The report's agreement is the lookup against the actor's greedy action.
@@ -77,7 +77,7 @@ TEST(ExportSac, ExportsTheActorsGreedyActionFromARunDirectory) {
   ExportOptions as_sac = Quick(dir);
   as_sac.agent = "sac";
   as_sac.output_path = dir + "/again.ttlookup";
-  EXPECT_EQ(ExportLookup(as_sac).policy, "sac 15-32-32-2");
+  EXPECT_EQ(ExportLookup(as_sac).policy, "sac " + std::to_string(kObservationSize) + "-32-32-2");
   ExportOptions bad = Quick(dir);
   bad.agent = "ppo";
   EXPECT_THROW(ExportLookup(bad), std::invalid_argument);

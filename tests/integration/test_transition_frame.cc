@@ -101,13 +101,13 @@ TEST(TransitionBatchFrame, IsNullForOtherMessagesAndBadFrames) {
   }
 }
 
-// Issue 17: three rows whose six float lists all point at one list of 15
-// structs of 100 words. It passed Open (8 words estimated per list) and
+// Issue 17: three rows whose six float lists all point at one list of
+// kObservationSize structs of 100 words. It passed Open (8 words estimated per list) and
 // made CopyRow, on the training thread, exceed the traversal limit.
 TEST(TransitionBatchFrame, RefusesListsThatShareTheirWords) {
   const std::string frame = testing::SharedStructListBatch(7, 1);
-  ASSERT_LT(frame.size(), 13000u);
-  ASSERT_GT(frame.size(), 12000u);
+  ASSERT_LT(frame.size(), 800u * kObservationSize + 1000u);  // ~12 KB with 15 floats
+  ASSERT_GT(frame.size(), 800u * kObservationSize);
   DecodeError refused;
   auto f = TransitionBatchFrame::Open(frame.data(), frame.size(), {}, &refused);
   if (f) {
