@@ -14,7 +14,9 @@
 #include <map>
 
 #include "agents/dqn_agent.h"
+#include "cli/config_file.h"
 #include "cli/keys.h"
+#include "cli/run_config.h"
 #include "cli/training_flags.h"
 #include "common/files.h"
 #include "common/log.h"
@@ -217,8 +219,15 @@ class Progress {
   std::chrono::steady_clock::time_point last_{};
 };
 
+// How RUN_DIR/config.toml names the workload: a synthetic spec as given,
+// anything else (a file, a profiled model) as the run's own copy.
+std::string RecordedWorkload(const std::string& workload, const std::string& run_dir) {
+  if (workload.rfind("synthetic:", 0) == 0) return workload;
+  return std::filesystem::absolute(run_dir + "/workload.ttwl").lexically_normal().string();
+}
+
 int RunTrain(TrainingFlags& o, const ModelFlags& model, const WorkerFlags& worker_flags, int workers,
-             const std::string& config_toml, bool prometheus) {
+             const CLI::App& app, bool prometheus) {
   ApplyResume(o);
   if (o.out.empty()) o.out = DefaultRunDir();
   std::unique_ptr<Workload> profiled;
@@ -236,7 +245,7 @@ int RunTrain(TrainingFlags& o, const ModelFlags& model, const WorkerFlags& worke
   opts.workers = workers;
   opts.worker_executable = SelfExecutable();
   opts.worker_args = WorkerArgs(worker_flags);
-  opts.config_toml = config_toml;
+  opts.config_toml = RunConfigToml(app, "train", RecordedWorkload(o.workload, o.out));
   opts.baselines = PrepareBaselines(o, opts.learner);
   if (!opts.learner.metrics_address.empty()) {  // every process registers its metrics port for Prometheus
     opts.learner.metrics_sd_dir = o.out + "/prometheus/targets";
@@ -298,7 +307,7 @@ int RunTrain(TrainingFlags& o, const ModelFlags& model, const WorkerFlags& worke
   return out.result.episodes > 0 ? 0 : 1;
 }
 
-int RunLearner(TrainingFlags& o, const std::string& bind, uint32_t min_workers, const std::string& config_toml,
+int RunLearner(TrainingFlags& o, const std::string& bind, uint32_t min_workers, const CLI::App& app,
                const std::string& metrics_sd_dir) {
   ApplyResume(o);
   if (o.out.empty()) o.out = DefaultRunDir();
@@ -308,6 +317,7 @@ int RunLearner(TrainingFlags& o, const std::string& bind, uint32_t min_workers, 
   c.run_dir = o.out;
   c.metrics_sd_dir = metrics_sd_dir;
   const std::vector<BaselinePlan> baselines = PrepareBaselines(o, c);
+  const std::string config_toml = RunConfigToml(app, "learner", RecordedWorkload(o.workload, o.out));
   Learner learner(c);
   if (!c.resume) WriteFileAtomically(o.out + "/config.toml", config_toml);  // a killed run resumes with it
   std::printf("learner listening on %s; run directory %s\n", learner.endpoint().c_str(), o.out.c_str());
@@ -373,39 +383,10 @@ int RunInspect(const std::string& path) {
   return 0;
 }
 
-// The settings of this run as a config file that --config reads back:
-// CLI11 writes unset values as "" and lists as one quoted string, which it
-// cannot read; drop the former and write the latter as arrays.
-std::string ReusableConfig(const CLI::App& app) {
-  std::istringstream in(app.config_to_str(true, false));
-  std::ostringstream out;
-  std::string line;
-  while (std::getline(in, line)) {
-    const size_t eq = line.find('=');
-    if (eq == std::string::npos) {
-      out << line << '\n';
-      continue;
-    }
-    std::string value = line.substr(eq + 1);
-    if (value == "\"\"") continue;
-    const bool quoted_list = value.size() > 2 && value.front() == '"' && value.back() == '"' &&
-                             value.find(' ') != std::string::npos &&
-                             value.find_first_not_of("\"0123456789. -") == std::string::npos;
-    if (quoted_list) {
-      std::istringstream items(value.substr(1, value.size() - 2));
-      std::string item, joined;
-      while (items >> item) joined += (joined.empty() ? "" : ", ") + item;
-      value = "[" + joined + "]";
-    }
-    out << line.substr(0, eq + 1) << value << '\n';
-  }
-  return out.str();
-}
-
 int Main(int argc, char** argv) {
   CLI::App app{"TensorTier: learns where the tensors of a training job live (DRAM or a slow tier)"};
   app.require_subcommand(1);
-  app.set_config("--config", "", "Read settings from a TOML/INI file ([train], [learner], [worker] sections)");
+  SetStrictConfig(app, "Read settings from a TOML file ([train], [learner], [worker] sections; README: Config files)");
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "debug, info, warn or error")
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}))
@@ -549,12 +530,11 @@ int Main(int argc, char** argv) {
   try {
     if (*train) {
       SetLogComponent("train");
-      return RunTrain(train_opts, train_model, train_worker, workers, ReusableConfig(app),
-                      train_prometheus);
+      return RunTrain(train_opts, train_model, train_worker, workers, app, train_prometheus);
     }
     if (*learner) {
       SetLogComponent("learner");
-      return RunLearner(learner_opts, bind, min_workers, ReusableConfig(app), learner_sd_dir);
+      return RunLearner(learner_opts, bind, min_workers, app, learner_sd_dir);
     }
     if (*worker) {
       SetLogComponent("worker");

@@ -141,6 +141,68 @@ TEST(Fleet, ARunsConfigFileReproducesItsSettings) {
   fs::remove_all(dir);
 }
 
+// A workload file (not a synthetic spec) is recorded as the run's own copy,
+// so the config file repeats the run after the original is gone.
+TEST(Fleet, ARunsConfigFileNamesItsWorkload) {
+  const std::string dir = TempDir("config-workload");
+  ChildProcess gen({"generate", "--shape", "tiny", "--layers", "3", "--base-bytes", "65536", "--out",
+                    dir + "/w.ttwl"},
+                   dir + "/gen.log");
+  ASSERT_EQ(gen.Wait(std::chrono::seconds(60)), 0) << ReadFile(dir + "/gen.log");
+  ChildProcess first({"train", "--workload", dir + "/w.ttwl", "--episodes", "3", "--workers", "1",
+                      "--metrics-address", "off", "--baselines", "none", "--demonstrations", "none", "--out",
+                      dir + "/a"},
+                     dir + "/a.log");
+  ASSERT_EQ(first.Wait(std::chrono::seconds(120)), 0) << ReadFile(dir + "/a.log");
+  const std::string config = ReadFile(dir + "/a/config.toml");
+  EXPECT_NE(config.find("train.workload=\"" + (fs::absolute(dir) / "a/workload.ttwl").lexically_normal().string() +
+                        "\""),
+            std::string::npos)
+      << config;
+  EXPECT_EQ(config.find("train.out"), std::string::npos) << config;
+  EXPECT_EQ(config.find("learner."), std::string::npos) << config;
+  fs::remove(dir + "/w.ttwl");
+  ChildProcess again({"--config", dir + "/a/config.toml", "train", "--out", dir + "/b"}, dir + "/b.log");
+  ASSERT_EQ(again.Wait(std::chrono::seconds(120)), 0) << ReadFile(dir + "/b.log");
+  EXPECT_EQ(ReadWorkloadFile(dir + "/b/workload.ttwl").Signature(),
+            ReadWorkloadFile(dir + "/a/workload.ttwl").Signature());
+  EXPECT_EQ(ReadCsv(dir + "/b/metrics.csv").size(), 4u);
+  fs::remove_all(dir);
+}
+
+// Mistakes in config files are errors naming the file, the line and the key;
+// they used to be ignored (exit 0), and a deeply nested array crashed (139).
+TEST(Fleet, ConfigFileMistakesAreErrors) {
+  const std::string dir = TempDir("config-bad");
+  struct Case {
+    std::string name, text, message;
+  };
+  const std::vector<Case> cases = {
+      {"typo", "[train]\nepisdoes = 3\n", "bad.toml:2: unknown key 'train.episdoes' (did you mean 'train.episodes'?)"},
+      {"underscore", "train.dram_fraction = 0.3\n", "did you mean 'train.dram-fraction'?"},
+      {"header", "[train\nepisodes = 3\n", "bad.toml:1: unterminated section header '[train'"},
+      {"string", "train.workload = \"synthetic:tiny\n", "bad.toml:1: unterminated string"},
+      {"binary", std::string("\x7f\x45\x4c\x46\x02\x01\x01\x00", 8), "bad.toml:1: binary data"},
+      {"deep", "train.hidden = " + std::string(80000, '[') + std::string(80000, ']') + "\n",
+       "bad.toml:1: arrays inside arrays"},
+  };
+  for (const Case& c : cases) {
+    fs::create_directories(dir + "/" + c.name);
+    const std::string file = dir + "/" + c.name + "/bad.toml";
+    WriteFileAtomically(file, c.text);
+    ChildProcess p({"--config", file, "train", "--workload", "synthetic:tiny:2", "--episodes", "1", "--workers", "1",
+                    "--out", dir + "/" + c.name + "/run"},
+                   dir + "/" + c.name + ".log");
+    const int exit = p.Wait(std::chrono::seconds(60));
+    const std::string log = ReadFile(dir + "/" + c.name + ".log");
+    EXPECT_NE(exit, 0) << c.name << ": " << log;
+    EXPECT_NE(exit, 139) << c.name << ": " << log;
+    EXPECT_NE(log.find(c.message), std::string::npos) << c.name << ": " << log;
+    EXPECT_FALSE(fs::exists(dir + "/" + c.name + "/run")) << c.name;
+  }
+  fs::remove_all(dir);
+}
+
 TEST(Fleet, BadCommandLinesFailWithAClearMessage) {
   const std::string dir = TempDir("cli");
   ChildProcess a({"train", "--workload", "synthetic:lenet", "--out", dir + "/a"}, dir + "/a.log");
