@@ -15,8 +15,10 @@
 
 #include "agents/dqn_agent.h"
 #include "cli/config_file.h"
+#include "cli/exit_codes.h"
 #include "cli/keys.h"
 #include "cli/run_config.h"
+#include "cli/usage.h"
 #include "cli/training_flags.h"
 #include "common/files.h"
 #include "common/log.h"
@@ -24,6 +26,7 @@
 #include "envs/synthetic.h"
 #include "envs/workload_io.h"
 #include "envs/workload_spec.h"
+#include "learner/checkpoint_store.h"
 #include "learner/local_fleet.h"
 #include "learner/training_run.h"
 #include "metrics/metrics_server.h"
@@ -140,6 +143,18 @@ void ApplyResume(TrainingFlags& o) {
   if (o.workload.empty()) o.workload = o.resume_dir + "/workload.ttwl";
 }
 
+// A workload spec or file: a bad spec is a usage error (std::invalid_argument),
+// a file that cannot be read or parsed an InputError.
+Workload LoadWorkloadInput(const std::string& spec) {
+  try {
+    return LoadWorkloadSpec(spec);
+  } catch (const std::invalid_argument&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw InputError(e.what());
+  }
+}
+
 std::string DefaultRunDir() {
   std::time_t now = std::time(nullptr);
   std::tm tm{};
@@ -185,7 +200,7 @@ std::vector<BaselinePlan> PrepareBaselines(const TrainingFlags& o, LearnerConfig
 LearnerConfig BuildLearnerConfig(const TrainingFlags& o, const std::string& bind, const Workload* profiled) {
   LearnerConfig c = o.learner;
   c.bind_endpoint = bind;
-  c.workload = profiled ? *profiled : LoadWorkloadSpec(o.workload);
+  c.workload = profiled ? *profiled : LoadWorkloadInput(o.workload);
   c.env.dram_limit_bytes = o.dram_limit_bytes > 0
                                ? o.dram_limit_bytes
                                : static_cast<uint64_t>(std::llround(o.dram_fraction * c.workload.peak_live_bytes()));
@@ -302,9 +317,13 @@ int RunTrain(TrainingFlags& o, const ModelFlags& model, const WorkerFlags& worke
                 o.out.c_str(), o.out.c_str());
   if (!out.result.failure.empty()) {
     std::fprintf(stderr, "training failed: %s\n", out.result.failure.c_str());
-    return 1;
+    return kExitFailure;
   }
-  return out.result.episodes > 0 ? 0 : 1;
+  if (out.result.episodes == 0) {
+    std::fprintf(stderr, "training failed: no episode arrived\n");
+    return kExitFailure;
+  }
+  return kExitOk;
 }
 
 int RunLearner(TrainingFlags& o, const std::string& bind, uint32_t min_workers, const CLI::App& app,
@@ -337,7 +356,7 @@ int RunLearner(TrainingFlags& o, const std::string& bind, uint32_t min_workers, 
               o.out.c_str());
   if (!r.failure.empty()) {
     std::fprintf(stderr, "training failed: %s\n", r.failure.c_str());
-    return 1;
+    return kExitFailure;
   }
   return 0;
 }
@@ -369,7 +388,7 @@ int RunWorker(WorkerConfig config, const WorkerFlags& flags) {
   return 0;
 }
 
-int RunInspect(const std::string& path) {
+int RunInspect(const std::string& path) try {
   std::string head = ReadFile(path).substr(0, 8);
   if (IsLookupFile(path)) {
     std::cout << DescribeLookupFile(path);
@@ -381,11 +400,14 @@ int RunInspect(const std::string& path) {
     throw std::runtime_error("'" + path + "' is neither a workload (.ttwl) nor a plan (.ttplan) file");
   }
   return 0;
+} catch (const std::runtime_error& e) {
+  throw InputError(e.what());
 }
 
 int Main(int argc, char** argv) {
   CLI::App app{"TensorTier: learns where the tensors of a training job live (DRAM or a slow tier)"};
   app.require_subcommand(1);
+  app.fallthrough();  // --log-level and --config after the subcommand too (subcommands inherit it when added)
   SetStrictConfig(app, "Read settings from a TOML file ([train], [learner], [worker] sections; README: Config files)");
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "debug, info, warn or error")
@@ -525,7 +547,17 @@ int Main(int argc, char** argv) {
   KeysFlags keys_flags;
   auto* keys = AddKeysSubcommand(app, keys_flags);
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = ExitCodeOf(e);
+    if (code == kExitOk) return app.exit(e);  // --help
+    std::fprintf(stderr, "tensortier: error: %s\n", e.what());
+    for (const std::string& hint : UnknownWordHints(app, std::vector<std::string>(argv + 1, argv + argc)))
+      std::fprintf(stderr, "  %s\n", hint.c_str());
+    std::fprintf(stderr, "Run with --help for more information.\n");
+    return code;
+  }
   SetLogLevel(ParseLogLevel(log_level));
   try {
     if (*train) {
@@ -553,7 +585,7 @@ int Main(int argc, char** argv) {
       bench_opts.measure = !bench_cost_model_only;
       std::vector<BenchmarkRow> rows;
       for (const std::string& spec : bench_workloads) {
-        Workload w = LoadWorkloadSpec(spec);
+        Workload w = LoadWorkloadInput(spec);
         std::printf("bench %s: %zu kernels, %zu tensors, peak %s\n", w.name.c_str(), w.num_kernels(), w.num_tensors(),
                     FormatBytes(w.peak_live_bytes()).c_str());
         std::fflush(stdout);
@@ -590,9 +622,18 @@ int Main(int argc, char** argv) {
       std::cout << DescribeWorkload(w) << "written to " << gen_out << "\n";
       return 0;
     }
+  } catch (const std::invalid_argument& e) {  // a value or a combination of flags the library refuses
+    std::fprintf(stderr, "tensortier: error: %s\n", e.what());
+    return kExitUsage;
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "tensortier: error: %s\n", e.what());
+    return kExitInput;
+  } catch (const CheckpointError& e) {
+    std::fprintf(stderr, "tensortier: error: %s\n", e.what());
+    return kExitInput;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tensortier: error: %s\n", e.what());
-    return 2;
+    return kExitFailure;
   }
   return 0;
 }

@@ -208,11 +208,12 @@ TEST(Fleet, BadCommandLinesFailWithAClearMessage) {
   ChildProcess a({"train", "--workload", "synthetic:lenet", "--out", dir + "/a"}, dir + "/a.log");
   EXPECT_EQ(a.Wait(std::chrono::seconds(30)), 2);
   EXPECT_NE(ReadFile(dir + "/a.log").find("unknown synthetic shape 'lenet'"), std::string::npos);
+  // Exit codes (README): 2 usage, 3 an input file, 4 the work failed.
   ChildProcess b({"inspect", "/nonexistent/file.ttwl"}, dir + "/b.log");
-  EXPECT_NE(b.Wait(std::chrono::seconds(30)), 0);
+  EXPECT_EQ(b.Wait(std::chrono::seconds(30)), 3) << ReadFile(dir + "/b.log");
   WriteFileAtomically(dir + "/garbage.ttwl", "TTWKLD01 this is not a workload");
   ChildProcess c({"inspect", dir + "/garbage.ttwl"}, dir + "/c.log");
-  EXPECT_EQ(c.Wait(std::chrono::seconds(30)), 2);
+  EXPECT_EQ(c.Wait(std::chrono::seconds(30)), 3);
   EXPECT_NE(ReadFile(dir + "/c.log").find("workload file"), std::string::npos);
   // A misspelt policy or log level is a usage error that lists the valid choices
   // (it used to give an "n/a" row and exit 0, or abort with exit 134).
@@ -228,6 +229,20 @@ TEST(Fleet, BadCommandLinesFailWithAClearMessage) {
   EXPECT_NE(e_exit, 0);
   EXPECT_NE(e_exit, 134) << "aborted";
   EXPECT_NE(ReadFile(dir + "/e.log").find("debug"), std::string::npos) << ReadFile(dir + "/e.log");
+  // A mistyped flag or subcommand gets the nearest valid one (exit codes
+  // used to be CLI11's: 105, 106, 109).
+  ChildProcess h({"train", "--workload", "synthetic:tiny:2", "--episdoes", "3"}, dir + "/h.log");
+  EXPECT_EQ(h.Wait(std::chrono::seconds(30)), 2);
+  EXPECT_NE(ReadFile(dir + "/h.log").find("--episdoes: unknown flag of train; did you mean --episodes?"),
+            std::string::npos)
+      << ReadFile(dir + "/h.log");
+  ChildProcess i({"trian", "--episodes", "3"}, dir + "/i.log");
+  EXPECT_EQ(i.Wait(std::chrono::seconds(30)), 2);
+  EXPECT_NE(ReadFile(dir + "/i.log").find("did you mean train?"), std::string::npos) << ReadFile(dir + "/i.log");
+  ChildProcess j({"train", "--config", dir + "/missing.toml"}, dir + "/j.log");
+  EXPECT_EQ(j.Wait(std::chrono::seconds(30)), 3) << ReadFile(dir + "/j.log");
+  ChildProcess k({"inspect", "--log-level", "warn", dir + "/garbage.ttwl"}, dir + "/k.log");
+  EXPECT_EQ(k.Wait(std::chrono::seconds(30)), 3) << "--log-level after the subcommand: " << ReadFile(dir + "/k.log");
   // A run directory that holds something is not overwritten silently.
   fs::create_directories(dir + "/used");
   WriteFileAtomically(dir + "/used/metrics.csv", "an older run\n");
