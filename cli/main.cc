@@ -16,6 +16,7 @@
 #include "agents/dqn_agent.h"
 #include "cli/config_file.h"
 #include "cli/exit_codes.h"
+#include "cli/interrupt.h"
 #include "cli/keys.h"
 #include "cli/run_config.h"
 #include "cli/usage.h"
@@ -28,6 +29,7 @@
 #include "envs/workload_spec.h"
 #include "learner/checkpoint_store.h"
 #include "learner/local_fleet.h"
+#include "learner/run_supervisor.h"
 #include "learner/training_run.h"
 #include "metrics/metrics_server.h"
 #include "report/report.h"
@@ -241,6 +243,16 @@ std::string RecordedWorkload(const std::string& workload, const std::string& run
   return std::filesystem::absolute(run_dir + "/workload.ttwl").lexically_normal().string();
 }
 
+// After SIGINT or SIGTERM: what was saved, and the command that goes on.
+int ReportInterrupted(int sig, const char* subcommand, const std::string& out, uint64_t episodes, uint64_t total) {
+  std::printf("\ninterrupted by %s after %llu of %llu episodes; the final checkpoint, metrics.csv, summary.json and "
+              "the comparison are in %s/\ncontinue with:\n  tensortier --config %s/config.toml %s --resume %s\n",
+              SignalName(sig), static_cast<unsigned long long>(episodes), static_cast<unsigned long long>(total),
+              out.c_str(), out.c_str(), subcommand, out.c_str());
+  std::fflush(stdout);
+  return 128 + sig;
+}
+
 int RunTrain(TrainingFlags& o, const ModelFlags& model, const WorkerFlags& worker_flags, int workers,
              const CLI::App& app, bool prometheus) {
   ApplyResume(o);
@@ -286,6 +298,8 @@ int RunTrain(TrainingFlags& o, const ModelFlags& model, const WorkerFlags& worke
   std::printf("run directory: %s (worker logs in %s/logs)\n", o.out.c_str(), o.out.c_str());
   std::fflush(stdout);
   Progress progress(opts.learner.episodes, w.total_dram_time_ns());
+  InterruptWatch watch;  // from here on, SIGINT/SIGTERM stop the run and save it
+  opts.interrupt = &watch.interrupt();
   TrainingRunOutcome out = RunTraining(opts, [&](const EpisodeRecord& r) { progress(r); });
   std::printf("\nfinished: %llu episodes, %llu updates, %llu transitions in %.1f s; %d/%d workers exited cleanly\n",
               static_cast<unsigned long long>(out.result.episodes), static_cast<unsigned long long>(out.result.updates),
@@ -315,6 +329,8 @@ int RunTrain(TrainingFlags& o, const ModelFlags& model, const WorkerFlags& worke
     std::printf("Prometheus stopped; serve its data again with\n  prometheus --config.file=%s/prometheus/prometheus.yml "
                 "--storage.tsdb.path=%s/prometheus/data --web.listen-address=127.0.0.1:9090\n",
                 o.out.c_str(), o.out.c_str());
+  if (out.interrupted_by)
+    return ReportInterrupted(out.interrupted_by, "train", o.out, out.result.episodes, opts.learner.episodes);
   if (!out.result.failure.empty()) {
     std::fprintf(stderr, "training failed: %s\n", out.result.failure.c_str());
     return kExitFailure;
@@ -337,6 +353,7 @@ int RunLearner(TrainingFlags& o, const std::string& bind, uint32_t min_workers, 
   c.metrics_sd_dir = metrics_sd_dir;
   const std::vector<BaselinePlan> baselines = PrepareBaselines(o, c);
   const std::string config_toml = RunConfigToml(app, "learner", RecordedWorkload(o.workload, o.out));
+  InterruptWatch watch;  // from here on, SIGINT/SIGTERM stop the run and save it
   Learner learner(c);
   if (!c.resume) WriteFileAtomically(o.out + "/config.toml", config_toml);  // a killed run resumes with it
   std::printf("learner listening on %s; run directory %s\n", learner.endpoint().c_str(), o.out.c_str());
@@ -344,7 +361,9 @@ int RunLearner(TrainingFlags& o, const std::string& bind, uint32_t min_workers, 
     std::printf("learner metrics: http://%s/metrics\n", learner.metrics_address().c_str());
   std::fflush(stdout);
   Progress progress(c.episodes, c.workload.total_dram_time_ns());
+  RunSupervisor supervisor(&watch.interrupt(), nullptr, [&learner] { learner.Stop(); });
   LearnerResult r = learner.Run([&](const EpisodeRecord& rec) { progress(rec); });
+  supervisor.Finish();
   if (r.converged)
     std::printf("converged after %llu episodes, %.1f s\n", static_cast<unsigned long long>(r.converged_at_episode),
                 r.converged_at_seconds);
@@ -354,6 +373,8 @@ int RunLearner(TrainingFlags& o, const std::string& bind, uint32_t min_workers, 
   std::printf("\nfinal plan: %s, from the %s\n%s\n%s\nwritten to %s/\n", final_plan.plan.produced_by.c_str(),
               final_plan.source.c_str(), ComparisonMarkdown(comparison).c_str(), ComparisonVerdict(comparison).c_str(),
               o.out.c_str());
+  if (supervisor.interrupted_by())
+    return ReportInterrupted(supervisor.interrupted_by(), "learner", o.out, r.episodes, c.episodes);
   if (!r.failure.empty()) {
     std::fprintf(stderr, "training failed: %s\n", r.failure.c_str());
     return kExitFailure;
