@@ -28,6 +28,7 @@
 #include "envs/workload_io.h"
 #include "envs/workload_spec.h"
 #include "learner/checkpoint_store.h"
+#include "learner/checkpoint_summary.h"
 #include "learner/local_fleet.h"
 #include "learner/run_supervisor.h"
 #include "learner/training_run.h"
@@ -417,8 +418,13 @@ int RunInspect(const std::string& path) try {
     std::cout << DescribeWorkload(ReadWorkloadFile(path));
   } else if (head == "TTPLAN01") {
     std::cout << DescribePlan(ReadPlanFile(path));
+  } else if (LooksLikeLearnerCheckpoint(head)) {
+    std::cout << DescribeLearnerCheckpoint(path);
+  } else if (LooksLikeAgentCheckpoint(head) || std::filesystem::path(path).extension() == ".ckpt") {
+    std::cout << DescribeAgentCheckpoint(path);  // a .ckpt from before the frame too
   } else {
-    throw std::runtime_error("'" + path + "' is neither a workload (.ttwl) nor a plan (.ttplan) file");
+    throw std::runtime_error("'" + path + "' is none of: a workload (.ttwl), a plan (.ttplan), an agent checkpoint "
+                             "(.ckpt), a learner checkpoint (.ttckpt)");
   }
   return 0;
 } catch (const std::runtime_error& e) {
@@ -553,7 +559,7 @@ int Main(int argc, char** argv) {
                              "Copy every migrating tensor on its own");
 
   std::string inspect_path;
-  auto* inspect = app.add_subcommand("inspect", "Summarise a workload (.ttwl), plan (.ttplan) or checkpoint file");
+  auto* inspect = app.add_subcommand("inspect", "Summarise a workload (.ttwl), plan (.ttplan), agent checkpoint (.ckpt) or learner checkpoint (.ttckpt)");
   inspect->add_option("file", inspect_path, "File to summarise")->required()->check(CLI::ExistingFile);
 
   SyntheticOptions gen;
