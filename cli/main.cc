@@ -454,6 +454,11 @@ int Main(int argc, char** argv) {
   train->add_flag("--prometheus", train_prometheus,
                   "Start a Prometheus (/usr/bin/prometheus) on loopback scraping the learner and the workers; "
                   "its configuration and data go to RUN_DIR/prometheus");
+  PutInHelpGroups(train, {{"Fleet and metrics", {"--workers", "--prometheus"}},
+                          {"Model (profiled when no --workload is given)",
+                           {"--model", "--torchscript", "--batch", "--image-size", "--classes", "--optimizer"}},
+                          {"Workers: how they score plans",
+                           {"--slow-tier", "--measure-every", "--repeats", "--warmup", "--cost-model-only"}}});
 
   TrainingFlags learner_opts;
   std::string bind = "tcp://127.0.0.1:5555";
@@ -468,6 +473,8 @@ int Main(int argc, char** argv) {
   std::string learner_sd_dir;
   learner->add_option("--metrics-sd-dir", learner_sd_dir,
                       "Write a Prometheus file_sd target file for the metrics endpoint into this directory");
+  PutInHelpGroups(learner, {{"Fleet and metrics", {"--bind", "--min-workers", "--metrics-sd-dir", "--secret-key",
+                                                   "--authorized-keys", "--insecure-plaintext"}}});
 
   WorkerConfig worker_config;
   auto* worker = app.add_subcommand("worker", "Run a worker against a learner");
