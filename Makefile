@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 RUN_FLAGS ?=
 
-.PHONY: all bootstrap configure build test run bench clean test-sanitize test-tsan fuzz-long
+.PHONY: all bootstrap configure build build-run test run bench clean test-sanitize test-tsan fuzz-long
 
 all: build
 
@@ -21,7 +21,12 @@ build: configure
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
-run: build
+# Only what `make run` runs: the tensortier binary, not the tests, fuzzers
+# and benchmarks that `make build` (and `make test`) build as well.
+build-run: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target tensortier
+
+run: build-run
 	$(BUILD_DIR)/cli/tensortier train $(RUN_FLAGS)
 
 # The test suites under AddressSanitizer and UndefinedBehaviorSanitizer, in

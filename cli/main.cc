@@ -14,7 +14,12 @@
 #include <map>
 
 #include "agents/dqn_agent.h"
+#include "cli/config_file.h"
+#include "cli/exit_codes.h"
+#include "cli/interrupt.h"
 #include "cli/keys.h"
+#include "cli/run_config.h"
+#include "cli/usage.h"
 #include "cli/training_flags.h"
 #include "common/files.h"
 #include "common/log.h"
@@ -22,7 +27,10 @@
 #include "envs/synthetic.h"
 #include "envs/workload_io.h"
 #include "envs/workload_spec.h"
+#include "learner/checkpoint_store.h"
+#include "learner/checkpoint_summary.h"
 #include "learner/local_fleet.h"
+#include "learner/run_supervisor.h"
 #include "learner/training_run.h"
 #include "metrics/metrics_server.h"
 #include "report/report.h"
@@ -138,6 +146,18 @@ void ApplyResume(TrainingFlags& o) {
   if (o.workload.empty()) o.workload = o.resume_dir + "/workload.ttwl";
 }
 
+// A workload spec or file: a bad spec is a usage error (std::invalid_argument),
+// a file that cannot be read or parsed an InputError.
+Workload LoadWorkloadInput(const std::string& spec) {
+  try {
+    return LoadWorkloadSpec(spec);
+  } catch (const std::invalid_argument&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw InputError(e.what());
+  }
+}
+
 std::string DefaultRunDir() {
   std::time_t now = std::time(nullptr);
   std::tm tm{};
@@ -183,7 +203,7 @@ std::vector<BaselinePlan> PrepareBaselines(const TrainingFlags& o, LearnerConfig
 LearnerConfig BuildLearnerConfig(const TrainingFlags& o, const std::string& bind, const Workload* profiled) {
   LearnerConfig c = o.learner;
   c.bind_endpoint = bind;
-  c.workload = profiled ? *profiled : LoadWorkloadSpec(o.workload);
+  c.workload = profiled ? *profiled : LoadWorkloadInput(o.workload);
   c.env.dram_limit_bytes = o.dram_limit_bytes > 0
                                ? o.dram_limit_bytes
                                : static_cast<uint64_t>(std::llround(o.dram_fraction * c.workload.peak_live_bytes()));
@@ -217,8 +237,25 @@ class Progress {
   std::chrono::steady_clock::time_point last_{};
 };
 
+// How RUN_DIR/config.toml names the workload: a synthetic spec as given,
+// anything else (a file, a profiled model) as the run's own copy.
+std::string RecordedWorkload(const std::string& workload, const std::string& run_dir) {
+  if (workload.rfind("synthetic:", 0) == 0) return workload;
+  return std::filesystem::absolute(run_dir + "/workload.ttwl").lexically_normal().string();
+}
+
+// After SIGINT or SIGTERM: what was saved, and the command that goes on.
+int ReportInterrupted(int sig, const char* subcommand, const std::string& out, uint64_t episodes, uint64_t total) {
+  std::printf("\ninterrupted by %s after %llu of %llu episodes; the final checkpoint, metrics.csv, summary.json and "
+              "the comparison are in %s/\ncontinue with:\n  tensortier --config %s/config.toml %s --resume %s\n",
+              SignalName(sig), static_cast<unsigned long long>(episodes), static_cast<unsigned long long>(total),
+              out.c_str(), out.c_str(), subcommand, out.c_str());
+  std::fflush(stdout);
+  return 128 + sig;
+}
+
 int RunTrain(TrainingFlags& o, const ModelFlags& model, const WorkerFlags& worker_flags, int workers,
-             const std::string& config_toml, bool prometheus) {
+             const CLI::App& app, bool prometheus) {
   ApplyResume(o);
   if (o.out.empty()) o.out = DefaultRunDir();
   std::unique_ptr<Workload> profiled;
@@ -236,7 +273,7 @@ int RunTrain(TrainingFlags& o, const ModelFlags& model, const WorkerFlags& worke
   opts.workers = workers;
   opts.worker_executable = SelfExecutable();
   opts.worker_args = WorkerArgs(worker_flags);
-  opts.config_toml = config_toml;
+  opts.config_toml = RunConfigToml(app, "train", RecordedWorkload(o.workload, o.out));
   opts.baselines = PrepareBaselines(o, opts.learner);
   if (!opts.learner.metrics_address.empty()) {  // every process registers its metrics port for Prometheus
     opts.learner.metrics_sd_dir = o.out + "/prometheus/targets";
@@ -262,6 +299,8 @@ int RunTrain(TrainingFlags& o, const ModelFlags& model, const WorkerFlags& worke
   std::printf("run directory: %s (worker logs in %s/logs)\n", o.out.c_str(), o.out.c_str());
   std::fflush(stdout);
   Progress progress(opts.learner.episodes, w.total_dram_time_ns());
+  InterruptWatch watch;  // from here on, SIGINT/SIGTERM stop the run and save it
+  opts.interrupt = &watch.interrupt();
   TrainingRunOutcome out = RunTraining(opts, [&](const EpisodeRecord& r) { progress(r); });
   std::printf("\nfinished: %llu episodes, %llu updates, %llu transitions in %.1f s; %d/%d workers exited cleanly\n",
               static_cast<unsigned long long>(out.result.episodes), static_cast<unsigned long long>(out.result.updates),
@@ -291,14 +330,20 @@ int RunTrain(TrainingFlags& o, const ModelFlags& model, const WorkerFlags& worke
     std::printf("Prometheus stopped; serve its data again with\n  prometheus --config.file=%s/prometheus/prometheus.yml "
                 "--storage.tsdb.path=%s/prometheus/data --web.listen-address=127.0.0.1:9090\n",
                 o.out.c_str(), o.out.c_str());
+  if (out.interrupted_by)
+    return ReportInterrupted(out.interrupted_by, "train", o.out, out.result.episodes, opts.learner.episodes);
   if (!out.result.failure.empty()) {
     std::fprintf(stderr, "training failed: %s\n", out.result.failure.c_str());
-    return 1;
+    return kExitFailure;
   }
-  return out.result.episodes > 0 ? 0 : 1;
+  if (out.result.episodes == 0) {
+    std::fprintf(stderr, "training failed: no episode arrived\n");
+    return kExitFailure;
+  }
+  return kExitOk;
 }
 
-int RunLearner(TrainingFlags& o, const std::string& bind, uint32_t min_workers, const std::string& config_toml,
+int RunLearner(TrainingFlags& o, const std::string& bind, uint32_t min_workers, const CLI::App& app,
                const std::string& metrics_sd_dir) {
   ApplyResume(o);
   if (o.out.empty()) o.out = DefaultRunDir();
@@ -308,6 +353,8 @@ int RunLearner(TrainingFlags& o, const std::string& bind, uint32_t min_workers, 
   c.run_dir = o.out;
   c.metrics_sd_dir = metrics_sd_dir;
   const std::vector<BaselinePlan> baselines = PrepareBaselines(o, c);
+  const std::string config_toml = RunConfigToml(app, "learner", RecordedWorkload(o.workload, o.out));
+  InterruptWatch watch;  // from here on, SIGINT/SIGTERM stop the run and save it
   Learner learner(c);
   if (!c.resume) WriteFileAtomically(o.out + "/config.toml", config_toml);  // a killed run resumes with it
   std::printf("learner listening on %s; run directory %s\n", learner.endpoint().c_str(), o.out.c_str());
@@ -315,7 +362,9 @@ int RunLearner(TrainingFlags& o, const std::string& bind, uint32_t min_workers, 
     std::printf("learner metrics: http://%s/metrics\n", learner.metrics_address().c_str());
   std::fflush(stdout);
   Progress progress(c.episodes, c.workload.total_dram_time_ns());
+  RunSupervisor supervisor(&watch.interrupt(), nullptr, [&learner] { learner.Stop(); });
   LearnerResult r = learner.Run([&](const EpisodeRecord& rec) { progress(rec); });
+  supervisor.Finish();
   if (r.converged)
     std::printf("converged after %llu episodes, %.1f s\n", static_cast<unsigned long long>(r.converged_at_episode),
                 r.converged_at_seconds);
@@ -325,9 +374,11 @@ int RunLearner(TrainingFlags& o, const std::string& bind, uint32_t min_workers, 
   std::printf("\nfinal plan: %s, from the %s\n%s\n%s\nwritten to %s/\n", final_plan.plan.produced_by.c_str(),
               final_plan.source.c_str(), ComparisonMarkdown(comparison).c_str(), ComparisonVerdict(comparison).c_str(),
               o.out.c_str());
+  if (supervisor.interrupted_by())
+    return ReportInterrupted(supervisor.interrupted_by(), "learner", o.out, r.episodes, c.episodes);
   if (!r.failure.empty()) {
     std::fprintf(stderr, "training failed: %s\n", r.failure.c_str());
-    return 1;
+    return kExitFailure;
   }
   return 0;
 }
@@ -359,7 +410,7 @@ int RunWorker(WorkerConfig config, const WorkerFlags& flags) {
   return 0;
 }
 
-int RunInspect(const std::string& path) {
+int RunInspect(const std::string& path) try {
   std::string head = ReadFile(path).substr(0, 8);
   if (IsLookupFile(path)) {
     std::cout << DescribeLookupFile(path);
@@ -367,45 +418,24 @@ int RunInspect(const std::string& path) {
     std::cout << DescribeWorkload(ReadWorkloadFile(path));
   } else if (head == "TTPLAN01") {
     std::cout << DescribePlan(ReadPlanFile(path));
+  } else if (LooksLikeLearnerCheckpoint(head)) {
+    std::cout << DescribeLearnerCheckpoint(path);
+  } else if (LooksLikeAgentCheckpoint(head) || std::filesystem::path(path).extension() == ".ckpt") {
+    std::cout << DescribeAgentCheckpoint(path);  // a .ckpt from before the frame too
   } else {
-    throw std::runtime_error("'" + path + "' is neither a workload (.ttwl) nor a plan (.ttplan) file");
+    throw std::runtime_error("'" + path + "' is none of: a workload (.ttwl), a plan (.ttplan), an agent checkpoint "
+                             "(.ckpt), a learner checkpoint (.ttckpt)");
   }
   return 0;
-}
-
-// The settings of this run as a config file that --config reads back:
-// CLI11 writes unset values as "" and lists as one quoted string, which it
-// cannot read; drop the former and write the latter as arrays.
-std::string ReusableConfig(const CLI::App& app) {
-  std::istringstream in(app.config_to_str(true, false));
-  std::ostringstream out;
-  std::string line;
-  while (std::getline(in, line)) {
-    const size_t eq = line.find('=');
-    if (eq == std::string::npos) {
-      out << line << '\n';
-      continue;
-    }
-    std::string value = line.substr(eq + 1);
-    if (value == "\"\"") continue;
-    const bool quoted_list = value.size() > 2 && value.front() == '"' && value.back() == '"' &&
-                             value.find(' ') != std::string::npos &&
-                             value.find_first_not_of("\"0123456789. -") == std::string::npos;
-    if (quoted_list) {
-      std::istringstream items(value.substr(1, value.size() - 2));
-      std::string item, joined;
-      while (items >> item) joined += (joined.empty() ? "" : ", ") + item;
-      value = "[" + joined + "]";
-    }
-    out << line.substr(0, eq + 1) << value << '\n';
-  }
-  return out.str();
+} catch (const std::runtime_error& e) {
+  throw InputError(e.what());
 }
 
 int Main(int argc, char** argv) {
   CLI::App app{"TensorTier: learns where the tensors of a training job live (DRAM or a slow tier)"};
   app.require_subcommand(1);
-  app.set_config("--config", "", "Read settings from a TOML/INI file ([train], [learner], [worker] sections)");
+  app.fallthrough();  // --log-level and --config after the subcommand too (subcommands inherit it when added)
+  SetStrictConfig(app, "Read settings from a TOML file ([train], [learner], [worker] sections; README: Config files)");
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "debug, info, warn or error")
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}))
@@ -424,6 +454,11 @@ int Main(int argc, char** argv) {
   train->add_flag("--prometheus", train_prometheus,
                   "Start a Prometheus (/usr/bin/prometheus) on loopback scraping the learner and the workers; "
                   "its configuration and data go to RUN_DIR/prometheus");
+  PutInHelpGroups(train, {{"Fleet and metrics", {"--workers", "--prometheus"}},
+                          {"Model (profiled when no --workload is given)",
+                           {"--model", "--torchscript", "--batch", "--image-size", "--classes", "--optimizer"}},
+                          {"Workers: how they score plans",
+                           {"--slow-tier", "--measure-every", "--repeats", "--warmup", "--cost-model-only"}}});
 
   TrainingFlags learner_opts;
   std::string bind = "tcp://127.0.0.1:5555";
@@ -438,6 +473,8 @@ int Main(int argc, char** argv) {
   std::string learner_sd_dir;
   learner->add_option("--metrics-sd-dir", learner_sd_dir,
                       "Write a Prometheus file_sd target file for the metrics endpoint into this directory");
+  PutInHelpGroups(learner, {{"Fleet and metrics", {"--bind", "--min-workers", "--metrics-sd-dir", "--secret-key",
+                                                   "--authorized-keys", "--insecure-plaintext"}}});
 
   WorkerConfig worker_config;
   auto* worker = app.add_subcommand("worker", "Run a worker against a learner");
@@ -529,7 +566,7 @@ int Main(int argc, char** argv) {
                              "Copy every migrating tensor on its own");
 
   std::string inspect_path;
-  auto* inspect = app.add_subcommand("inspect", "Summarise a workload (.ttwl), plan (.ttplan) or checkpoint file");
+  auto* inspect = app.add_subcommand("inspect", "Summarise a workload (.ttwl), plan (.ttplan), agent checkpoint (.ckpt) or learner checkpoint (.ttckpt)");
   inspect->add_option("file", inspect_path, "File to summarise")->required()->check(CLI::ExistingFile);
 
   SyntheticOptions gen;
@@ -544,17 +581,26 @@ int Main(int argc, char** argv) {
   KeysFlags keys_flags;
   auto* keys = AddKeysSubcommand(app, keys_flags);
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = ExitCodeOf(e);
+    if (code == kExitOk) return app.exit(e);  // --help
+    std::fprintf(stderr, "tensortier: error: %s\n", e.what());
+    for (const std::string& hint : UnknownWordHints(app, std::vector<std::string>(argv + 1, argv + argc)))
+      std::fprintf(stderr, "  %s\n", hint.c_str());
+    std::fprintf(stderr, "Run with --help for more information.\n");
+    return code;
+  }
   SetLogLevel(ParseLogLevel(log_level));
   try {
     if (*train) {
       SetLogComponent("train");
-      return RunTrain(train_opts, train_model, train_worker, workers, ReusableConfig(app),
-                      train_prometheus);
+      return RunTrain(train_opts, train_model, train_worker, workers, app, train_prometheus);
     }
     if (*learner) {
       SetLogComponent("learner");
-      return RunLearner(learner_opts, bind, min_workers, ReusableConfig(app), learner_sd_dir);
+      return RunLearner(learner_opts, bind, min_workers, app, learner_sd_dir);
     }
     if (*worker) {
       SetLogComponent("worker");
@@ -573,7 +619,7 @@ int Main(int argc, char** argv) {
       bench_opts.measure = !bench_cost_model_only;
       std::vector<BenchmarkRow> rows;
       for (const std::string& spec : bench_workloads) {
-        Workload w = LoadWorkloadSpec(spec);
+        Workload w = LoadWorkloadInput(spec);
         std::printf("bench %s: %zu kernels, %zu tensors, peak %s\n", w.name.c_str(), w.num_kernels(), w.num_tensors(),
                     FormatBytes(w.peak_live_bytes()).c_str());
         std::fflush(stdout);
@@ -610,9 +656,18 @@ int Main(int argc, char** argv) {
       std::cout << DescribeWorkload(w) << "written to " << gen_out << "\n";
       return 0;
     }
+  } catch (const std::invalid_argument& e) {  // a value or a combination of flags the library refuses
+    std::fprintf(stderr, "tensortier: error: %s\n", e.what());
+    return kExitUsage;
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "tensortier: error: %s\n", e.what());
+    return kExitInput;
+  } catch (const CheckpointError& e) {
+    std::fprintf(stderr, "tensortier: error: %s\n", e.what());
+    return kExitInput;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tensortier: error: %s\n", e.what());
-    return 2;
+    return kExitFailure;
   }
   return 0;
 }

@@ -1,6 +1,8 @@
 #include "cli/training_flags.h"
 
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "metrics/metrics_server.h"
@@ -54,6 +56,15 @@ MigrationMode ParseMigrationMode(const std::string& name) {
 std::string MigrationModeString(MigrationMode mode) { return MigrationModeName(mode); }
 
 }  // namespace
+
+void PutInHelpGroups(CLI::App* cmd, const std::vector<std::pair<std::string, std::vector<std::string>>>& groups) {
+  for (const auto& [group, names] : groups)
+    for (const std::string& name : names) {
+      CLI::Option* opt = cmd->get_option_no_throw(name);
+      if (!opt) throw std::logic_error("no option " + name + " to put in the help group " + group);
+      opt->group(group);
+    }
+}
 
 // The learner serves Prometheus metrics unless told 'off'; a Learner built
 // in code serves none unless given an address.
@@ -175,6 +186,21 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
                   "Plan-time search from the fastest evaluated policy's greedy plan, guided by its network (1 = none)")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
+
+  PutInHelpGroups(cmd, {
+      {"What to train on, and the run", {"--workload", "--dram-fraction", "--dram-limit-bytes", "--episodes", "--out",
+                                         "--force", "--resume", "--max-seconds", "--checkpoint-every"}},
+      {"The environment", {"--mode", "--beta", "--spill-penalty"}},
+      {"The agent (DQN, and SAC where it says so)",
+       {"--agent", "--seed", "--hidden", "--lr", "--batch-size", "--updates-per-episode", "--epsilon-decay-episodes",
+        "--learning-starts", "--target-update-interval", "--gamma", "--device"}},
+      {"SAC", {"--sac-lr", "--sac-alpha-lr", "--sac-tau", "--sac-target-entropy-scale", "--sac-reward-scale"}},
+      {"Replay and exploration", {"--replay", "--samples-per-insert", "--exploration", "--apex-epsilon", "--apex-alpha"}},
+      {"Baselines and imitation", {"--demonstrations", "--baselines", "--solver-seconds", "--dagger-rounds"}},
+      {"Evaluation, convergence and the final search",
+       {"--eval-every", "--converge-window", "--converge-tolerance", "--search-rollouts"}},
+      {"Fleet and metrics", {"--heartbeat-ms", "--metrics-address"}},
+  });
 }
 
 }  // namespace tensortier

@@ -37,4 +37,9 @@ struct TrainingFlags {
 // --gamma, --seed, --device) set both agents' fields, whose defaults agree.
 void AddTrainingOptions(CLI::App* cmd, TrainingFlags& flags);
 
+// Puts the options of `cmd` named in `groups` (long names with "--") into
+// those groups of --help, in that order; throws std::logic_error for a name
+// `cmd` has no option of.
+void PutInHelpGroups(CLI::App* cmd, const std::vector<std::pair<std::string, std::vector<std::string>>>& groups);
+
 }  // namespace tensortier

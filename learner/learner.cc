@@ -704,7 +704,7 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
   m.result.greedy_summary = m.Evaluate();
   m.result.greedy_plan = m.result.greedy_summary.plan;
   // The search from the fastest evaluated policy's greedy plan.
-  if (m.config.plan_search.max_rollouts > 1 && !m.fastest.empty()) {
+  if (m.config.plan_search.max_rollouts > 1 && !m.fastest.empty() && !stop_.load()) {  // not when told to stop
     m.result.search = m.fastest.Search(m.config.workload, m.config.env, m.agent->name(), m.agent->config_json(),
                                        m.config.plan_search);
     m.result.searched = true;

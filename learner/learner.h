@@ -277,7 +277,9 @@ class Learner {
   std::string metrics_address() const;
   // Serves until config.episodes reports arrived, Stop() is called, or
   // max_seconds pass; then tells workers to shut down and evaluates the
-  // greedy policy. `on_episode` is called for every episode report.
+  // greedy policy (and searches from it, unless stopped by Stop(): an
+  // interrupted run ends within seconds). `on_episode` is called for every
+  // episode report.
   LearnerResult Run(const std::function<void(const EpisodeRecord&)>& on_episode = {});
   void Stop() { stop_.store(true); }
   LearnerStatus status() const;

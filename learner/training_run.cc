@@ -3,8 +3,11 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "learner/local_fleet.h"
+#include "learner/run_supervisor.h"
 #include "metrics/prometheus_server.h"
 #include "policies/policy.h"
+
+#include <signal.h>
 
 namespace tensortier {
 
@@ -34,9 +37,23 @@ TrainingRunOutcome RunTraining(const TrainingRunOptions& options,
   if (!dir.empty() && !options.learner.resume) WriteFileAtomically(dir + "/config.toml", options.config_toml);
   Learner learner(options.learner);
   std::unique_ptr<PrometheusServer> prometheus;
-  if (options.prometheus)
-    prometheus = StartRunPrometheus((dir.empty() ? std::string("/tmp") : dir) + "/prometheus",
-                                    options.learner.metrics_sd_dir, options.prometheus_binary);
+  if (options.prometheus) {
+    // Prometheus inherits this thread's signal mask, in which `train` blocks
+    // SIGINT and SIGTERM (cli/interrupt.h): it must get SIGTERM to stop.
+    sigset_t stop_signals, before;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_UNBLOCK, &stop_signals, &before);
+    try {
+      prometheus = StartRunPrometheus((dir.empty() ? std::string("/tmp") : dir) + "/prometheus",
+                                      options.learner.metrics_sd_dir, options.prometheus_binary);
+    } catch (...) {
+      pthread_sigmask(SIG_SETMASK, &before, nullptr);
+      throw;
+    }
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  }
   if (options.on_started)
     options.on_started(learner.metrics_address().empty() ? "" : "http://" + learner.metrics_address() + "/metrics",
                        prometheus ? prometheus->url() : "");
@@ -44,11 +61,20 @@ TrainingRunOutcome RunTraining(const TrainingRunOptions& options,
       SpawnWorkers(options.worker_executable, learner.endpoint(), options.workers, options.worker_args,
                    dir.empty() ? "/tmp" : dir + "/logs");
   TrainingRunOutcome out;
-  try {
-    out.result = learner.Run(on_episode);
-  } catch (...) {
-    ReapWorkers(workers, 0);
-    throw;
+  {
+    RunSupervisor supervisor(options.interrupt, &workers, [&learner] { learner.Stop(); });
+    try {
+      out.result = learner.Run(on_episode);
+    } catch (...) {
+      supervisor.Finish();
+      ReapWorkers(workers, 0);
+      throw;
+    }
+    supervisor.Finish();
+    out.interrupted_by = supervisor.interrupted_by();
+    // (Workers that fail after a run that ended by itself do not make it fail.)
+    const bool ended_early = out.result.episodes < options.learner.episodes && !out.result.converged;
+    if (out.result.failure.empty() && ended_early) out.result.failure = supervisor.workers_failure();
   }
   out.workers_exited_cleanly = ReapWorkers(workers, 10.0);
   const Workload& w = options.learner.workload;

@@ -3,6 +3,7 @@
 // plan (and the greedy policy's) against the baselines, first-touch and all-DRAM.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
@@ -27,6 +28,9 @@ struct TrainingRunOptions {
   // Called once the learner listens (and Prometheus is ready), with the URL
   // of the learner's metrics and Prometheus's ("" when there is none).
   std::function<void(const std::string& metrics_url, const std::string& prometheus_url)> on_started;
+  // Set (to a signal number) by a signal handler: the run stops, stops its
+  // workers and writes what it has (cli/interrupt.h). Null: not watched.
+  const std::atomic<int>* interrupt = nullptr;
 };
 
 struct TrainingRunOutcome {
@@ -34,6 +38,7 @@ struct TrainingRunOutcome {
   FinalPlanChoice final_plan;
   std::vector<PolicyScore> comparison;
   int workers_exited_cleanly = 0;
+  int interrupted_by = 0;  // the signal that stopped the run early; 0 if none
 };
 
 // The plans of `policies` (policies/policy.h names) for the task of
@@ -44,6 +49,10 @@ std::vector<BaselinePlan> ComputeBaselines(const Workload& workload, const EnvCo
                                            const std::vector<std::string>& policies, double solver_seconds,
                                            const std::function<void(const std::string&)>& on_policy = {});
 
+// Ends when the learner does: its episodes done, converged, out of time,
+// interrupted (options.interrupt), or every worker exited with an error
+// (result.failure then says how each ended and the last error line of its
+// log). The run directory is written however it ended.
 TrainingRunOutcome RunTraining(const TrainingRunOptions& options,
                                const std::function<void(const EpisodeRecord&)>& on_episode = {});
 

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -151,6 +152,25 @@ TEST(TrainingFlags, AnUnknownNameIsRefusedWithTheChoices) {
       EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
     }
   }
+}
+
+// `train --help` is grouped: every training flag is in a group of its own
+// kind, none left in CLI11's catch-all "Options".
+TEST(TrainingFlags, EveryFlagHasAHelpGroup) {
+  CLI::App app;
+  TrainingFlags flags;
+  CLI::App* train = app.add_subcommand("train");
+  AddTrainingOptions(train, flags);
+  std::set<std::string> groups;
+  for (const CLI::Option* opt : train->get_options()) {
+    if (opt == train->get_help_ptr()) continue;
+    EXPECT_NE(opt->get_group(), "Options") << opt->get_name();
+    groups.insert(opt->get_group());
+  }
+  EXPECT_GE(groups.size(), 6u);
+  const std::string help = train->help();
+  EXPECT_LT(help.find("What to train on, and the run:"), help.find("SAC:"));
+  EXPECT_THROW(PutInHelpGroups(train, {{"x", {"--no-such-flag"}}}), std::logic_error);
 }
 
 }  // namespace

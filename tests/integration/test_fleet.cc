@@ -141,16 +141,79 @@ TEST(Fleet, ARunsConfigFileReproducesItsSettings) {
   fs::remove_all(dir);
 }
 
+// A workload file (not a synthetic spec) is recorded as the run's own copy,
+// so the config file repeats the run after the original is gone.
+TEST(Fleet, ARunsConfigFileNamesItsWorkload) {
+  const std::string dir = TempDir("config-workload");
+  ChildProcess gen({"generate", "--shape", "tiny", "--layers", "3", "--base-bytes", "65536", "--out",
+                    dir + "/w.ttwl"},
+                   dir + "/gen.log");
+  ASSERT_EQ(gen.Wait(std::chrono::seconds(60)), 0) << ReadFile(dir + "/gen.log");
+  ChildProcess first({"train", "--workload", dir + "/w.ttwl", "--episodes", "3", "--workers", "1",
+                      "--metrics-address", "off", "--baselines", "none", "--demonstrations", "none", "--out",
+                      dir + "/a"},
+                     dir + "/a.log");
+  ASSERT_EQ(first.Wait(std::chrono::seconds(120)), 0) << ReadFile(dir + "/a.log");
+  const std::string config = ReadFile(dir + "/a/config.toml");
+  EXPECT_NE(config.find("train.workload=\"" + (fs::absolute(dir) / "a/workload.ttwl").lexically_normal().string() +
+                        "\""),
+            std::string::npos)
+      << config;
+  EXPECT_EQ(config.find("train.out"), std::string::npos) << config;
+  EXPECT_EQ(config.find("learner."), std::string::npos) << config;
+  fs::remove(dir + "/w.ttwl");
+  ChildProcess again({"--config", dir + "/a/config.toml", "train", "--out", dir + "/b"}, dir + "/b.log");
+  ASSERT_EQ(again.Wait(std::chrono::seconds(120)), 0) << ReadFile(dir + "/b.log");
+  EXPECT_EQ(ReadWorkloadFile(dir + "/b/workload.ttwl").Signature(),
+            ReadWorkloadFile(dir + "/a/workload.ttwl").Signature());
+  EXPECT_EQ(ReadCsv(dir + "/b/metrics.csv").size(), 4u);
+  fs::remove_all(dir);
+}
+
+// Mistakes in config files are errors naming the file, the line and the key;
+// they used to be ignored (exit 0), and a deeply nested array crashed (139).
+TEST(Fleet, ConfigFileMistakesAreErrors) {
+  const std::string dir = TempDir("config-bad");
+  struct Case {
+    std::string name, text, message;
+  };
+  const std::vector<Case> cases = {
+      {"typo", "[train]\nepisdoes = 3\n", "bad.toml:2: unknown key 'train.episdoes' (did you mean 'train.episodes'?)"},
+      {"underscore", "train.dram_fraction = 0.3\n", "did you mean 'train.dram-fraction'?"},
+      {"header", "[train\nepisodes = 3\n", "bad.toml:1: unterminated section header '[train'"},
+      {"string", "train.workload = \"synthetic:tiny\n", "bad.toml:1: unterminated string"},
+      {"binary", std::string("\x7f\x45\x4c\x46\x02\x01\x01\x00", 8), "bad.toml:1: binary data"},
+      {"deep", "train.hidden = " + std::string(80000, '[') + std::string(80000, ']') + "\n",
+       "bad.toml:1: arrays inside arrays"},
+  };
+  for (const Case& c : cases) {
+    fs::create_directories(dir + "/" + c.name);
+    const std::string file = dir + "/" + c.name + "/bad.toml";
+    WriteFileAtomically(file, c.text);
+    ChildProcess p({"--config", file, "train", "--workload", "synthetic:tiny:2", "--episodes", "1", "--workers", "1",
+                    "--out", dir + "/" + c.name + "/run"},
+                   dir + "/" + c.name + ".log");
+    const int exit = p.Wait(std::chrono::seconds(60));
+    const std::string log = ReadFile(dir + "/" + c.name + ".log");
+    EXPECT_NE(exit, 0) << c.name << ": " << log;
+    EXPECT_NE(exit, 139) << c.name << ": " << log;
+    EXPECT_NE(log.find(c.message), std::string::npos) << c.name << ": " << log;
+    EXPECT_FALSE(fs::exists(dir + "/" + c.name + "/run")) << c.name;
+  }
+  fs::remove_all(dir);
+}
+
 TEST(Fleet, BadCommandLinesFailWithAClearMessage) {
   const std::string dir = TempDir("cli");
   ChildProcess a({"train", "--workload", "synthetic:lenet", "--out", dir + "/a"}, dir + "/a.log");
   EXPECT_EQ(a.Wait(std::chrono::seconds(30)), 2);
   EXPECT_NE(ReadFile(dir + "/a.log").find("unknown synthetic shape 'lenet'"), std::string::npos);
+  // Exit codes (README): 2 usage, 3 an input file, 4 the work failed.
   ChildProcess b({"inspect", "/nonexistent/file.ttwl"}, dir + "/b.log");
-  EXPECT_NE(b.Wait(std::chrono::seconds(30)), 0);
+  EXPECT_EQ(b.Wait(std::chrono::seconds(30)), 3) << ReadFile(dir + "/b.log");
   WriteFileAtomically(dir + "/garbage.ttwl", "TTWKLD01 this is not a workload");
   ChildProcess c({"inspect", dir + "/garbage.ttwl"}, dir + "/c.log");
-  EXPECT_EQ(c.Wait(std::chrono::seconds(30)), 2);
+  EXPECT_EQ(c.Wait(std::chrono::seconds(30)), 3);
   EXPECT_NE(ReadFile(dir + "/c.log").find("workload file"), std::string::npos);
   // A misspelt policy or log level is a usage error that lists the valid choices
   // (it used to give an "n/a" row and exit 0, or abort with exit 134).
@@ -166,6 +229,20 @@ TEST(Fleet, BadCommandLinesFailWithAClearMessage) {
   EXPECT_NE(e_exit, 0);
   EXPECT_NE(e_exit, 134) << "aborted";
   EXPECT_NE(ReadFile(dir + "/e.log").find("debug"), std::string::npos) << ReadFile(dir + "/e.log");
+  // A mistyped flag or subcommand gets the nearest valid one (exit codes
+  // used to be CLI11's: 105, 106, 109).
+  ChildProcess h({"train", "--workload", "synthetic:tiny:2", "--episdoes", "3"}, dir + "/h.log");
+  EXPECT_EQ(h.Wait(std::chrono::seconds(30)), 2);
+  EXPECT_NE(ReadFile(dir + "/h.log").find("--episdoes: unknown flag of train; did you mean --episodes?"),
+            std::string::npos)
+      << ReadFile(dir + "/h.log");
+  ChildProcess i({"trian", "--episodes", "3"}, dir + "/i.log");
+  EXPECT_EQ(i.Wait(std::chrono::seconds(30)), 2);
+  EXPECT_NE(ReadFile(dir + "/i.log").find("did you mean train?"), std::string::npos) << ReadFile(dir + "/i.log");
+  ChildProcess j({"train", "--config", dir + "/missing.toml"}, dir + "/j.log");
+  EXPECT_EQ(j.Wait(std::chrono::seconds(30)), 3) << ReadFile(dir + "/j.log");
+  ChildProcess k({"inspect", "--log-level", "warn", dir + "/garbage.ttwl"}, dir + "/k.log");
+  EXPECT_EQ(k.Wait(std::chrono::seconds(30)), 3) << "--log-level after the subcommand: " << ReadFile(dir + "/k.log");
   // A run directory that holds something is not overwritten silently.
   fs::create_directories(dir + "/used");
   WriteFileAtomically(dir + "/used/metrics.csv", "an older run\n");
