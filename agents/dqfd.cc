@@ -19,6 +19,11 @@ void Demonstrations::Set(std::vector<Transition> transitions, int observation_si
     if (!std::isfinite(t.reward)) throw std::invalid_argument(who + ": a non-finite reward");
   }
   transitions_ = std::move(transitions);
+  std::vector<std::vector<uint32_t>> by_action(static_cast<size_t>(std::max(num_actions, 1)));
+  for (size_t i = 0; i < transitions_.size(); ++i) by_action[transitions_[i].action].push_back(static_cast<uint32_t>(i));
+  by_action_.clear();
+  for (auto& indices : by_action)
+    if (!indices.empty()) by_action_.push_back(std::move(indices));
 }
 
 int64_t Demonstrations::RowsOf(int64_t batch, double fraction) const {
@@ -26,10 +31,20 @@ int64_t Demonstrations::RowsOf(int64_t batch, double fraction) const {
   return std::min<int64_t>(batch, static_cast<int64_t>(std::llround(fraction * static_cast<double>(batch))));
 }
 
-void Demonstrations::Draw(size_t rows, std::vector<const Transition*>& batch, std::mt19937_64& rng) const {
+void Demonstrations::Draw(size_t rows, std::vector<const Transition*>& batch, std::mt19937_64& rng,
+                          double class_balance) const {
   if (transitions_.empty()) throw std::logic_error("Demonstrations::Draw: no demonstrations");
   std::uniform_int_distribution<size_t> pick(0, transitions_.size() - 1);
-  for (size_t i = 0; i < rows && i < batch.size(); ++i) batch[i] = &transitions_[pick(rng)];
+  std::uniform_real_distribution<double> coin(0.0, 1.0);
+  std::uniform_int_distribution<size_t> pick_action(0, by_action_.size() - 1);
+  for (size_t i = 0; i < rows && i < batch.size(); ++i) {
+    if (class_balance > 0 && coin(rng) < class_balance) {
+      const std::vector<uint32_t>& of_action = by_action_[pick_action(rng)];
+      batch[i] = &transitions_[of_action[std::uniform_int_distribution<size_t>(0, of_action.size() - 1)(rng)]];
+    } else {
+      batch[i] = &transitions_[pick(rng)];
+    }
+  }
 }
 
 double AddLargeMarginGradient(const torch::Tensor& q_all, const torch::Tensor& expert_actions, int64_t expert_rows,

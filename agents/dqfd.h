@@ -26,11 +26,16 @@ class Demonstrations {
   // Of a batch of `batch` rows, how many `fraction` gives the demonstrations
   // (none when there are none).
   int64_t RowsOf(int64_t batch, double fraction) const;
-  // Points the first `rows` entries of `batch` at demonstrations drawn uniformly.
-  void Draw(size_t rows, std::vector<const Transition*>& batch, std::mt19937_64& rng) const;
+  // Points the first `rows` entries of `batch` at demonstrations: each,
+  // with probability `class_balance`, a uniform action among those the
+  // demonstrations take and then one of its transitions; otherwise one
+  // transition drawn uniformly.
+  void Draw(size_t rows, std::vector<const Transition*>& batch, std::mt19937_64& rng,
+            double class_balance = 0.0) const;
 
  private:
   std::vector<Transition> transitions_;
+  std::vector<std::vector<uint32_t>> by_action_;  // indices of transitions_, per action taken (non-empty ones)
 };
 
 // The large-margin loss on the first `expert_rows` rows of a batch of

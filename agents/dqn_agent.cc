@@ -73,6 +73,7 @@ void Validate(const DqnConfig& c) {
   if (!(c.demo_margin >= 0) || !std::isfinite(c.demo_margin)) BadConfig("demo_margin must be finite and >= 0");
   if (!(c.demo_loss_weight >= 0) || !std::isfinite(c.demo_loss_weight))
     BadConfig("demo_loss_weight must be finite and >= 0");
+  if (!(c.demo_class_balance >= 0 && c.demo_class_balance <= 1)) BadConfig("demo_class_balance must be in [0, 1]");
   if (!ValidDevice(c.device)) BadConfig("device '" + c.device + "' is not one of auto, cpu, cuda, cuda:N");
 }
 
@@ -114,6 +115,7 @@ const ConfigJson<DqnConfig>& JsonFields() {
       {"demo_fraction", &DqnConfig::demo_fraction},
       {"demo_margin", &DqnConfig::demo_margin},
       {"demo_loss_weight", &DqnConfig::demo_loss_weight},
+      {"demo_class_balance", &DqnConfig::demo_class_balance},
   });
   return fields;
 }
@@ -360,7 +362,7 @@ TrainStats DqnAgent::PretrainStep(std::mt19937_64& rng) {
   Impl& m = *impl_;
   if (m.demonstrations.empty()) throw std::logic_error("DqnAgent::PretrainStep: no demonstrations");
   m.demo_sample.resize(static_cast<size_t>(m.batch));
-  m.demonstrations.Draw(m.demo_sample.size(), m.demo_sample, rng);
+  m.demonstrations.Draw(m.demo_sample.size(), m.demo_sample, rng, config_.demo_class_balance);
   m.expert_rows = m.batch;
   TrainStats stats = Update(m.demo_sample, {}, nullptr);
   m.expert_rows = 0;
@@ -373,7 +375,8 @@ TrainStats DqnAgent::Update(Replay& replay, std::mt19937_64& rng) {
   if (!replay.prioritized()) {
     Impl& m = *impl_;
     const int64_t demo_rows = m.demonstrations.RowsOf(m.batch, config_.demo_fraction);
-    if (demo_rows > 0) m.demonstrations.Draw(static_cast<size_t>(demo_rows), sample_.transitions, rng);
+    if (demo_rows > 0)
+      m.demonstrations.Draw(static_cast<size_t>(demo_rows), sample_.transitions, rng, config_.demo_class_balance);
     m.expert_rows = demo_rows;
     TrainStats stats = Update(sample_.transitions, {}, nullptr);
     m.expert_rows = 0;

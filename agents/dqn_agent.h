@@ -46,6 +46,11 @@ struct DqnConfig {
   double demo_fraction = 0.25;
   double demo_margin = 0.8;
   double demo_loss_weight = 1.0;
+  // Share of demonstration rows drawn class-balanced (an action, then one of
+  // its transitions) instead of uniformly: the expert's "slow" choices are a
+  // few percent of its decisions, and uniform batches let a network that
+  // answers "DRAM" everywhere fit them well (Inception-v3: docs/results/learning.md).
+  double demo_class_balance = 0.0;
 
   std::string ToJson() const;
   static DqnConfig FromJson(const std::string& json);  // throws on malformed input

@@ -84,6 +84,7 @@ struct Options {
   double demo_fraction = 0.25;
   double demo_margin = 0.8;
   double demo_loss_weight = 1.0;
+  double demo_class_balance = DqnConfig{}.demo_class_balance;
   double gamma = 0.99;
   double solver_seconds = 60;
   uint64_t seed = 1;
@@ -145,6 +146,7 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
   dc.demo_fraction = o.demo_fraction;
   dc.demo_margin = o.demo_margin;
   dc.demo_loss_weight = o.demo_loss_weight;
+  dc.demo_class_balance = o.demo_class_balance;
   std::unique_ptr<PlacementAgent> agent_owner = MakeAgent("dqn", dc.ToJson());
   PlacementAgent& agent = *agent_owner;
   std::mt19937_64 rng(o.seed);
@@ -286,6 +288,9 @@ int Main(int argc, char** argv) {
   app.add_option("--demo-margin", o.demo_margin, "DQfD margin")->check(CLI::NonNegativeNumber);
   app.add_option("--demo-loss-weight", o.demo_loss_weight, "DQfD large-margin loss weight")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--demo-class-balance", o.demo_class_balance,
+                 "Share of demonstration rows drawn class-balanced (0: uniform)")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--solver-seconds", o.solver_seconds, "ILP time limit per solve")->check(CLI::PositiveNumber);
   app.add_option("--seed", o.seed, "Seed");
   app.add_option("--max-demonstrations", o.max_demonstrations, "Cap of the imitation's aggregate of labelled states")

@@ -35,7 +35,7 @@ struct PlanSearchOptions {
   // plays "DRAM when score(DRAM) - score(slow) > b" (greedy is b = 0). In
   // units of DQN's Q-values, whose large-margin loss separates the expert's
   // action by 0.8 (DqnConfig::demo_margin).
-  std::vector<float> biases = {-0.2f, -0.1f, 0.1f, 0.2f, 0.4f, 0.6f};
+  std::vector<float> biases = {-0.2f, -0.1f, 0.1f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f};
 };
 
 struct PlanSearchResult {
