@@ -6,6 +6,7 @@
 #include <limits>
 #include <random>
 
+#include "agents/dqfd.h"
 #include "agents/dqn_agent.h"
 #include "envs/demonstration.h"
 #include "envs/first_touch.h"
@@ -83,6 +84,28 @@ TEST(DqnDemonstrations, TheMarginLossIsZeroOnceTheExpertsActionLeadsByTheMargin)
   // and stops there (it has no gradient once the margin holds).
   EXPECT_NEAR(q[1], 1.0, 0.05);
   EXPECT_LT(q[0], q[1] - 0.45);
+}
+
+// The expert's rare action gets its share of rows only when asked for.
+TEST(DqnDemonstrations, ClassBalancedDrawsGiveEachActionItsShare) {
+  std::vector<Transition> set(100, Transition{std::vector<float>(kObservationSize, 0.f), 0, 0.f, {}, true});
+  set[7].action = 1;
+  Demonstrations d;
+  d.Set(set, kObservationSize, 2, "test");
+  std::mt19937_64 rng(4);
+  auto share_of_slow = [&](double balance) {
+    std::vector<const Transition*> batch(20000);
+    d.Draw(batch.size(), batch, rng, balance);
+    size_t slow = 0;
+    for (const Transition* t : batch) slow += t->action == 1;
+    return static_cast<double>(slow) / static_cast<double>(batch.size());
+  };
+  EXPECT_NEAR(share_of_slow(0.0), 0.01, 0.005);
+  EXPECT_NEAR(share_of_slow(1.0), 0.5, 0.02);
+  EXPECT_NEAR(share_of_slow(0.5), 0.5 * 0.5 + 0.5 * 0.01, 0.02);
+  // One action only: balancing draws from it.
+  d.Set(std::vector<Transition>(3, set[0]), kObservationSize, 2, "test");
+  EXPECT_DOUBLE_EQ(share_of_slow(1.0), 0.0);
 }
 
 TEST(DqnDemonstrations, BadDemonstrationsAreRefusedAndPretrainingNeedsSome) {
