@@ -36,6 +36,7 @@
 #include "report/report.h"
 #include "evaluation/benchmark.h"
 #include "exporter/export.h"
+#include "hostrt/tensortier_lookup.hpp"
 #include "policies/policy.h"
 #include "executor/executor.h"
 #include "tiers/memory_tier.h"
@@ -523,18 +524,21 @@ int Main(int argc, char** argv) {
     for (const std::string& n : PolicyNames()) names += n + ", ";
     // No captured default: CLI11 writes a list default into config.toml as one
     // space-separated string, which would not read back as a list.
-    return names + "dqn, sac, dqn+search, sac+search, learned (every agent of --checkpoint) [default: all-slow "
-                   "first-touch sentinel autotm-sync deeptm-heuristic ca-lm learned]";
+    return names + "dqn, sac, dqn+search, sac+search, learned (every agent of --checkpoint), lookup:FILE (an "
+                   "exported lookup, as --lookup) [default: all-slow first-touch sentinel autotm-sync "
+                   "deeptm-heuristic ca-lm learned]";
   }())->check(CLI::Validator(
             [](std::string& name) -> std::string {
               static const std::vector<std::string> learned = {"dqn", "sac", "dqn+search", "sac+search", "learned"};
               const std::vector<std::string>& baselines = PolicyNames();
               if (std::find(baselines.begin(), baselines.end(), name) != baselines.end() ||
-                  std::find(learned.begin(), learned.end(), name) != learned.end())
+                  std::find(learned.begin(), learned.end(), name) != learned.end() ||
+                  (name.rfind(kLookupPolicyPrefix, 0) == 0 && name.size() > std::string(kLookupPolicyPrefix).size()))
                 return "";
               std::string valid;
               for (const std::string& n : baselines) valid += n + ", ";
-              return "unknown policy '" + name + "' (valid: " + valid + "dqn, sac, dqn+search, sac+search, learned)";
+              return "unknown policy '" + name + "' (valid: " + valid +
+                     "dqn, sac, dqn+search, sac+search, learned, lookup:FILE)";
             },
             "POLICY"));
   bench->add_option("--dram-fractions", bench_opts.dram_fractions, "DRAM budgets as fractions of peak")
@@ -542,6 +546,12 @@ int Main(int argc, char** argv) {
   bench->add_option("--checkpoint", bench_opts.checkpoints,
                     "[WORKLOAD=]FILE: learner checkpoint for the policies dqn and sac, for every workload or the "
                     "one named (repeatable: one agent per model)");
+  std::vector<std::string> bench_lookups;
+  bench->add_option("--lookup", bench_lookups,
+                    "Lookup file of `tensortier export` to evaluate beside the policies, as a host applies it: its "
+                    "plan table where it has one for the workload and budget, else its generalised lookup "
+                    "(repeatable; the same as the policy lookup:FILE)")
+      ->check(CLI::ExistingFile);
   bench->add_option("--mode", bench_mode, "sync or async")->check(CLI::IsMember({"sync", "async"}))->capture_default_str();
   bench->add_option("--slow-tier", bench_opts.slow_tier, SlowTierSpecHelp())->capture_default_str();
   bench->add_option("--repeats", bench_opts.repeats, "Measured iterations per plan")->capture_default_str();
@@ -617,20 +627,27 @@ int Main(int argc, char** argv) {
     if (*bench) {
       bench_opts.mode = bench_mode == "async" ? MigrationMode::kAsync : MigrationMode::kSync;
       bench_opts.measure = !bench_cost_model_only;
+      for (const std::string& path : bench_lookups) bench_opts.policies.push_back(kLookupPolicyPrefix + path);
       std::vector<BenchmarkRow> rows;
       for (const std::string& spec : bench_workloads) {
         Workload w = LoadWorkloadInput(spec);
         std::printf("bench %s: %zu kernels, %zu tensors, peak %s\n", w.name.c_str(), w.num_kernels(), w.num_tensors(),
                     FormatBytes(w.peak_live_bytes()).c_str());
         std::fflush(stdout);
-        auto more = RunBenchmark(w, bench_opts, [](const BenchmarkRow& r) {
-          std::printf("  %-18s DRAM %.2f  predicted %6.1f%%  %s%s\n", r.policy.c_str(), r.dram_fraction,
-                      100 * r.predicted_relative,
-                      r.measured ? ("measured " + std::to_string(100 * r.measured_relative).substr(0, 5) + "%").c_str()
-                                 : "",
-                      r.note.empty() ? "" : ("  (" + r.note + ")").c_str());
-          std::fflush(stdout);
-        });
+        std::vector<BenchmarkRow> more;
+        try {
+          more = RunBenchmark(w, bench_opts, [](const BenchmarkRow& r) {
+            std::printf("  %-18s DRAM %.2f  predicted %6.1f%%  %s%s\n", r.policy.c_str(), r.dram_fraction,
+                        100 * r.predicted_relative,
+                        r.measured
+                            ? ("measured " + std::to_string(100 * r.measured_relative).substr(0, 5) + "%").c_str()
+                            : "",
+                        r.note.empty() ? "" : ("  (" + r.note + ")").c_str());
+            std::fflush(stdout);
+          });
+        } catch (const lookup::LookupError& e) {  // a lookup file that cannot be used is an input error
+          throw InputError(e.what());
+        }
         rows.insert(rows.end(), more.begin(), more.end());
       }
       WriteBenchmarkResults(bench_out, rows);

@@ -16,6 +16,8 @@
 #include "envs/cost_model.h"
 #include "envs/placement_env.h"
 #include "executor/executor.h"
+#include "exporter/apply.h"
+#include "hostrt/tensortier_lookup.hpp"
 #include "policies/policy.h"
 #include "report/report.h"
 
@@ -77,6 +79,42 @@ std::map<std::string, std::shared_ptr<PlacementAgent>> AgentsFor(const Workload&
   return specific;
 }
 
+bool IsLookupPolicy(const std::string& name) { return name.rfind(kLookupPolicyPrefix, 0) == 0; }
+
+std::string LookupPathOf(const std::string& name) { return name.substr(std::string(kLookupPolicyPrefix).size()); }
+
+// Opens every lookup the policies name, refusing up front what could give no
+// row: a file the runtime rejects (corrupt, truncated, another format), and
+// a generalised lookup of another build's MDP (another observation size)
+// when the file has no plan table for this workload to fall back on.
+std::map<std::string, lookup::Lookup> OpenLookups(const Workload& w, const std::vector<std::string>& policies) {
+  std::map<std::string, lookup::Lookup> out;
+  for (const std::string& name : policies) {
+    if (!IsLookupPolicy(name) || out.count(name)) continue;
+    const std::string path = LookupPathOf(name);
+    if (path.empty()) throw std::invalid_argument("policy lookup: needs a file (lookup:FILE or --lookup FILE)");
+    lookup::Lookup l = lookup::Lookup::Open(path);
+    const tt_lookup* h = l.handle();
+    const uint32_t obs = tt_lookup_observation_size(h);
+    if (tt_lookup_has_generalised(h) && obs != static_cast<uint32_t>(kObservationSize)) {
+      bool has_plan = false;
+      for (uint32_t i = 0; i < tt_lookup_plan_count(h) && !has_plan; ++i) {
+        tt_lookup_plan_info info;
+        tt_lookup_plan_info_at(h, static_cast<int32_t>(i), &info);
+        has_plan = info.model_signature == w.Signature() && info.batch_size == w.batch_size;
+      }
+      if (!has_plan)
+        throw lookup::LookupError(TT_LOOKUP_ERR_VERSION,
+                                  "lookup file " + path + ": its generalised lookup takes " + std::to_string(obs) +
+                                      "-float observations, this build's MDP has " +
+                                      std::to_string(kObservationSize) + ", and it holds no plan table for " +
+                                      w.name + "; export the policy again from a checkpoint of this build");
+    }
+    out.emplace(name, std::move(l));
+  }
+  return out;
+}
+
 std::unique_ptr<RealWorkloadRunner> MakeRunner(const Workload& w, const BenchmarkOptions& o) {
   RunnerOptions r;
   r.model = ModelOptionsFor(w.model);
@@ -105,6 +143,7 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
                                   "checkpoints/dqn.ckpt or sac.ckpt)");
     agents = AgentsFor(w, o);
   }
+  const std::map<std::string, lookup::Lookup> lookups = OpenLookups(w, o.policies);
   // "learned" stands for every agent a checkpoint gives this workload: its
   // greedy plan and, unless the search is off, the search's.
   std::vector<std::string> policies;
@@ -152,6 +191,19 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
           auto t0 = std::chrono::steady_clock::now();
           plan = LearnedPlan(*it->second, w, limit, o.mode, HasSearchSuffix(name) ? &o.search : nullptr);
           row.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        } else if (IsLookupPolicy(name)) {
+          // As a host applies the file (exporter/apply.h); the label says
+          // which part of it planned, since a plan table is a trained plan
+          // and the generalised lookup the policy on a graph it may never
+          // have seen.
+          EnvConfig env;
+          env.mode = o.mode;
+          auto t0 = std::chrono::steady_clock::now();
+          AppliedPlan applied = PlanFromLookup(lookups.at(name).handle(), w, limit, env);
+          row.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          row.policy = name + (applied.from_plan_table ? " (plan table)" : " (generalised)");
+          plan = std::move(applied.plan);
+          plan.Validate(w);
         } else {
           PolicyContext ctx;
           ctx.dram_limit_bytes = name == "all-dram" ? 0 : limit;

@@ -14,12 +14,21 @@
 
 namespace tensortier {
 
+constexpr const char* kLookupPolicyPrefix = "lookup:";
+
 struct BenchmarkOptions {
   // Baseline names (policies/policy.h), "dqn" and "sac" (the agent of a
   // checkpoint, rolled out greedily at each budget), "dqn+search" and
   // "sac+search" (that greedy plan improved by the plan-time search the
   // network guides, envs/plan_search.h; its time is decision time) and
-  // "learned" (every agent the checkpoints give a workload, greedy and searched).
+  // "learned" (every agent the checkpoints give a workload, greedy and searched)
+  // and "lookup:FILE" (an exported lookup file applied as a host applies it,
+  // exporter/apply.h: its plan table for the workload and budget when it has
+  // one, else its generalised lookup rolled out over the workload's MDP; the
+  // row's policy is "lookup:FILE (plan table)" or "lookup:FILE (generalised)").
+  // RunBenchmark throws lookup::LookupError (hostrt/tensortier_lookup.hpp)
+  // for a lookup file that is refused, or whose generalised lookup has
+  // another build's observation size and that has no plan for the workload.
   std::vector<std::string> policies = {"all-slow", "first-touch", "sentinel", "autotm-sync", "deeptm-heuristic",
                                        "ca-lm", "learned"};
   std::vector<double> dram_fractions = {1.0, 0.6, 0.4, 0.2, 0.11};

@@ -84,6 +84,15 @@ std::vector<JobTensor> JobTensorsOf(const torch::nn::Module& module, torch::opti
 std::unique_ptr<TrainingJob> MakeZooJob(const std::string& model, int64_t batch_size, int64_t image_size,
                                         uint64_t seed = 1);
 
+// A TorchScript module whose forward(x) maps a [B, 3, S, S] batch to logits,
+// trained as `tensortier profile --torchscript PATH` trains it (the same
+// code: cross-entropy on a synthetic batch of 10 classes, SGD with momentum,
+// every parameter trained), so a policy trained on that profile finds its
+// plan table here. Throws std::invalid_argument for a file that cannot be
+// loaded or bad sizes.
+std::unique_ptr<TrainingJob> MakeTorchScriptJob(const std::string& path, int64_t batch_size, int64_t image_size,
+                                                uint64_t seed = 1);
+
 // Where tensors go once the job is profiled. kLookup is the point of it all;
 // the uniform ones are for comparisons in the same process.
 enum class Placement { kLookup, kAllDram, kAllSlow };

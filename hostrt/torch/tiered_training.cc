@@ -167,6 +167,17 @@ std::unique_ptr<TrainingJob> MakeZooJob(const std::string& model, int64_t batch_
   return std::make_unique<ZooJob>(MakeTrainingTask(o));
 }
 
+std::unique_ptr<TrainingJob> MakeTorchScriptJob(const std::string& path, int64_t batch_size, int64_t image_size,
+                                                uint64_t seed) {
+  ModelOptions o;
+  o.name = "torchscript";
+  o.torchscript_path = path;
+  o.batch_size = batch_size;
+  o.image_size = image_size;
+  o.seed = seed;
+  return std::make_unique<ZooJob>(MakeTrainingTask(o));
+}
+
 struct TieredTraining::Impl {
   TieredTrainingOptions o;
   TieringStatus st;

@@ -10,10 +10,14 @@
 //    generalised lookup for a model without one, and keeps the default
 //    allocator (with the reason) for a bad file, a file with nothing for the
 //    model, or a model built before it; losses stay bit-identical to the
-//    job without TensorTier throughout.
+//    job without TensorTier throughout;
+//  - a TorchScript module trains under a lookup in process
+//    (MakeTorchScriptJob, whose graph is the one `tensortier profile
+//    --torchscript` profiles) and through examples/torch_host.
 #include <gtest/gtest.h>
 
 #include <c10/core/CPUAllocator.h>
+#include <torch/script.h>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -22,7 +26,9 @@
 #include <fstream>
 #include <memory>
 #include <random>
+#include <sstream>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "agents/dqn_agent.h"
@@ -30,6 +36,7 @@
 #include "envs/cost_model.h"
 #include "envs/first_touch.h"
 #include "envs/placement_env.h"
+#include "envs/workload_io.h"
 #include "envs/workload_spec.h"
 #include "tests/common/derived_times.h"
 #include "executor/executor.h"
@@ -449,6 +456,145 @@ TEST(TieredTraining, LeavesThePlanWhenTheGraphChangesAndTrainsOn) {
   EXPECT_EQ(c10::GetCPUAllocator(), before);
   EXPECT_EQ(tiered, plain);  // the tensors the plan had in the slow tier came back intact
   std::filesystem::remove(path);
+}
+
+// A small CNN as a TorchScript file, as a user brings their own model (saved
+// with the default allocator, before any TieredTraining exists).
+std::string SaveTorchScriptCnn(const std::string& name) {
+  torch::jit::Module m("UserCnn");
+  torch::manual_seed(5);
+  m.register_parameter("c1", torch::randn({8, 3, 3, 3}) * 0.1, false);
+  m.register_parameter("c1b", torch::zeros({8}), false);
+  m.register_parameter("c2", torch::randn({16, 8, 3, 3}) * 0.1, false);
+  m.register_parameter("c2b", torch::zeros({16}), false);
+  m.register_parameter("fc", torch::randn({16, 10}) * 0.1, false);
+  m.register_parameter("fcb", torch::zeros({10}), false);
+  m.define(R"JIT(
+    def forward(self, x):
+        h = torch.relu(torch.conv2d(x, self.c1, self.c1b, [1, 1], [1, 1]))
+        h = torch.max_pool2d(h, [2, 2])
+        h = torch.relu(torch.conv2d(h, self.c2, self.c2b, [1, 1], [1, 1]))
+        h = torch.mean(h, [2, 3])
+        return torch.mm(h, self.fc) + self.fcb
+  )JIT");
+  const std::string path = TempPath(name);
+  m.save(path);
+  return path;
+}
+
+// The TorchScript module's graph as `tensortier profile --torchscript` sees it.
+Workload ProfiledTorchScript(const std::string& path) {
+  RunnerOptions o = Runner();
+  o.model.name = "torchscript";
+  o.model.torchscript_path = path;
+  RealWorkloadRunner runner(o);
+  const ProfileReport& p = runner.Profile();
+  EXPECT_TRUE(p.deterministic) << p.graph_difference;
+  return p.workload;
+}
+
+TEST(TieredTraining, AppliesThePlanTableOfAProfiledTorchScriptModel) {
+  const std::string model = SaveTorchScriptCnn("user_cnn.pt");
+  const Workload w = ProfiledTorchScript(model);
+  ASSERT_GT(w.num_kernels(), 10u);
+  const PlacementPlan plan = FirstTouchPlan(w, static_cast<uint64_t>(0.3 * w.peak_live_bytes()));
+  const std::string path = TempPath("torchscript_table.ttlookup");
+  ExportOptions o = QuickExport(path);
+  o.generalised = false;
+  ExportLookupFromPolicy([](const float*) { return 0; }, "none", w, plan, o);
+  std::vector<double> plain;
+  {
+    auto job = th::MakeTorchScriptJob(model, kBatch, kImage);
+    for (int i = 0; i < 8; ++i) plain.push_back(job->Step());
+  }
+
+  std::vector<std::string> log;
+  th::TieredTraining tiering(path, Quiet(&log));
+  auto job = th::MakeTorchScriptJob(model, kBatch, kImage);
+  std::vector<double> tiered;
+  for (int i = 0; i < 8; ++i) tiered.push_back(tiering.Step(*job));
+  const th::TieringStatus& st = tiering.status();
+  ASSERT_EQ(st.state, th::TieringState::kApplied) << st.reason << "\n" << Joined(log);
+  // The host profiles the graph the CLI profiled: the plan table applies.
+  EXPECT_EQ(st.plan_source, "plan-table");
+  EXPECT_EQ(st.model_signature, w.Signature());
+  EXPECT_EQ(st.plan_hash, plan.Hash());
+  EXPECT_EQ(tiered, plain);
+  EXPECT_THROW(th::MakeTorchScriptJob(TempPath("missing.pt"), kBatch, kImage), std::invalid_argument);
+  std::filesystem::remove(path);
+  std::filesystem::remove(model);
+}
+
+// Runs `command` (stderr joined to stdout); its output and exit status.
+std::pair<std::string, int> RunCommand(const std::string& command) {
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  if (p == nullptr) return {"popen failed", -1};
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  const int status = pclose(p);
+  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+}
+
+// The median of the "lookup plan" row of torch_host's table; -1 without one.
+double LookupPlanMedianMs(const std::string& out) {
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    double ms = -1;
+    if (std::sscanf(line.c_str(), "lookup plan %lf", &ms) == 1) return ms;
+  }
+  return -1;
+}
+
+TEST(TorchHostExample, TrainsATorchScriptModelUnderALookup) {
+  const std::string host = std::string(TENSORTIER_BINARY_DIR) + "/hostrt/torch/torch_host";
+  ASSERT_TRUE(std::filesystem::exists(host)) << host;
+  const std::string model = SaveTorchScriptCnn("host_cnn.pt");
+  const std::string flags = std::string(" --batch ") + std::to_string(kBatch) + " --image " + std::to_string(kImage) +
+                            " --iterations 2 --rounds 1 --slow-tier " + kSlowTier;
+
+  // A policy (untrained: the point is the path, not its quality) exported for
+  // another model: the user's model gets the generalised lookup's plan.
+  const Workload other = LoadWorkloadSpec("synthetic:vgg:6:2097152");
+  const std::string generalised = TempPath("host_generalised.ttlookup");
+  DqnAgent agent(AgentConfig());
+  ExportLookupFrom(agent, other, FirstTouchPlan(other, other.peak_live_bytes() / 3), QuickExport(generalised));
+  auto [out, rc] = RunCommand(host + " " + generalised + " --model torchscript:" + model + flags);
+  std::printf("%s", out.c_str());  // its timings are reported, not asserted
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("TensorTier is applied"), std::string::npos) << out;
+  EXPECT_NE(out.find("plan: generalised"), std::string::npos) << out;
+  EXPECT_GT(LookupPlanMedianMs(out), 0) << out;
+
+  // The user's path: `tensortier profile --torchscript` (another process,
+  // as on the user's machine: a graph profiled in this process after other
+  // tests can hold one tensor more), a lookup exported with a plan for that
+  // profile, and torch_host given the model as a bare path applies the plan.
+  const std::string profile = TempPath("host_cnn.ttwl");
+  std::tie(out, rc) = RunCommand(std::string(TENSORTIER_BINARY_DIR) + "/cli/tensortier profile --torchscript " + model +
+                                 " --batch " + std::to_string(kBatch) + " --image-size " + std::to_string(kImage) +
+                                 " --slow-tier " + kSlowTier + " --out " + profile);
+  ASSERT_EQ(rc, 0) << out;
+  const Workload w = ReadWorkloadFile(profile);
+  const std::string table = TempPath("host_table.ttlookup");
+  ExportOptions o = QuickExport(table);
+  o.generalised = false;
+  ExportLookupFromPolicy([](const float*) { return 0; }, "none", w,
+                         FirstTouchPlan(w, static_cast<uint64_t>(0.3 * w.peak_live_bytes())), o);
+  std::tie(out, rc) = RunCommand(host + " " + table + " --model " + model + flags);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("TensorTier is applied"), std::string::npos) << out;
+  EXPECT_NE(out.find("plan: plan-table"), std::string::npos) << out;
+  EXPECT_GT(LookupPlanMedianMs(out), 0) << out;
+
+  // A model that cannot be loaded is an error, not a run.
+  std::tie(out, rc) = RunCommand(host + " " + table + " --model torchscript:" + TempPath("missing.pt") + flags);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("cannot load TorchScript module"), std::string::npos) << out;
+  std::tie(out, rc) = RunCommand(host + " " + table + " --model no-such-model" + flags);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("torchscript:PATH"), std::string::npos) << out;
+  for (const std::string& f : {generalised, table, profile, model}) std::filesystem::remove(f);
 }
 
 }  // namespace
