@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <stdexcept>
 #include <ctime>
 
@@ -138,7 +139,11 @@ struct RealWorkloadRunner::Impl {
     w.source = "libtorch:" + o.model.name + " batch=" + std::to_string(o.model.batch_size) +
                " image=" + std::to_string(o.model.image_size) + " slow=" + slow->backend();
     w.model.name = o.model.name;
-    w.model.torchscript_path = o.model.torchscript_path;
+    // Absolute, so that the workload file works from any directory (bench,
+    // train and workers run where they are started, not where it was profiled).
+    if (!o.model.torchscript_path.empty())
+      w.model.torchscript_path =
+          std::filesystem::absolute(o.model.torchscript_path).lexically_normal().string();
     w.model.batch_size = static_cast<uint32_t>(o.model.batch_size);
     w.model.image_size = static_cast<uint32_t>(o.model.image_size);
     w.model.num_classes = static_cast<uint32_t>(o.model.num_classes);

@@ -2,6 +2,7 @@
 #include <torch/script.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <random>
 #include <unistd.h>
 
@@ -232,6 +233,58 @@ TEST(RealExecution, TorchScriptModuleIsProfiledAndExecuted) {
     ExpectSame(ref, got, "torchscript");
   }
   std::remove(path);
+}
+
+// A workload profiled from a relative path must run from any directory and
+// carry its module's name, so that benches of several modules do not share
+// one table and one chart.
+TEST(RealExecution, TorchScriptWorkloadIsNamedAfterItsFileAndRunsFromAnotherDirectory) {
+  torch::jit::Module m("Small");
+  m.register_parameter("w", torch::randn({3 * 16 * 16, 10}) * 0.05, false);
+  m.define(R"JIT(
+    def forward(self, x):
+        return torch.mm(x.flatten(1), self.w)
+  )JIT");
+  char dir[] = "/tmp/tt_ts_dir_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::filesystem::path root(dir);
+  std::filesystem::create_directories(root / "models");
+  std::filesystem::create_directories(root / "elsewhere");
+  m.save((root / "models" / "densenet_like.pt").string());
+  const std::filesystem::path old_cwd = std::filesystem::current_path();
+  std::filesystem::current_path(root);
+  Workload profiled;
+  {
+    RunnerOptions o = Small("torchscript");
+    o.model.torchscript_path = "models/densenet_like.pt";
+    o.model.image_size = 16;
+    RealWorkloadRunner runner(o);
+    profiled = runner.Profile().workload;
+  }
+  EXPECT_EQ(profiled.name, "densenet_like");
+  EXPECT_EQ(profiled.model.torchscript_path, (root / "models" / "densenet_like.pt").string());
+  WriteWorkloadFile(profiled, (root / "w.ttwl").string());
+
+  std::filesystem::current_path(root / "elsewhere");
+  const Workload read = ReadWorkloadFile((root / "w.ttwl").string());
+  {
+    RunnerOptions o = Small("torchscript");
+    o.model = ModelOptionsFor(read.model);
+    RealWorkloadRunner runner(o);
+    EXPECT_EQ(runner.Profile().workload.Signature(), read.Signature());
+  }
+  std::filesystem::remove(root / "models" / "densenet_like.pt");
+  try {
+    RunnerOptions o = Small("torchscript");
+    o.model = ModelOptionsFor(read.model);
+    RealWorkloadRunner runner(o);
+    ADD_FAILURE() << "a missing module was loaded";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("not found"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(read.model.torchscript_path), std::string::npos) << e.what();
+  }
+  std::filesystem::current_path(old_cwd);
+  std::filesystem::remove_all(root);
 }
 
 TEST(RealExecution, BadSlowTierIsRejectedClearly) {
