@@ -305,13 +305,21 @@ void WriteBenchmarkResults(const std::string& dir, const std::vector<BenchmarkRo
   WriteFileAtomically(dir + "/bench.csv", csv.str());
   WriteFileAtomically(dir + "/bench.json", json.dump(2) + "\n");
   WriteFileAtomically(dir + "/bench.md", BenchmarkMarkdown(rows));
+  WriteBenchmarkCharts(dir, rows);
+}
 
-  // One plot per workload: performance against DRAM fraction, a line per policy.
-  static const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-                                  "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+void WriteBenchmarkCharts(const std::string& dir, const std::vector<BenchmarkRow>& rows) {
+  // One plot per workload: performance against DRAM fraction, a line per
+  // policy. As many colours as a bench has policies (a repeated colour makes
+  // two policies one).
+  static const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+                                  "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939", "#843c39", "#000000"};
+  constexpr size_t kNumColors = sizeof kColors / sizeof kColors[0];
   std::map<std::string, std::map<std::string, ChartSeries>> by_workload;
+  std::map<std::string, bool> measured;
   for (const BenchmarkRow& r : rows) {
     if (r.predicted_ns <= 0) continue;
+    measured[r.workload] = measured[r.workload] || r.measured;
     ChartSeries& s = by_workload[r.workload][r.policy];
     s.name = r.policy;
     s.points.push_back({r.dram_fraction, 100 * (r.measured ? r.measured_relative : r.predicted_relative)});
@@ -321,10 +329,11 @@ void WriteBenchmarkResults(const std::string& dir, const std::vector<BenchmarkRo
     size_t i = 0;
     for (auto& [policy, s] : series_by_policy) {
       std::sort(s.points.begin(), s.points.end());
-      s.color = kColors[i++ % 10];
+      s.color = kColors[i++ % kNumColors];
       series.push_back(s);
     }
-    std::string svg = SvgLineChart(workload + ": performance against DRAM", "DRAM / peak", "% of all-DRAM", series,
+    const std::string y_label = measured[workload] ? "% of all-DRAM (measured)" : "% of all-DRAM (cost model)";
+    std::string svg = SvgLineChart(workload + ": performance against DRAM", "DRAM / peak", y_label, series,
                                    {{"90%", "#999999", 90.0}});
     WriteFileAtomically(dir + "/bench-" + workload + ".svg", svg);
   }

@@ -84,5 +84,8 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
 // reaches 90% of all-DRAM) and one SVG plot per workload.
 void WriteBenchmarkResults(const std::string& dir, const std::vector<BenchmarkRow>& rows);
 std::string BenchmarkMarkdown(const std::vector<BenchmarkRow>& rows);
+// The SVG plots alone, DIR/bench-WORKLOAD.svg (bench/bench_charts redraws
+// them from a bench.json).
+void WriteBenchmarkCharts(const std::string& dir, const std::vector<BenchmarkRow>& rows);
 
 }  // namespace tensortier
