@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <mutex>
 #include <stdexcept>
@@ -16,6 +17,18 @@
 #include "profiler/kernel_tracer.h"
 
 namespace tensortier {
+
+double ThreadCpuNowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+}
+
+long ThreadContextSwitches() {
+  rusage ru;
+  getrusage(RUSAGE_THREAD, &ru);
+  return ru.ru_nvcsw + ru.ru_nivcsw;
+}
 
 double SteadyNowNs() {
   return static_cast<double>(
@@ -78,8 +91,10 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
   std::vector<PageAccess> sub_page_accesses;
   std::vector<Pending> pending;
   IterationCounters cur;
-  std::vector<double> ktimes;
-  double kstart = 0;
+  std::vector<double> ktimes, ktimes_cpu;
+  std::vector<uint8_t> kswitched;
+  double kstart = 0, kstart_cpu = 0;
+  long switches_mark = 0;  // the thread's context switches when the previous kernel's work ended
   uint32_t kernels_seen = 0;
   HardwareCounterSet hw;
 
@@ -336,10 +351,18 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
       }
     }
     kstart = SteadyNowNs();
+    if (cfg.record_kernel_times) kstart_cpu = ThreadCpuNowNs();
   }
 
   void OnKernelEnd(uint32_t k) override {
     if (k >= K) return;
+    const double cpu_ns = cfg.record_kernel_times ? ThreadCpuNowNs() - kstart_cpu : 0;
+    if (cfg.record_kernel_times) {
+      const long switches = ThreadContextSwitches();
+      kswitched[k] = switches != switches_mark;
+      switches_mark = switches;
+    }
+    double emulated_ns = 0;
     if (dev) {
       // One device latency per access stream; tensors smaller than a page
       // that share a page are one stream (the page is fetched once).
@@ -373,9 +396,13 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
       if (extra > 0) {
         WaitUntilNs(SteadyNowNs() + extra);
         cur.emulated_delay_ns += extra;
+        emulated_ns = extra;
       }
     }
-    if (cfg.record_kernel_times) ktimes[k] = SteadyNowNs() - kstart;
+    if (cfg.record_kernel_times) {
+      ktimes[k] = SteadyNowNs() - kstart;
+      ktimes_cpu[k] = cpu_ns + emulated_ns;
+    }
     if (async) FinishAll();
     if (!after[k].empty()) StartMigrations(k);
   }
@@ -422,6 +449,8 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     tier.assign(T, Tier::kDram);
     page_of.assign(T, 0);
     ktimes.assign(K, 0);
+    ktimes_cpu.assign(K, 0);
+    kswitched.assign(K, 0);
     kernels_seen = 0;
     copy_ns = 0;
 
@@ -489,6 +518,7 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     hw.Start();
     alloc.set_observer(this);
     alloc.BeginIteration(std::move(routing));
+    if (cfg.record_kernel_times) switches_mark = ThreadContextSwitches();
     const double t0 = SteadyNowNs();
     try {
       KernelTracer::Options topts;
@@ -557,5 +587,7 @@ PlanExecutor::~PlanExecutor() = default;
 IterationCounters PlanExecutor::RunIteration(TrainingTask& task, double* loss) { return impl_->Run(task, loss); }
 
 const std::vector<double>& PlanExecutor::kernel_times_ns() const { return impl_->ktimes; }
+const std::vector<double>& PlanExecutor::kernel_cpu_times_ns() const { return impl_->ktimes_cpu; }
+const std::vector<uint8_t>& PlanExecutor::kernel_switched() const { return impl_->kswitched; }
 
 }  // namespace tensortier

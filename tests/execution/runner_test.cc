@@ -1,13 +1,16 @@
 #include <gtest/gtest.h>
 #include <torch/script.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <random>
+#include <thread>
 #include <unistd.h>
 
 #include "envs/workload_io.h"
 #include "executor/executor.h"
+#include "executor/plan_executor.h"
 
 namespace tensortier {
 namespace {
@@ -123,6 +126,57 @@ TEST(RealExecution, ProfileIsDeterministicAndComplete) {
   EXPECT_GT(r.median_ns, 0);
   EXPECT_GE(r.max_ns, r.median_ns);
   EXPECT_LE(r.min_ns, r.median_ns);
+}
+
+// A profile says how its times were taken and how busy the host was, and
+// keeps the wall-clock iteration medians beside the kernel sums. With one
+// intra-op thread the kernels' times are the thread's CPU time (plus the
+// emulated device's wait), which no other process stretches; with more, the
+// wall clock.
+TEST(RealExecution, ProfileRecordsItsMethodAndTheHostsLoad) {
+  for (int threads : {1, 2}) {
+    RunnerOptions o = Small("alexnet");
+    o.threads = threads;
+    o.profile_timing_iterations = 3;
+    o.copy_calibration_rounds = 4;
+    RealWorkloadRunner runner(o);
+    const ProfileReport& p = runner.Profile();
+    const ProfileMethod& m = p.workload.profile;
+    EXPECT_EQ(m.kernel_timing.rfind(threads == 1 ? "thread-cpu+emulated, median of 3" : "wall, lower quartile of 3", 0),
+              0u)
+        << m.kernel_timing;
+    EXPECT_EQ(m.timing_rounds, 3u);
+    EXPECT_EQ(m.copy_rounds, 4u);
+    EXPECT_EQ(m.copy_timing, "wall, lower quartile of 4 rounds");
+    EXPECT_GE(m.online_cpus, 1u);
+    EXPECT_GE(m.load_average_start, 0);
+    EXPECT_GE(m.load_average_end, 0);
+    EXPECT_EQ(m.dram_iteration_wall_ns, p.iteration_dram_ns);
+    EXPECT_EQ(m.slow_iteration_wall_ns, p.iteration_slow_ns);
+    EXPECT_GT(p.workload.total_dram_time_ns(), 0);
+    // The emulated waits are in the slow times however they were measured.
+    EXPECT_GT(p.workload.total_slow_time_ns(), p.workload.total_dram_time_ns());
+    // Long emulated waits sleep, and the kernels after them are seen as
+    // switched out (their caches may have gone cold).
+    EXPECT_GT(p.switched_kernel_fraction, 0);
+    EXPECT_LE(p.switched_kernel_fraction, 1);
+  }
+}
+
+// What kernel times rest on with one intra-op thread: the thread's CPU time
+// does not advance while it sleeps, and a sleep is a context switch.
+TEST(RealExecution, ThreadClocksSeeSleepsAsSwitchesWithoutCpuTime) {
+  const long switches = ThreadContextSwitches();
+  const double cpu0 = ThreadCpuNowNs(), wall0 = SteadyNowNs();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const double cpu_ns = ThreadCpuNowNs() - cpu0, wall_ns = SteadyNowNs() - wall0;
+  EXPECT_GT(ThreadContextSwitches(), switches);
+  EXPECT_GE(wall_ns, 20e6);
+  EXPECT_LT(cpu_ns, wall_ns / 4);
+  const double spin0 = ThreadCpuNowNs();
+  while (ThreadCpuNowNs() - spin0 < 2e6) {
+  }
+  EXPECT_GE(ThreadCpuNowNs() - spin0, 2e6);
 }
 
 TEST(RealExecution, ProfilesOfTheSameModelHaveTheSameSignature) {
