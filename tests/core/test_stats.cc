@@ -40,5 +40,31 @@ TEST(Stats, UndisturbedTimeIgnoresPreemptedSamplesAndOneTooFastReading) {
   EXPECT_NEAR(UndisturbedTime(quiet), Median(quiet), 1.5);
 }
 
+TEST(Stats, MedianConfidenceIntervalFromOrderStatistics) {
+  // 5 samples: only [min, max] has any useful confidence, 1 - 2/32.
+  MedianInterval i = MedianConfidenceInterval({5, 1, 4, 2, 3});
+  EXPECT_EQ(i.low, 1);
+  EXPECT_EQ(i.high, 5);
+  EXPECT_DOUBLE_EQ(i.confidence, 0.9375);
+  EXPECT_DOUBLE_EQ(MedianConfidenceInterval({3, 1, 2}).confidence, 0.75);
+  // 10 samples: the 2nd and 9th cover the median with 1 - 2 * 11/1024 >= 95%;
+  // the 3rd and 8th only with 1 - 2 * 56/1024.
+  std::vector<double> ten;
+  for (int x = 10; x >= 1; --x) ten.push_back(x);
+  i = MedianConfidenceInterval(ten, 0.95);
+  EXPECT_EQ(i.low, 2);
+  EXPECT_EQ(i.high, 9);
+  EXPECT_DOUBLE_EQ(i.confidence, 1 - 22.0 / 1024);
+  i = MedianConfidenceInterval(ten, 0.85);
+  EXPECT_EQ(i.low, 3);
+  EXPECT_EQ(i.high, 8);
+  // One sample says nothing about the spread.
+  i = MedianConfidenceInterval({7});
+  EXPECT_EQ(i.low, 7);
+  EXPECT_EQ(i.high, 7);
+  EXPECT_EQ(i.confidence, 0);
+  EXPECT_EQ(MedianConfidenceInterval({}).confidence, 0);
+}
+
 }  // namespace
 }  // namespace tensortier
