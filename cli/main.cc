@@ -512,6 +512,10 @@ int Main(int argc, char** argv) {
                     "Rounds of all-DRAM, all-slow and every plan, in rotating order (median of per-round ratios)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
+  bench->add_option("--clock", bench_opts.clock,
+                    "undisturbed (thread CPU time, emulated waits as meant: hardly moved by load) or wall")
+      ->check(CLI::IsMember({"undisturbed", "wall"}))
+      ->capture_default_str();
   bench->add_option("--ilp-time-limit", bench_opts.solver_time_limit_seconds, "Seconds per ILP solve")
       ->capture_default_str();
   bool bench_cost_model_only = false;

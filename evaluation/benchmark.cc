@@ -92,12 +92,23 @@ std::unique_ptr<RealWorkloadRunner> MakeRunner(const Workload& w, const Benchmar
 }
 
 // What a row reports of one plan's measured rounds.
+bool UndisturbedClock(const BenchmarkOptions& o) {
+  if (o.clock != "undisturbed" && o.clock != "wall")
+    throw std::invalid_argument("bench clock '" + o.clock + "': undisturbed or wall");
+  return o.clock == "undisturbed";
+}
+
+double RoundTime(const ExecutionReport& r, const BenchmarkOptions& o) {
+  return UndisturbedClock(o) ? r.undisturbed_median_ns : r.median_ns;
+}
+
 void FillMeasured(const std::vector<ExecutionReport>& reports, const std::vector<double>& all_dram_ns,
-                  BenchmarkRow& row) {
-  std::vector<double> plan_ns, delay, exposed;
+                  const BenchmarkOptions& o, BenchmarkRow& row) {
+  std::vector<double> plan_ns, wall_ns, delay, exposed;
   uint64_t peak = 0, ooms = 0;
   for (const ExecutionReport& r : reports) {
-    plan_ns.push_back(r.median_ns);
+    plan_ns.push_back(RoundTime(r, o));
+    wall_ns.push_back(r.median_ns);
     for (const IterationCounters& c : r.counters) {
       peak = std::max(peak, c.dram_peak_bytes);
       ooms += c.oom_events + c.migration_oom_events;
@@ -108,7 +119,9 @@ void FillMeasured(const std::vector<ExecutionReport>& reports, const std::vector
   row.measured = true;
   row.backend = reports.front().backend;
   row.measured_rounds = static_cast<uint32_t>(reports.size());
+  row.measured_clock = o.clock;
   row.measured_ns = Median(plan_ns);
+  row.measured_wall_ns = Median(wall_ns);
   const auto [lo, hi] = std::minmax_element(plan_ns.begin(), plan_ns.end());
   row.measured_spread = row.measured_ns > 0 ? (*hi - *lo) / row.measured_ns : 0;
   const RoundComparison c = CompareToAllDram(plan_ns, all_dram_ns);
@@ -162,7 +175,7 @@ void MeasureInRounds(const Workload& w, const BenchmarkOptions& o, const std::ve
         if (!r.ok)
           throw std::runtime_error(std::string("the ") + (item == kAllDram ? "all-DRAM" : "all-slow") +
                                    " reference run failed: " + r.failure);
-        (item == kAllDram ? dram_ns : slow_ns).push_back(r.median_ns);
+        (item == kAllDram ? dram_ns : slow_ns).push_back(RoundTime(r, o));
       } else if (!r.ok) {
         failed[item] = true;
         rows[item].backend = r.backend;
@@ -178,7 +191,7 @@ void MeasureInRounds(const Workload& w, const BenchmarkOptions& o, const std::ve
   for (size_t i = 0; i < rows.size(); ++i) {
     rows[i].measured_all_slow_relative = all_slow_relative;
     if (failed[i] || reports[i].empty()) continue;
-    FillMeasured(reports[i], dram_ns, rows[i]);
+    FillMeasured(reports[i], dram_ns, o, rows[i]);
   }
 }
 
@@ -230,6 +243,7 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
     }
   }
   const bool measure = o.measure && !w.model.empty();
+  if (measure) UndisturbedClock(o);  // an unknown clock is refused before any decision
   const double model_all_dram_ns = MinCostNs(w);
 
   std::vector<BenchmarkRow> rows;
@@ -316,7 +330,8 @@ std::string BenchmarkMarkdown(const std::vector<BenchmarkRow>& rows) {
       const BenchmarkRow* any = nullptr;
       for (const BenchmarkRow& r : rows)
         if (r.workload == wl && r.measured) any = &r;
-      os << "Median over " << any->measured_rounds << " rounds of the per-round ratio to that round's all-DRAM run, "
+      os << "Median over " << any->measured_rounds << " rounds (" << any->measured_clock
+         << " clock) of the per-round ratio to that round's all-DRAM run, "
          << "with its " << std::setprecision(1) << 100 * any->measured_relative_confidence
          << "% confidence interval in parentheses; measured all-slow: " << 100 * any->measured_all_slow_relative
          << "%. `!`: measured faster than all-DRAM (noise or a measurement problem).\n\n";
@@ -362,7 +377,7 @@ void WriteBenchmarkResults(const std::string& dir, const std::vector<BenchmarkRo
          "oom_events,memory_cost_dollars,predicted_exec_ns,predicted_migration_ns,measured_emulated_delay_ns,"
          "measured_exposed_migration_ns,measured_bytes_migrated,migrations_refused,migrations_skipped,measured_rounds,"
          "measured_relative_low,measured_relative_high,measured_relative_confidence,measured_all_slow_relative,"
-         "faster_than_all_dram,note\n";
+         "faster_than_all_dram,measured_clock,measured_wall_ns,note\n";
   csv << std::setprecision(10);
   nlohmann::json json = nlohmann::json::array();
   for (const BenchmarkRow& r : rows) {
@@ -377,7 +392,8 @@ void WriteBenchmarkResults(const std::string& dir, const std::vector<BenchmarkRo
         << r.measured_emulated_delay_ns << ',' << r.measured_exposed_migration_ns << ',' << r.measured_bytes_migrated
         << ',' << r.migrations_refused << ',' << r.migrations_skipped << ',' << r.measured_rounds << ','
         << r.measured_relative_low << ',' << r.measured_relative_high << ',' << r.measured_relative_confidence << ','
-        << r.measured_all_slow_relative << ',' << (r.faster_than_all_dram ? 1 : 0) << ',' << note << '\n';
+        << r.measured_all_slow_relative << ',' << (r.faster_than_all_dram ? 1 : 0) << ',' << r.measured_clock << ','
+        << r.measured_wall_ns << ',' << note << '\n';
     json.push_back({{"workload", r.workload}, {"policy", r.policy}, {"dram_fraction", r.dram_fraction},
                     {"dram_limit_bytes", r.dram_limit_bytes}, {"decision_seconds", r.decision_seconds},
                     {"predicted_ns", r.predicted_ns}, {"predicted_relative", r.predicted_relative},
@@ -395,7 +411,8 @@ void WriteBenchmarkResults(const std::string& dir, const std::vector<BenchmarkRo
                     {"measured_relative_high", r.measured_relative_high},
                     {"measured_relative_confidence", r.measured_relative_confidence},
                     {"measured_all_slow_relative", r.measured_all_slow_relative},
-                    {"faster_than_all_dram", r.faster_than_all_dram}, {"note", r.note}});
+                    {"faster_than_all_dram", r.faster_than_all_dram}, {"measured_clock", r.measured_clock},
+                    {"measured_wall_ns", r.measured_wall_ns}, {"note", r.note}});
   }
   WriteFileAtomically(dir + "/bench.csv", csv.str());
   WriteFileAtomically(dir + "/bench.json", json.dump(2) + "\n");

@@ -37,6 +37,12 @@ struct BenchmarkOptions {
   // them; a plan's figure is the median of its per-round ratios to that
   // round's all-DRAM run.
   int rounds = 5;
+  // Which time of an iteration the figures use: "undisturbed" (the training
+  // thread's CPU time with the emulated device's waits and copies as meant,
+  // IterationCounters::undisturbed_iteration_ns; other processes on the host
+  // hardly move it) or "wall" (the wall clock, which load stretches in the
+  // computing part only, so ratios move with it).
+  std::string clock = "undisturbed";
   int warmup_iterations = 1;
   int repeats = 1;  // per plan and round
   double solver_time_limit_seconds = 60;
@@ -54,7 +60,9 @@ struct BenchmarkRow {
   double predicted_relative = 0;      // cost-model all-DRAM time / predicted_ns
   bool measured = false;
   std::string backend;                // what measured_ns comes from ("cost-model" when not measured)
+  std::string measured_clock;         // BenchmarkOptions::clock of the measured_* times
   double measured_ns = 0;             // median over the rounds (each the median of its repeats)
+  double measured_wall_ns = 0;        // the same by the wall clock
   double measured_spread = 0;         // (max - min) / median over the rounds
   double measured_relative = 0;       // median over the rounds of that round's all-DRAM time / the plan's
   uint32_t measured_rounds = 0;

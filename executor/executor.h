@@ -82,6 +82,11 @@ struct ExecutionReport {
   std::vector<double> iteration_ns;  // measured iterations
   double median_ns = 0, min_ns = 0, max_ns = 0;
   double spread = 0;         // (max - min) / median
+  // IterationCounters::undisturbed_iteration_ns of the measured iterations
+  // and their median (with RunnerOptions::threads == 1: the load-independent
+  // time; with more threads it misses the other threads' work).
+  std::vector<double> undisturbed_ns;
+  double undisturbed_median_ns = 0;
   std::vector<IterationCounters> counters;  // one per measured iteration
   std::vector<double> losses;
 };

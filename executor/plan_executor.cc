@@ -36,7 +36,15 @@ double SteadyNowNs() {
           .count());
 }
 
-void WaitUntilNs(double deadline_ns) {
+namespace {
+
+// Per thread: CPU time spent waiting on purpose (emulated device time, copy
+// pacing, waiting for the copy thread) and how long those waits were meant
+// to take, for IterationCounters::undisturbed_iteration_ns.
+thread_local double t_wait_cpu_ns = 0;
+thread_local double t_wait_intended_ns = 0;
+
+void SleepOrSpinUntil(double deadline_ns) {
   for (;;) {
     const double left = deadline_ns - SteadyNowNs();
     if (left <= 0) return;
@@ -44,16 +52,38 @@ void WaitUntilNs(double deadline_ns) {
   }
 }
 
+}  // namespace
+
+void WaitUntilNs(double deadline_ns) {
+  const double now = SteadyNowNs();
+  if (deadline_ns <= now) return;
+  const double cpu0 = ThreadCpuNowNs();
+  SleepOrSpinUntil(deadline_ns);
+  t_wait_cpu_ns += ThreadCpuNowNs() - cpu0;
+  t_wait_intended_ns += deadline_ns - now;
+}
+
 double PacedCopy(void* dst, const void* src, size_t n, double target_ns) {
   constexpr size_t kChunk = 1 << 20;
   const double t0 = SteadyNowNs();
+  const double cpu0 = ThreadCpuNowNs();
+  double wait_cpu_ns = 0;
   auto* d = static_cast<char*>(dst);
   const auto* s = static_cast<const char*>(src);
   for (size_t off = 0; off < n; off += kChunk) {
     const size_t len = std::min(kChunk, n - off);
     std::memcpy(d + off, s + off, len);
-    if (target_ns > 0) WaitUntilNs(t0 + target_ns * static_cast<double>(off + len) / static_cast<double>(n));
+    if (target_ns > 0) {
+      const double w0 = ThreadCpuNowNs();
+      SleepOrSpinUntil(t0 + target_ns * static_cast<double>(off + len) / static_cast<double>(n));
+      wait_cpu_ns += ThreadCpuNowNs() - w0;
+    }
   }
+  // Undisturbed, the copy takes the device's time or the memcpy's, whichever
+  // is longer; the pacing's own CPU time is not part of either.
+  const double copy_cpu_ns = ThreadCpuNowNs() - cpu0 - wait_cpu_ns;
+  t_wait_cpu_ns += wait_cpu_ns;
+  t_wait_intended_ns += std::max(0.0, target_ns - copy_cpu_ns);
   return SteadyNowNs() - t0;
 }
 
@@ -223,7 +253,11 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
       ++cur.async_copies_inline;
     }
     std::vector<uint8_t> moved;
-    alloc.CompleteMove(p.ticket, &moved);
+    const double blocked_wall0 = SteadyNowNs(), blocked_cpu0 = ThreadCpuNowNs();
+    alloc.CompleteMove(p.ticket, &moved);  // may wait for the copy thread
+    const double blocked_cpu_ns = ThreadCpuNowNs() - blocked_cpu0;
+    t_wait_cpu_ns += blocked_cpu_ns;
+    t_wait_intended_ns += std::max(0.0, SteadyNowNs() - blocked_wall0 - blocked_cpu_ns);
     cur.exposed_migration_ns += SteadyNowNs() - t0;
     for (size_t i = 0; i < p.tensors.size(); ++i) {
       if (moved[i]) {
@@ -519,6 +553,8 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     alloc.set_observer(this);
     alloc.BeginIteration(std::move(routing));
     if (cfg.record_kernel_times) switches_mark = ThreadContextSwitches();
+    const double wait_cpu0 = t_wait_cpu_ns, wait_intended0 = t_wait_intended_ns;
+    const double cpu0 = ThreadCpuNowNs();
     const double t0 = SteadyNowNs();
     try {
       KernelTracer::Options topts;
@@ -535,6 +571,8 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     }
     FinishAll();
     cur.iteration_ns = SteadyNowNs() - t0;
+    cur.undisturbed_iteration_ns = ThreadCpuNowNs() - cpu0 - (t_wait_cpu_ns - wait_cpu0) +
+                                   (t_wait_intended_ns - wait_intended0);
     const uint64_t n = alloc.EndIteration();
     alloc.set_observer(nullptr);
     cur.hardware = hw.Stop();

@@ -265,6 +265,7 @@ struct RealWorkloadRunner::Impl {
         }
         if (i >= warmup) {
           r.iteration_ns.push_back(c.iteration_ns);
+          r.undisturbed_ns.push_back(c.undisturbed_iteration_ns);
           r.losses.push_back(loss);
           r.counters.push_back(std::move(c));
         }
@@ -278,6 +279,7 @@ struct RealWorkloadRunner::Impl {
     alloc->set_dram_limit(0);
     if (!r.iteration_ns.empty()) {
       r.median_ns = Median(r.iteration_ns);
+      r.undisturbed_median_ns = Median(r.undisturbed_ns);
       r.min_ns = *std::min_element(r.iteration_ns.begin(), r.iteration_ns.end());
       r.max_ns = *std::max_element(r.iteration_ns.begin(), r.iteration_ns.end());
       r.spread = r.median_ns > 0 ? (r.max_ns - r.min_ns) / r.median_ns : 0;

@@ -187,9 +187,13 @@ TEST(Benchmark, MeasuredRowsOnRealIterations) {
     EXPECT_EQ(r.faster_than_all_dram, r.measured_relative > 1);
     EXPECT_GT(r.measured_all_slow_relative, 0);
     EXPECT_EQ(r.measured_all_slow_relative, rows[0].measured_all_slow_relative);
+    EXPECT_EQ(r.measured_clock, "undisturbed");
+    EXPECT_GT(r.measured_wall_ns, 0);
     EXPECT_LE(r.dram_peak_bytes, r.dram_limit_bytes) << r.policy;
     EXPECT_EQ(r.oom_events, 0u) << r.policy;
   }
+  o.clock = "sundial";
+  EXPECT_THROW(RunBenchmark(w, o), std::invalid_argument);
   // All-slow reads everything from the slow tier: the emulated device adds time.
   EXPECT_GT(rows[0].measured_emulated_delay_ns, 0);
   EXPECT_EQ(rows[0].measured_bytes_migrated, 0u);

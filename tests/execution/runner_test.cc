@@ -8,6 +8,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "common/stats.h"
 #include "envs/workload_io.h"
 #include "executor/executor.h"
 #include "executor/plan_executor.h"
@@ -161,6 +162,30 @@ TEST(RealExecution, ProfileRecordsItsMethodAndTheHostsLoad) {
     EXPECT_GT(p.switched_kernel_fraction, 0);
     EXPECT_LE(p.switched_kernel_fraction, 1);
   }
+}
+
+// The load-independent iteration time: with nothing to wait for it is the
+// thread's CPU time, never more than the wall clock's; with everything in
+// the emulated slow tier it holds every wait the device model asked for.
+TEST(RealExecution, UndisturbedIterationTimeHoldsTheEmulatedWaits) {
+  RunnerOptions o = Small("alexnet");
+  o.threads = 1;
+  RealWorkloadRunner runner(o);
+  const Workload& w = runner.Profile().workload;
+  const ExecutionReport dram = runner.Execute(PlacementPlan::Uniform(w, Tier::kDram, 0), 0, 2);
+  ASSERT_TRUE(dram.ok) << dram.failure;
+  for (size_t i = 0; i < dram.counters.size(); ++i) {
+    EXPECT_GT(dram.undisturbed_ns[i], 0);
+    EXPECT_LE(dram.undisturbed_ns[i], dram.iteration_ns[i]);
+    EXPECT_EQ(dram.counters[i].emulated_delay_ns, 0);
+  }
+  const ExecutionReport slow = runner.Execute(PlacementPlan::Uniform(w, Tier::kSlow, 0), 0, 2);
+  ASSERT_TRUE(slow.ok) << slow.failure;
+  for (size_t i = 0; i < slow.counters.size(); ++i) {
+    EXPECT_GT(slow.counters[i].emulated_delay_ns, 0);
+    EXPECT_GT(slow.undisturbed_ns[i], slow.counters[i].emulated_delay_ns);
+  }
+  EXPECT_EQ(slow.undisturbed_median_ns, Median(slow.undisturbed_ns));
 }
 
 // What kernel times rest on with one intra-op thread: the thread's CPU time
