@@ -554,7 +554,15 @@ int Main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   bench->add_option("--mode", bench_mode, "sync or async")->check(CLI::IsMember({"sync", "async"}))->capture_default_str();
   bench->add_option("--slow-tier", bench_opts.slow_tier, SlowTierSpecHelp())->capture_default_str();
-  bench->add_option("--repeats", bench_opts.repeats, "Measured iterations per plan")->capture_default_str();
+  bench->add_option("--repeats", bench_opts.repeats, "Measured iterations per plan and round")->capture_default_str();
+  bench->add_option("--rounds", bench_opts.rounds,
+                    "Rounds of all-DRAM, all-slow and every plan, in rotating order (median of per-round ratios)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  bench->add_option("--clock", bench_opts.clock,
+                    "undisturbed (thread CPU time, emulated waits as meant: hardly moved by load) or wall")
+      ->check(CLI::IsMember({"undisturbed", "wall"}))
+      ->capture_default_str();
   bench->add_option("--ilp-time-limit", bench_opts.solver_time_limit_seconds, "Seconds per ILP solve")
       ->capture_default_str();
   bool bench_cost_model_only = false;

@@ -38,6 +38,11 @@ std::string DescribeWorkload(const Workload& w) {
      << " GB/s + " << w.device.dram_to_slow_copy_setup_ns / 1e3 << " us per copy, to DRAM "
      << w.device.slow_to_dram_bytes_per_second / 1e9 << " GB/s + " << w.device.slow_to_dram_copy_setup_ns / 1e3
      << " us per copy\n";
+  if (!w.profile.empty())
+    os << "profiled        kernels: " << w.profile.kernel_timing << "; copies: " << w.profile.copy_timing
+       << "; load average " << w.profile.load_average_start << " -> " << w.profile.load_average_end << " on "
+       << w.profile.online_cpus << " CPUs; wall iteration " << w.profile.dram_iteration_wall_ns / 1e6
+       << " ms all-DRAM, " << w.profile.slow_iteration_wall_ns / 1e6 << " ms all-slow\n";
   std::map<std::string, std::pair<size_t, uint64_t>> kinds;
   size_t small = 0;
   for (const Tensor& t : w.tensors) {

@@ -75,6 +75,24 @@ struct ModelSpec {
   bool empty() const { return name.empty(); }
 };
 
+// How a profiled workload's times were measured and how busy the host was,
+// so that two profiles can be compared and one taken under load recognised.
+// Empty for synthetic workloads and for files written before it existed.
+struct ProfileMethod {
+  std::string kernel_timing;  // "thread-cpu+emulated, median of 5 interleaved rounds", ...
+  std::string copy_timing;    // "wall, lower quartile of 15 rounds"
+  uint32_t timing_rounds = 0;
+  uint32_t copy_rounds = 0;
+  double load_average_start = 0;  // 1-minute load average (/proc/loadavg) when profiling began
+  double load_average_end = 0;    // and when it ended
+  uint32_t online_cpus = 0;
+  // Medians of whole iterations by the wall clock, which move with the
+  // host's load: beside the kernel sums they show how busy it was.
+  double dram_iteration_wall_ns = 0;
+  double slow_iteration_wall_ns = 0;
+  bool empty() const { return kernel_timing.empty(); }
+};
+
 class Workload {
  public:
   static constexpr uint16_t kFormatVersion = 1;
@@ -87,6 +105,7 @@ class Workload {
   std::vector<Access> accesses;
   DeviceModel device;
   ModelSpec model;
+  ProfileMethod profile;
 
   // Checks the invariants every consumer relies on (indices in range,
   // alloc <= free, accesses inside lifetimes, positive sizes) and builds the

@@ -182,6 +182,18 @@ void WorkloadToCapnp(const Workload& w, schema::Workload::Builder out) {
   m.setNumClasses(w.model.num_classes);
   m.setOptimizer(StringToText(w.model.optimizer));
   m.setSeed(w.model.seed);
+  if (!w.profile.empty()) {
+    auto p = out.initProfile();
+    p.setKernelTiming(StringToText(w.profile.kernel_timing));
+    p.setCopyTiming(StringToText(w.profile.copy_timing));
+    p.setTimingRounds(w.profile.timing_rounds);
+    p.setCopyRounds(w.profile.copy_rounds);
+    p.setLoadAverageStart(w.profile.load_average_start);
+    p.setLoadAverageEnd(w.profile.load_average_end);
+    p.setOnlineCpus(w.profile.online_cpus);
+    p.setDramIterationWallNs(w.profile.dram_iteration_wall_ns);
+    p.setSlowIterationWallNs(w.profile.slow_iteration_wall_ns);
+  }
 }
 
 Workload WorkloadFromCapnp(schema::Workload::Reader in) {
@@ -202,6 +214,18 @@ Workload WorkloadFromCapnp(schema::Workload::Reader in) {
   w.model.num_classes = m.getNumClasses();
   w.model.optimizer = TextToString(m.getOptimizer());
   w.model.seed = m.getSeed();
+  if (in.hasProfile()) {
+    auto p = in.getProfile();
+    w.profile.kernel_timing = TextToString(p.getKernelTiming());
+    w.profile.copy_timing = TextToString(p.getCopyTiming());
+    w.profile.timing_rounds = p.getTimingRounds();
+    w.profile.copy_rounds = p.getCopyRounds();
+    w.profile.load_average_start = p.getLoadAverageStart();
+    w.profile.load_average_end = p.getLoadAverageEnd();
+    w.profile.online_cpus = p.getOnlineCpus();
+    w.profile.dram_iteration_wall_ns = p.getDramIterationWallNs();
+    w.profile.slow_iteration_wall_ns = p.getSlowIterationWallNs();
+  }
   w.Finalize();
   return w;
 }

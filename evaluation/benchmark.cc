@@ -129,7 +129,128 @@ std::unique_ptr<RealWorkloadRunner> MakeRunner(const Workload& w, const Benchmar
   return runner;
 }
 
+// What a row reports of one plan's measured rounds.
+bool UndisturbedClock(const BenchmarkOptions& o) {
+  if (o.clock != "undisturbed" && o.clock != "wall")
+    throw std::invalid_argument("bench clock '" + o.clock + "': undisturbed or wall");
+  return o.clock == "undisturbed";
+}
+
+double RoundTime(const ExecutionReport& r, const BenchmarkOptions& o) {
+  return UndisturbedClock(o) ? r.undisturbed_median_ns : r.median_ns;
+}
+
+void FillMeasured(const std::vector<ExecutionReport>& reports, const std::vector<double>& all_dram_ns,
+                  const BenchmarkOptions& o, BenchmarkRow& row) {
+  std::vector<double> plan_ns, wall_ns, delay, exposed;
+  uint64_t peak = 0, ooms = 0;
+  for (const ExecutionReport& r : reports) {
+    plan_ns.push_back(RoundTime(r, o));
+    wall_ns.push_back(r.median_ns);
+    for (const IterationCounters& c : r.counters) {
+      peak = std::max(peak, c.dram_peak_bytes);
+      ooms += c.oom_events + c.migration_oom_events;
+      delay.push_back(c.emulated_delay_ns);
+      exposed.push_back(c.exposed_migration_ns);
+    }
+  }
+  row.measured = true;
+  row.backend = reports.front().backend;
+  row.measured_rounds = static_cast<uint32_t>(reports.size());
+  row.measured_clock = o.clock;
+  row.measured_ns = Median(plan_ns);
+  row.measured_wall_ns = Median(wall_ns);
+  const auto [lo, hi] = std::minmax_element(plan_ns.begin(), plan_ns.end());
+  row.measured_spread = row.measured_ns > 0 ? (*hi - *lo) / row.measured_ns : 0;
+  const RoundComparison c = CompareToAllDram(plan_ns, all_dram_ns);
+  row.measured_relative = c.relative;
+  row.measured_relative_low = c.low;
+  row.measured_relative_high = c.high;
+  row.measured_relative_confidence = c.confidence;
+  row.faster_than_all_dram = c.faster_than_all_dram;
+  if (c.faster_than_all_dram)
+    row.note = "measured faster than all-DRAM (" + std::to_string(100 * c.relative) + "%): noise or a measurement problem";
+  row.prediction_error = (row.predicted_ns - row.measured_ns) / row.measured_ns;
+  row.measured_emulated_delay_ns = Median(delay);
+  row.measured_exposed_migration_ns = Median(exposed);
+  const ExecutionReport& last = reports.back();
+  if (!last.counters.empty()) {
+    const IterationCounters& k = last.counters.back();
+    // Setup moves put persistent tensors back where the plan starts them:
+    // the cost model's end-of-iteration copies.
+    row.measured_bytes_migrated = k.bytes_to_slow + k.bytes_to_dram + k.setup_bytes;
+    row.measured_setup_bytes = k.setup_bytes;
+    row.migrations_refused = k.migrations_refused;
+    row.migrations_skipped = k.migrations_skipped;
+  }
+  row.dram_peak_bytes = peak;
+  row.oom_events = static_cast<uint32_t>(ooms);
+}
+
+// Rounds of all-DRAM, all-slow and every plan of `rows` without a note, in
+// an order rotating by one each round. A plan that fails in a round is not
+// run again; its row says why.
+void MeasureInRounds(const Workload& w, const BenchmarkOptions& o, const std::vector<PlacementPlan>& plans,
+                     std::vector<BenchmarkRow>& rows) {
+  std::unique_ptr<RealWorkloadRunner> runner = MakeRunner(w, o);
+  const PlacementPlan all_dram = PlacementPlan::Uniform(w, Tier::kDram, 0);
+  const PlacementPlan all_slow = PlacementPlan::Uniform(w, Tier::kSlow, 0);
+  constexpr int kAllDram = -1, kAllSlow = -2;
+  std::vector<int> order = {kAllDram, kAllSlow};
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].note.empty()) order.push_back(static_cast<int>(i));
+  std::vector<double> dram_ns, slow_ns;
+  std::vector<std::vector<ExecutionReport>> reports(rows.size());
+  std::vector<bool> failed(rows.size(), false);
+  const int rounds = std::max(1, o.rounds);
+  for (int round = 0; round < rounds; ++round) {
+    for (size_t j = 0; j < order.size(); ++j) {
+      const int item = order[(j + static_cast<size_t>(round)) % order.size()];
+      if (item >= 0 && failed[item]) continue;
+      const PlacementPlan& plan = item == kAllDram ? all_dram : item == kAllSlow ? all_slow : plans[item];
+      ExecutionReport r = runner->Execute(plan, o.warmup_iterations, std::max(1, o.repeats));
+      if (item < 0) {
+        if (!r.ok)
+          throw std::runtime_error(std::string("the ") + (item == kAllDram ? "all-DRAM" : "all-slow") +
+                                   " reference run failed: " + r.failure);
+        (item == kAllDram ? dram_ns : slow_ns).push_back(RoundTime(r, o));
+      } else if (!r.ok) {
+        failed[item] = true;
+        rows[item].backend = r.backend;
+        rows[item].note = r.failure;
+      } else {
+        reports[item].push_back(std::move(r));
+      }
+    }
+    LogInfo("bench_round").kv("workload", w.name).kv("round", round + 1).kv("of", rounds)
+        .kv("all_dram_ms", dram_ns.back() / 1e6).kv("all_slow_ms", slow_ns.back() / 1e6);
+  }
+  const double all_slow_relative = CompareToAllDram(slow_ns, dram_ns).relative;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    rows[i].measured_all_slow_relative = all_slow_relative;
+    if (failed[i] || reports[i].empty()) continue;
+    FillMeasured(reports[i], dram_ns, o, rows[i]);
+  }
+}
+
 }  // namespace
+
+RoundComparison CompareToAllDram(const std::vector<double>& plan_ns, const std::vector<double>& all_dram_ns) {
+  if (plan_ns.size() != all_dram_ns.size())
+    throw std::invalid_argument("CompareToAllDram: one plan and one all-DRAM time per round");
+  std::vector<double> ratios;
+  for (size_t i = 0; i < plan_ns.size(); ++i)
+    if (plan_ns[i] > 0) ratios.push_back(all_dram_ns[i] / plan_ns[i]);
+  RoundComparison c;
+  if (ratios.empty()) return c;
+  c.relative = Median(ratios);
+  const MedianInterval ci = MedianConfidenceInterval(ratios);
+  c.low = ci.low;
+  c.high = ci.high;
+  c.confidence = ci.confidence;
+  c.faster_than_all_dram = c.relative > 1;
+  return c;
+}
 
 std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions& o,
                                        const BenchmarkProgress& progress) {
@@ -160,17 +281,12 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
       if (o.search.max_rollouts > 1) add(kind + kSearchSuffix);
     }
   }
-  std::unique_ptr<RealWorkloadRunner> runner;
-  double measured_all_dram_ns = 0;
-  if (o.measure && !w.model.empty()) {
-    runner = MakeRunner(w, o);
-    ExecutionReport ideal = runner->Execute(PlacementPlan::Uniform(w, Tier::kDram, 0));
-    if (!ideal.ok) throw std::runtime_error("the all-DRAM reference run failed: " + ideal.failure);
-    measured_all_dram_ns = ideal.median_ns;
-  }
+  const bool measure = o.measure && !w.model.empty();
+  if (measure) UndisturbedClock(o);  // an unknown clock is refused before any decision
   const double model_all_dram_ns = MinCostNs(w);
 
   std::vector<BenchmarkRow> rows;
+  std::vector<PlacementPlan> plans;  // one per row; measured when the row has no note
   for (double fraction : o.dram_fractions) {
     const uint64_t limit = static_cast<uint64_t>(std::llround(fraction * static_cast<double>(w.peak_live_bytes())));
     for (const std::string& name : policies) {
@@ -224,47 +340,19 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
         row.oom_events = cost.oom ? 1 : 0;
         row.memory_cost_dollars = (static_cast<double>(cost.dram_peak_bytes) * kDramPricePerGb +
                                    static_cast<double>(cost.slow_peak_bytes) * kSlowPricePerGb) / 1e9;
-        if (runner) {
-          ExecutionReport r = runner->Execute(plan);
-          row.backend = r.backend;
-          if (r.ok) {
-            row.measured = true;
-            row.measured_ns = r.median_ns;
-            row.measured_spread = r.spread;
-            row.measured_relative = measured_all_dram_ns / r.median_ns;
-            row.prediction_error = (row.predicted_ns - r.median_ns) / r.median_ns;
-            uint64_t peak = 0, ooms = 0;
-            std::vector<double> delay, exposed;
-            for (const IterationCounters& c : r.counters) {
-              peak = std::max(peak, c.dram_peak_bytes);
-              ooms += c.oom_events + c.migration_oom_events;
-              delay.push_back(c.emulated_delay_ns);
-              exposed.push_back(c.exposed_migration_ns);
-            }
-            row.measured_emulated_delay_ns = Median(delay);
-            row.measured_exposed_migration_ns = Median(exposed);
-            if (!r.counters.empty()) {
-              const IterationCounters& c = r.counters.back();
-              // Setup moves put persistent tensors back where the plan starts
-              // them: the cost model's end-of-iteration copies.
-              row.measured_bytes_migrated = c.bytes_to_slow + c.bytes_to_dram + c.setup_bytes;
-              row.measured_setup_bytes = c.setup_bytes;
-              row.migrations_refused = c.migrations_refused;
-              row.migrations_skipped = c.migrations_skipped;
-            }
-            row.dram_peak_bytes = peak;
-            row.oom_events = static_cast<uint32_t>(ooms);
-          } else {
-            row.note = r.failure;
-          }
-        }
       } catch (const std::exception& e) {
         row.note = e.what();
         LogWarn("bench_policy_failed").kv("policy", name).kv("fraction", fraction).kv("detail", e.what());
       }
       rows.push_back(row);
-      if (progress) progress(row);
+      plans.push_back(std::move(plan));
+      if (progress && !measure) progress(row);
     }
+  }
+  if (measure) {
+    MeasureInRounds(w, o, plans, rows);
+    for (BenchmarkRow& row : rows)
+      if (progress) progress(row);
   }
   return rows;
 }
@@ -289,7 +377,18 @@ std::string BenchmarkMarkdown(const std::vector<BenchmarkRow>& rows) {
       measured |= r.measured;
     }
     os << "### " << wl << (measured ? " (measured, relative to all-DRAM; cost model in brackets)" : " (cost model, relative to all-DRAM)")
-       << "\n\n| policy |";
+       << "\n\n";
+    if (measured) {
+      const BenchmarkRow* any = nullptr;
+      for (const BenchmarkRow& r : rows)
+        if (r.workload == wl && r.measured) any = &r;
+      os << "Median over " << any->measured_rounds << " rounds (" << any->measured_clock
+         << " clock) of the per-round ratio to that round's all-DRAM run, "
+         << "with its " << std::setprecision(1) << 100 * any->measured_relative_confidence
+         << "% confidence interval in parentheses; measured all-slow: " << 100 * any->measured_all_slow_relative
+         << "%. `!`: measured faster than all-DRAM (noise or a measurement problem).\n\n";
+    }
+    os << "| policy |";
     for (double f : fractions) os << " DRAM " << std::setprecision(2) << f << " |";
     os << " least DRAM for 90% | decision (s) |\n|---|";
     for (size_t i = 0; i < fractions.size() + 2; ++i) os << "---:|";
@@ -306,6 +405,9 @@ std::string BenchmarkMarkdown(const std::vector<BenchmarkRow>& rows) {
         const BenchmarkRow& r = *it->second;
         double rel = r.measured ? r.measured_relative : r.predicted_relative;
         os << " " << std::setprecision(1) << 100 * rel << "%";
+        if (r.measured && r.measured_rounds > 1)
+          os << " (" << 100 * r.measured_relative_low << "-" << 100 * r.measured_relative_high << ")";
+        if (r.faster_than_all_dram) os << " !";
         if (r.measured) os << " [" << 100 * r.predicted_relative << "%]";
         os << " |";
         if (rel >= 0.9 && (least < 0 || f < least)) least = f;
@@ -325,7 +427,9 @@ void WriteBenchmarkResults(const std::string& dir, const std::vector<BenchmarkRo
   csv << "workload,policy,dram_fraction,dram_limit_bytes,decision_seconds,predicted_ns,predicted_relative,measured,"
          "backend,measured_ns,measured_spread,measured_relative,prediction_error,bytes_migrated,dram_peak_bytes,"
          "oom_events,memory_cost_dollars,predicted_exec_ns,predicted_migration_ns,measured_emulated_delay_ns,"
-         "measured_exposed_migration_ns,measured_bytes_migrated,migrations_refused,migrations_skipped,note\n";
+         "measured_exposed_migration_ns,measured_bytes_migrated,migrations_refused,migrations_skipped,measured_rounds,"
+         "measured_relative_low,measured_relative_high,measured_relative_confidence,measured_all_slow_relative,"
+         "faster_than_all_dram,measured_clock,measured_wall_ns,note\n";
   csv << std::setprecision(10);
   nlohmann::json json = nlohmann::json::array();
   for (const BenchmarkRow& r : rows) {
@@ -338,7 +442,10 @@ void WriteBenchmarkResults(const std::string& dir, const std::vector<BenchmarkRo
         << r.prediction_error << ',' << r.bytes_migrated << ',' << r.dram_peak_bytes << ',' << r.oom_events << ','
         << r.memory_cost_dollars << ',' << r.predicted_exec_ns << ',' << r.predicted_migration_ns << ','
         << r.measured_emulated_delay_ns << ',' << r.measured_exposed_migration_ns << ',' << r.measured_bytes_migrated
-        << ',' << r.migrations_refused << ',' << r.migrations_skipped << ',' << note << '\n';
+        << ',' << r.migrations_refused << ',' << r.migrations_skipped << ',' << r.measured_rounds << ','
+        << r.measured_relative_low << ',' << r.measured_relative_high << ',' << r.measured_relative_confidence << ','
+        << r.measured_all_slow_relative << ',' << (r.faster_than_all_dram ? 1 : 0) << ',' << r.measured_clock << ','
+        << r.measured_wall_ns << ',' << note << '\n';
     json.push_back({{"workload", r.workload}, {"policy", r.policy}, {"dram_fraction", r.dram_fraction},
                     {"dram_limit_bytes", r.dram_limit_bytes}, {"decision_seconds", r.decision_seconds},
                     {"predicted_ns", r.predicted_ns}, {"predicted_relative", r.predicted_relative},
@@ -352,18 +459,31 @@ void WriteBenchmarkResults(const std::string& dir, const std::vector<BenchmarkRo
                     {"measured_exposed_migration_ns", r.measured_exposed_migration_ns},
                     {"measured_bytes_migrated", r.measured_bytes_migrated},
                     {"migrations_refused", r.migrations_refused}, {"migrations_skipped", r.migrations_skipped},
-                    {"note", r.note}});
+                    {"measured_rounds", r.measured_rounds}, {"measured_relative_low", r.measured_relative_low},
+                    {"measured_relative_high", r.measured_relative_high},
+                    {"measured_relative_confidence", r.measured_relative_confidence},
+                    {"measured_all_slow_relative", r.measured_all_slow_relative},
+                    {"faster_than_all_dram", r.faster_than_all_dram}, {"measured_clock", r.measured_clock},
+                    {"measured_wall_ns", r.measured_wall_ns}, {"note", r.note}});
   }
   WriteFileAtomically(dir + "/bench.csv", csv.str());
   WriteFileAtomically(dir + "/bench.json", json.dump(2) + "\n");
   WriteFileAtomically(dir + "/bench.md", BenchmarkMarkdown(rows));
+  WriteBenchmarkCharts(dir, rows);
+}
 
-  // One plot per workload: performance against DRAM fraction, a line per policy.
-  static const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-                                  "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+void WriteBenchmarkCharts(const std::string& dir, const std::vector<BenchmarkRow>& rows) {
+  // One plot per workload: performance against DRAM fraction, a line per
+  // policy. As many colours as a bench has policies (a repeated colour makes
+  // two policies one).
+  static const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+                                  "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939", "#843c39", "#000000"};
+  constexpr size_t kNumColors = sizeof kColors / sizeof kColors[0];
   std::map<std::string, std::map<std::string, ChartSeries>> by_workload;
+  std::map<std::string, bool> measured;
   for (const BenchmarkRow& r : rows) {
     if (r.predicted_ns <= 0) continue;
+    measured[r.workload] = measured[r.workload] || r.measured;
     ChartSeries& s = by_workload[r.workload][r.policy];
     s.name = r.policy;
     s.points.push_back({r.dram_fraction, 100 * (r.measured ? r.measured_relative : r.predicted_relative)});
@@ -373,10 +493,11 @@ void WriteBenchmarkResults(const std::string& dir, const std::vector<BenchmarkRo
     size_t i = 0;
     for (auto& [policy, s] : series_by_policy) {
       std::sort(s.points.begin(), s.points.end());
-      s.color = kColors[i++ % 10];
+      s.color = kColors[i++ % kNumColors];
       series.push_back(s);
     }
-    std::string svg = SvgLineChart(workload + ": performance against DRAM", "DRAM / peak", "% of all-DRAM", series,
+    const std::string y_label = measured[workload] ? "% of all-DRAM (measured)" : "% of all-DRAM (cost model)";
+    std::string svg = SvgLineChart(workload + ": performance against DRAM", "DRAM / peak", y_label, series,
                                    {{"90%", "#999999", 90.0}});
     WriteFileAtomically(dir + "/bench-" + workload + ".svg", svg);
   }

@@ -40,8 +40,20 @@ struct BenchmarkOptions {
   std::vector<std::string> checkpoints;
   bool measure = true;                // real iterations when the workload names a model
   std::string slow_tier = "auto";
+  // Measured runs come in rounds: each runs all-DRAM, all-slow and every
+  // plan once (warm-up, then `repeats` measured iterations), in an order that
+  // rotates from round to round, so that a change of load falls on all of
+  // them; a plan's figure is the median of its per-round ratios to that
+  // round's all-DRAM run.
+  int rounds = 5;
+  // Which time of an iteration the figures use: "undisturbed" (the training
+  // thread's CPU time with the emulated device's waits and copies as meant,
+  // IterationCounters::undisturbed_iteration_ns; other processes on the host
+  // hardly move it) or "wall" (the wall clock, which load stretches in the
+  // computing part only, so ratios move with it).
+  std::string clock = "undisturbed";
   int warmup_iterations = 1;
-  int repeats = 3;
+  int repeats = 1;  // per plan and round
   double solver_time_limit_seconds = 60;
   uint64_t seed = 1;
   PlanSearchOptions search{64, 16, 120};  // of the "+search" policies
@@ -57,9 +69,19 @@ struct BenchmarkRow {
   double predicted_relative = 0;      // cost-model all-DRAM time / predicted_ns
   bool measured = false;
   std::string backend;                // what measured_ns comes from ("cost-model" when not measured)
-  double measured_ns = 0;             // median of the repeats
-  double measured_spread = 0;         // (max - min) / median
-  double measured_relative = 0;       // measured all-DRAM time / measured_ns
+  std::string measured_clock;         // BenchmarkOptions::clock of the measured_* times
+  double measured_ns = 0;             // median over the rounds (each the median of its repeats)
+  double measured_wall_ns = 0;        // the same by the wall clock
+  double measured_spread = 0;         // (max - min) / median over the rounds
+  double measured_relative = 0;       // median over the rounds of that round's all-DRAM time / the plan's
+  uint32_t measured_rounds = 0;
+  // A confidence interval of measured_relative (the median), and its
+  // confidence: 93.75% with 5 rounds (MedianConfidenceInterval, common/stats.h).
+  double measured_relative_low = 0, measured_relative_high = 0, measured_relative_confidence = 0;
+  double measured_all_slow_relative = 0;  // the rounds' all-slow reference, as measured_relative
+  // measured_relative > 1: no plan that uses the slow tier beats all-DRAM,
+  // so this is noise or a measurement problem (also said in `note`).
+  bool faster_than_all_dram = false;
   double prediction_error = 0;        // (predicted - measured) / measured, on the cost model's scale
   uint64_t bytes_migrated = 0;
   uint64_t dram_peak_bytes = 0;
@@ -85,6 +107,14 @@ struct BenchmarkRow {
 
 using BenchmarkProgress = std::function<void(const BenchmarkRow&)>;
 
+// A plan's measured iteration times against all-DRAM's, round by round
+// (both vectors one entry per round): measured_relative and its interval.
+struct RoundComparison {
+  double relative = 0, low = 0, high = 0, confidence = 0;
+  bool faster_than_all_dram = false;
+};
+RoundComparison CompareToAllDram(const std::vector<double>& plan_ns, const std::vector<double>& all_dram_ns);
+
 std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions& options,
                                        const BenchmarkProgress& progress = {});
 
@@ -93,5 +123,8 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
 // reaches 90% of all-DRAM) and one SVG plot per workload.
 void WriteBenchmarkResults(const std::string& dir, const std::vector<BenchmarkRow>& rows);
 std::string BenchmarkMarkdown(const std::vector<BenchmarkRow>& rows);
+// The SVG plots alone, DIR/bench-WORKLOAD.svg (bench/bench_charts redraws
+// them from a bench.json).
+void WriteBenchmarkCharts(const std::string& dir, const std::vector<BenchmarkRow>& rows);
 
 }  // namespace tensortier

@@ -42,7 +42,9 @@ CopyCost MeasureCopyCost(MemoryTier& from, MemoryTier& to, const DeviceProfile* 
     small.push_back(TimeOneCopyNs(from, to, pace, to_slow, kSmall));
     large.push_back(TimeOneCopyNs(from, to, pace, to_slow, kLarge));
   }
-  const double t_small = Median(small), t_large = Median(large);
+  // Copies are short next to a scheduler's time slice, so some of them run
+  // undisturbed even beside a busy process: their time is the price.
+  const double t_small = UndisturbedTime(small), t_large = UndisturbedTime(large);
   CopyCost c;
   if (t_large > t_small) {
     c.bytes_per_second = static_cast<double>(kLarge - kSmall) * 1e9 / (t_large - t_small);

@@ -19,8 +19,8 @@ struct CopyCost {
   double Ns(uint64_t bytes) const { return setup_ns + static_cast<double>(bytes) * 1e9 / bytes_per_second; }
 };
 
-// Times copies of two sizes from `from` to `to` (medians of `rounds`) and
-// fits setup + bytes / bandwidth. `pace` is the emulated device of the
+// Times copies of two sizes from `from` to `to` (the lower quartile of
+// `rounds`, UndisturbedTime in common/stats.h) and fits setup + bytes / bandwidth. `pace` is the emulated device of the
 // slow tier (nullptr: no pacing); `to_slow` says which way the copy goes
 // for it. Throws std::runtime_error when a tier cannot allocate.
 CopyCost MeasureCopyCost(MemoryTier& from, MemoryTier& to, const DeviceProfile* pace, bool to_slow, int rounds = 5);

@@ -65,6 +65,13 @@ struct IterationCounters {
   uint64_t allocator_time_ns = 0;
   // Time.
   double iteration_ns = 0;
+  // The iteration as an otherwise idle core would take it: the training
+  // thread's CPU time, with the time it spent in emulated waits and paced
+  // copies replaced by what they were meant to last, plus the time it was
+  // blocked on the copy thread. Other processes stretch iteration_ns (the
+  // computing part, not the emulated device's waits) but hardly this.
+  // Meaningful with one intra-op thread (the others' work is not in it).
+  double undisturbed_iteration_ns = 0;
   double emulated_delay_ns = 0;       // added to kernels for slow-tier accesses (emulated tiers)
   uint64_t slow_access_streams = 0;   // slow-tier access streams charged a device latency (emulated tiers)
   double migration_copy_ns = 0;       // time spent copying (sync: exposed; async: on the copy thread)

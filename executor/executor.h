@@ -43,7 +43,8 @@ struct RunnerOptions {
   bool emulate_slow_timing = true;  // emulated tiers only; false = plain DRAM speed
   int warmup_iterations = 1;        // per Execute, before the measured ones
   int repeats = 5;                  // measured iterations per Execute
-  int profile_timing_iterations = 3;  // per tier, for kernel times (medians)
+  int profile_timing_iterations = 5;  // rounds of one all-DRAM and one all-slow iteration, for kernel times
+  int copy_calibration_rounds = 15;   // copies per size and direction, for copy prices
   int threads = 0;                  // LibTorch intra-op threads; 0 = leave as is
   AggregationOptions aggregation;   // DeepTM's batching / adjoining / contiguous migration (docs/aggregation.md)
 };
@@ -59,10 +60,14 @@ struct ProfileReport {
   std::string first_difference;   // when captures > 2: how the first two differed
   uint32_t untracked_persistent = 0;
   uint32_t alive_at_end = 0;
-  std::vector<double> kernel_dram_ns;  // medians
-  std::vector<double> kernel_slow_ns;  // medians, everything in the slow tier
-  double iteration_dram_ns = 0;        // medians of whole iterations
+  std::vector<double> kernel_dram_ns;  // per kernel_timing
+  std::vector<double> kernel_slow_ns;  // the same, everything in the slow tier
+  double iteration_dram_ns = 0;        // medians of whole iterations (wall clock)
   double iteration_slow_ns = 0;
+  std::string kernel_timing;           // how kernel times were measured (Workload::profile)
+  int timing_rounds = 0;
+  double switched_kernel_fraction = 0;  // of the kernels' timing samples: thread switched out (KernelTime)
+  double load_average_start = 0;       // 1-minute load average when profiling began
   double capture_iteration_ns = 0;     // the capture itself (with access tracing)
 };
 
@@ -77,6 +82,11 @@ struct ExecutionReport {
   std::vector<double> iteration_ns;  // measured iterations
   double median_ns = 0, min_ns = 0, max_ns = 0;
   double spread = 0;         // (max - min) / median
+  // IterationCounters::undisturbed_iteration_ns of the measured iterations
+  // and their median (with RunnerOptions::threads == 1: the load-independent
+  // time; with more threads it misses the other threads' work).
+  std::vector<double> undisturbed_ns;
+  double undisturbed_median_ns = 0;
   std::vector<IterationCounters> counters;  // one per measured iteration
   std::vector<double> losses;
 };
@@ -115,7 +125,9 @@ class RealWorkloadRunner {
 
   // Captures the graph until two consecutive iterations agree (at most 6
   // captures; `deterministic` false if they never do), then times kernels with all
-  // tensors in DRAM and all in the slow tier. The extra time of a kernel in
+  // tensors in DRAM and all in the slow tier, in alternating rounds, so that
+  // the times do not move with the host's load (kernel_timing says how; the
+  // workload's `profile` records it with the load average). The extra time of a kernel in
   // the slow tier is split over the tensors it accesses in proportion to
   // size x (reads + writes): their slow_penalty_ns. Cached after the first call.
   const ProfileReport& Profile();

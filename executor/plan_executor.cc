@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <mutex>
 #include <stdexcept>
@@ -17,13 +18,33 @@
 
 namespace tensortier {
 
+double ThreadCpuNowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+}
+
+long ThreadContextSwitches() {
+  rusage ru;
+  getrusage(RUSAGE_THREAD, &ru);
+  return ru.ru_nvcsw + ru.ru_nivcsw;
+}
+
 double SteadyNowNs() {
   return static_cast<double>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
           .count());
 }
 
-void WaitUntilNs(double deadline_ns) {
+namespace {
+
+// Per thread: CPU time spent waiting on purpose (emulated device time, copy
+// pacing, waiting for the copy thread) and how long those waits were meant
+// to take, for IterationCounters::undisturbed_iteration_ns.
+thread_local double t_wait_cpu_ns = 0;
+thread_local double t_wait_intended_ns = 0;
+
+void SleepOrSpinUntil(double deadline_ns) {
   for (;;) {
     const double left = deadline_ns - SteadyNowNs();
     if (left <= 0) return;
@@ -31,16 +52,38 @@ void WaitUntilNs(double deadline_ns) {
   }
 }
 
+}  // namespace
+
+void WaitUntilNs(double deadline_ns) {
+  const double now = SteadyNowNs();
+  if (deadline_ns <= now) return;
+  const double cpu0 = ThreadCpuNowNs();
+  SleepOrSpinUntil(deadline_ns);
+  t_wait_cpu_ns += ThreadCpuNowNs() - cpu0;
+  t_wait_intended_ns += deadline_ns - now;
+}
+
 double PacedCopy(void* dst, const void* src, size_t n, double target_ns) {
   constexpr size_t kChunk = 1 << 20;
   const double t0 = SteadyNowNs();
+  const double cpu0 = ThreadCpuNowNs();
+  double wait_cpu_ns = 0;
   auto* d = static_cast<char*>(dst);
   const auto* s = static_cast<const char*>(src);
   for (size_t off = 0; off < n; off += kChunk) {
     const size_t len = std::min(kChunk, n - off);
     std::memcpy(d + off, s + off, len);
-    if (target_ns > 0) WaitUntilNs(t0 + target_ns * static_cast<double>(off + len) / static_cast<double>(n));
+    if (target_ns > 0) {
+      const double w0 = ThreadCpuNowNs();
+      SleepOrSpinUntil(t0 + target_ns * static_cast<double>(off + len) / static_cast<double>(n));
+      wait_cpu_ns += ThreadCpuNowNs() - w0;
+    }
   }
+  // Undisturbed, the copy takes the device's time or the memcpy's, whichever
+  // is longer; the pacing's own CPU time is not part of either.
+  const double copy_cpu_ns = ThreadCpuNowNs() - cpu0 - wait_cpu_ns;
+  t_wait_cpu_ns += wait_cpu_ns;
+  t_wait_intended_ns += std::max(0.0, target_ns - copy_cpu_ns);
   return SteadyNowNs() - t0;
 }
 
@@ -78,8 +121,10 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
   std::vector<PageAccess> sub_page_accesses;
   std::vector<Pending> pending;
   IterationCounters cur;
-  std::vector<double> ktimes;
-  double kstart = 0;
+  std::vector<double> ktimes, ktimes_cpu;
+  std::vector<uint8_t> kswitched;
+  double kstart = 0, kstart_cpu = 0;
+  long switches_mark = 0;  // the thread's context switches when the previous kernel's work ended
   uint32_t kernels_seen = 0;
   HardwareCounterSet hw;
 
@@ -208,7 +253,11 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
       ++cur.async_copies_inline;
     }
     std::vector<uint8_t> moved;
-    alloc.CompleteMove(p.ticket, &moved);
+    const double blocked_wall0 = SteadyNowNs(), blocked_cpu0 = ThreadCpuNowNs();
+    alloc.CompleteMove(p.ticket, &moved);  // may wait for the copy thread
+    const double blocked_cpu_ns = ThreadCpuNowNs() - blocked_cpu0;
+    t_wait_cpu_ns += blocked_cpu_ns;
+    t_wait_intended_ns += std::max(0.0, SteadyNowNs() - blocked_wall0 - blocked_cpu_ns);
     cur.exposed_migration_ns += SteadyNowNs() - t0;
     for (size_t i = 0; i < p.tensors.size(); ++i) {
       if (moved[i]) {
@@ -336,10 +385,18 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
       }
     }
     kstart = SteadyNowNs();
+    if (cfg.record_kernel_times) kstart_cpu = ThreadCpuNowNs();
   }
 
   void OnKernelEnd(uint32_t k) override {
     if (k >= K) return;
+    const double cpu_ns = cfg.record_kernel_times ? ThreadCpuNowNs() - kstart_cpu : 0;
+    if (cfg.record_kernel_times) {
+      const long switches = ThreadContextSwitches();
+      kswitched[k] = switches != switches_mark;
+      switches_mark = switches;
+    }
+    double emulated_ns = 0;
     if (dev) {
       // One device latency per access stream; tensors smaller than a page
       // that share a page are one stream (the page is fetched once).
@@ -373,9 +430,13 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
       if (extra > 0) {
         WaitUntilNs(SteadyNowNs() + extra);
         cur.emulated_delay_ns += extra;
+        emulated_ns = extra;
       }
     }
-    if (cfg.record_kernel_times) ktimes[k] = SteadyNowNs() - kstart;
+    if (cfg.record_kernel_times) {
+      ktimes[k] = SteadyNowNs() - kstart;
+      ktimes_cpu[k] = cpu_ns + emulated_ns;
+    }
     if (async) FinishAll();
     if (!after[k].empty()) StartMigrations(k);
   }
@@ -422,6 +483,8 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     tier.assign(T, Tier::kDram);
     page_of.assign(T, 0);
     ktimes.assign(K, 0);
+    ktimes_cpu.assign(K, 0);
+    kswitched.assign(K, 0);
     kernels_seen = 0;
     copy_ns = 0;
 
@@ -489,6 +552,9 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     hw.Start();
     alloc.set_observer(this);
     alloc.BeginIteration(std::move(routing));
+    if (cfg.record_kernel_times) switches_mark = ThreadContextSwitches();
+    const double wait_cpu0 = t_wait_cpu_ns, wait_intended0 = t_wait_intended_ns;
+    const double cpu0 = ThreadCpuNowNs();
     const double t0 = SteadyNowNs();
     try {
       KernelTracer::Options topts;
@@ -505,6 +571,8 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     }
     FinishAll();
     cur.iteration_ns = SteadyNowNs() - t0;
+    cur.undisturbed_iteration_ns = ThreadCpuNowNs() - cpu0 - (t_wait_cpu_ns - wait_cpu0) +
+                                   (t_wait_intended_ns - wait_intended0);
     const uint64_t n = alloc.EndIteration();
     alloc.set_observer(nullptr);
     cur.hardware = hw.Stop();
@@ -557,5 +625,7 @@ PlanExecutor::~PlanExecutor() = default;
 IterationCounters PlanExecutor::RunIteration(TrainingTask& task, double* loss) { return impl_->Run(task, loss); }
 
 const std::vector<double>& PlanExecutor::kernel_times_ns() const { return impl_->ktimes; }
+const std::vector<double>& PlanExecutor::kernel_cpu_times_ns() const { return impl_->ktimes_cpu; }
+const std::vector<uint8_t>& PlanExecutor::kernel_switched() const { return impl_->kswitched; }
 
 }  // namespace tensortier

@@ -53,6 +53,15 @@ class PlanExecutor {
   IterationCounters RunIteration(TrainingTask& task, double* loss);
   // Per-kernel durations of the last iteration (Config::record_kernel_times).
   const std::vector<double>& kernel_times_ns() const;
+  // The same as the calling thread's CPU time in each kernel plus the time an
+  // emulated slow tier added to it: what the kernel takes on a core of its
+  // own, however busy the host is (with one intra-op thread, all of a
+  // kernel's work is on the calling thread).
+  const std::vector<double>& kernel_cpu_times_ns() const;
+  // Whether the calling thread was switched out (preempted, or asleep in an
+  // emulated wait) between the end of the previous kernel's work and the end
+  // of this one's: its caches may have been someone else's meanwhile.
+  const std::vector<uint8_t>& kernel_switched() const;
 
  private:
   struct Impl;
@@ -65,5 +74,9 @@ double PacedCopy(void* dst, const void* src, size_t n, double target_ns);
 // Waits (sleeping, then spinning) until steady_clock reaches deadline_ns.
 void WaitUntilNs(double deadline_ns);
 double SteadyNowNs();
+// CPU time of the calling thread (user and system), in ns.
+double ThreadCpuNowNs();
+// Context switches of the calling thread so far (voluntary and involuntary).
+long ThreadContextSwitches();
 
 }  // namespace tensortier

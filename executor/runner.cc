@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <stdexcept>
+#include <cstdlib>
 #include <ctime>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/stats.h"
@@ -18,6 +21,12 @@ namespace tensortier {
 namespace {
 
 std::atomic<bool> g_runner_alive{false};
+
+// 0 where the host does not say.
+double LoadAverage1m() {
+  double load[1];
+  return getloadavg(load, 1) == 1 ? load[0] : 0;
+}
 
 }  // namespace
 
@@ -64,27 +73,75 @@ struct RealWorkloadRunner::Impl {
     task = NewTask();
   }
 
-  // Per-kernel medians over `iterations` iterations under `plan`.
-  void TimeKernels(const PlacementPlan& plan, const Workload& w, uint32_t P, std::vector<double>* kernel_ns,
-                   double* iteration_ns, std::string* difference) {
+  // A kernel's time from its samples. A thread that was switched out comes
+  // back to caches another process has filled, and the refill costs CPU time
+  // too: with CPU times, the median of the rounds in which the thread ran
+  // the kernel (and the gap before it) without a switch, when there are any.
+  static double KernelTime(const std::vector<double>& samples, const std::vector<uint8_t>& switched, bool cpu_time,
+                           uint64_t* switched_samples) {
+    std::vector<double> clean;
+    for (size_t i = 0; i < samples.size(); ++i) {
+      if (switched[i])
+        ++*switched_samples;
+      else
+        clean.push_back(samples[i]);
+    }
+    if (!cpu_time) return UndisturbedTime(samples);
+    return clean.empty() ? UndisturbedTime(samples) : Median(clean);
+  }
+
+  // Kernel times of the all-DRAM and the all-slow plan, measured in
+  // alternating rounds so that a change of load falls on both alike. With one
+  // intra-op thread a kernel's time is the thread's CPU time in it (plus what
+  // an emulated tier adds), which other processes do not stretch (KernelTime
+  // for the rounds a switch disturbed); with several threads the CPU time of the calling
+  // thread misses the others' work, so it is the wall time, and the lower
+  // quartile (UndisturbedTime): what the kernel takes when nothing interrupts it.
+  void TimeKernels(const Workload& w, uint32_t P, ProfileReport* r, std::string* difference) {
+    const PlacementPlan dram_plan = PlacementPlan::Uniform(w, Tier::kDram, 0);
+    const PlacementPlan slow_plan = PlacementPlan::Uniform(w, Tier::kSlow, 0);
     PlanExecutor::Config cfg;
     cfg.emulate_timing = o.emulate_slow_timing;
     cfg.record_kernel_times = true;
     cfg.aggregation = o.aggregation;
-    PlanExecutor ex(*alloc, w, P, plan, cfg);
-    const int n = std::max(1, o.profile_timing_iterations);
-    std::vector<std::vector<double>> per_kernel(w.num_kernels());
-    std::vector<double> iters;
-    for (int i = 0; i < n; ++i) {
+    PlanExecutor dram_ex(*alloc, w, P, dram_plan, cfg);
+    PlanExecutor slow_ex(*alloc, w, P, slow_plan, cfg);
+    const bool cpu_time = o.threads == 1;
+    const int rounds = std::max(1, o.profile_timing_iterations);
+    const size_t K = w.num_kernels();
+    std::vector<std::vector<double>> dram_samples(K), slow_samples(K);
+    std::vector<std::vector<uint8_t>> dram_switched(K), slow_switched(K);
+    std::vector<double> dram_iters, slow_iters;
+    auto run = [&](PlanExecutor& ex, std::vector<std::vector<double>>& samples,
+                   std::vector<std::vector<uint8_t>>& switched, std::vector<double>& iters) {
       double loss;
       IterationCounters c = ex.RunIteration(*task, &loss);
       if (!c.graph_matches && difference->empty()) *difference = c.graph_difference;
       iters.push_back(c.iteration_ns);
-      for (size_t k = 0; k < w.num_kernels(); ++k) per_kernel[k].push_back(ex.kernel_times_ns()[k]);
+      const std::vector<double>& times = cpu_time ? ex.kernel_cpu_times_ns() : ex.kernel_times_ns();
+      for (size_t k = 0; k < K; ++k) {
+        samples[k].push_back(times[k]);
+        switched[k].push_back(ex.kernel_switched()[k]);
+      }
+    };
+    for (int i = 0; i < rounds; ++i) {
+      run(dram_ex, dram_samples, dram_switched, dram_iters);
+      run(slow_ex, slow_samples, slow_switched, slow_iters);
     }
-    kernel_ns->resize(w.num_kernels());
-    for (size_t k = 0; k < w.num_kernels(); ++k) (*kernel_ns)[k] = Median(per_kernel[k]);
-    *iteration_ns = Median(iters);
+    r->kernel_dram_ns.resize(K);
+    r->kernel_slow_ns.resize(K);
+    uint64_t switched_samples = 0;
+    for (size_t k = 0; k < K; ++k) {
+      r->kernel_dram_ns[k] = KernelTime(dram_samples[k], dram_switched[k], cpu_time, &switched_samples);
+      r->kernel_slow_ns[k] = KernelTime(slow_samples[k], slow_switched[k], cpu_time, &switched_samples);
+    }
+    r->switched_kernel_fraction = static_cast<double>(switched_samples) / static_cast<double>(2 * K * rounds);
+    r->iteration_dram_ns = Median(dram_iters);
+    r->iteration_slow_ns = Median(slow_iters);
+    r->timing_rounds = rounds;
+    r->kernel_timing = std::string(cpu_time ? "thread-cpu+emulated, median" : "wall, lower quartile") + " of " +
+                       std::to_string(rounds) + " interleaved rounds" +
+                       (cpu_time ? " (rounds with a context switch left out)" : "");
   }
 
   const ProfileReport& Profile() {
@@ -92,6 +149,7 @@ struct RealWorkloadRunner::Impl {
     ProfileReport r;
     r.backend = slow->backend();
     r.dram_backend = dram->backend();
+    r.load_average_start = LoadAverage1m();
     const double t0 = SteadyNowNs();
     CapturedIteration a = CaptureIteration(*task, *alloc);
     r.capture_iteration_ns = SteadyNowNs() - t0;
@@ -117,8 +175,7 @@ struct RealWorkloadRunner::Impl {
     const uint32_t P = r.num_persistent;
 
     std::string diff;
-    TimeKernels(PlacementPlan::Uniform(w, Tier::kDram, 0), w, P, &r.kernel_dram_ns, &r.iteration_dram_ns, &diff);
-    TimeKernels(PlacementPlan::Uniform(w, Tier::kSlow, 0), w, P, &r.kernel_slow_ns, &r.iteration_slow_ns, &diff);
+    TimeKernels(w, P, &r, &diff);
     if (!diff.empty() && r.deterministic) {
       r.deterministic = false;
       r.graph_difference = "timing iterations: " + diff;
@@ -129,8 +186,8 @@ struct RealWorkloadRunner::Impl {
     // Copies priced as the executor pays them on this host (an emulated
     // device's pace, but never faster than the host's copy into fresh pages).
     const DeviceProfile* pace = o.emulate_slow_timing ? slow->emulation() : nullptr;
-    const CopyCost to_slow = MeasureCopyCost(*dram, *slow, pace, /*to_slow=*/true);
-    const CopyCost to_dram = MeasureCopyCost(*slow, *dram, pace, /*to_slow=*/false);
+    const CopyCost to_slow = MeasureCopyCost(*dram, *slow, pace, /*to_slow=*/true, o.copy_calibration_rounds);
+    const CopyCost to_dram = MeasureCopyCost(*slow, *dram, pace, /*to_slow=*/false, o.copy_calibration_rounds);
     w.device.dram_to_slow_bytes_per_second = to_slow.bytes_per_second;
     w.device.dram_to_slow_copy_setup_ns = to_slow.setup_ns;
     w.device.slow_to_dram_bytes_per_second = to_dram.bytes_per_second;
@@ -138,12 +195,25 @@ struct RealWorkloadRunner::Impl {
     w.source = "libtorch:" + o.model.name + " batch=" + std::to_string(o.model.batch_size) +
                " image=" + std::to_string(o.model.image_size) + " slow=" + slow->backend();
     w.model.name = o.model.name;
-    w.model.torchscript_path = o.model.torchscript_path;
+    // Absolute, so that the workload file works from any directory (bench,
+    // train and workers run where they are started, not where it was profiled).
+    if (!o.model.torchscript_path.empty())
+      w.model.torchscript_path =
+          std::filesystem::absolute(o.model.torchscript_path).lexically_normal().string();
     w.model.batch_size = static_cast<uint32_t>(o.model.batch_size);
     w.model.image_size = static_cast<uint32_t>(o.model.image_size);
     w.model.num_classes = static_cast<uint32_t>(o.model.num_classes);
     w.model.optimizer = o.model.optimizer;
     w.model.seed = o.model.seed;
+    w.profile.kernel_timing = r.kernel_timing;
+    w.profile.timing_rounds = static_cast<uint32_t>(r.timing_rounds);
+    w.profile.copy_rounds = static_cast<uint32_t>(std::max(1, o.copy_calibration_rounds));
+    w.profile.copy_timing = "wall, lower quartile of " + std::to_string(w.profile.copy_rounds) + " rounds";
+    w.profile.load_average_start = r.load_average_start;
+    w.profile.load_average_end = LoadAverage1m();
+    w.profile.online_cpus = static_cast<uint32_t>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+    w.profile.dram_iteration_wall_ns = r.iteration_dram_ns;
+    w.profile.slow_iteration_wall_ns = r.iteration_slow_ns;
     w.Finalize();
     r.workload = std::move(w);
     report = std::move(r);
@@ -195,6 +265,7 @@ struct RealWorkloadRunner::Impl {
         }
         if (i >= warmup) {
           r.iteration_ns.push_back(c.iteration_ns);
+          r.undisturbed_ns.push_back(c.undisturbed_iteration_ns);
           r.losses.push_back(loss);
           r.counters.push_back(std::move(c));
         }
@@ -208,6 +279,7 @@ struct RealWorkloadRunner::Impl {
     alloc->set_dram_limit(0);
     if (!r.iteration_ns.empty()) {
       r.median_ns = Median(r.iteration_ns);
+      r.undisturbed_median_ns = Median(r.undisturbed_ns);
       r.min_ns = *std::min_element(r.iteration_ns.begin(), r.iteration_ns.end());
       r.max_ns = *std::max_element(r.iteration_ns.begin(), r.iteration_ns.end());
       r.spread = r.median_ns > 0 ? (r.max_ns - r.min_ns) / r.median_ns : 0;

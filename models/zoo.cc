@@ -5,6 +5,7 @@
 #include <torch/optim.h>
 #include <torch/script.h>
 
+#include <filesystem>
 #include <stdexcept>
 
 #include "models/training_task.h"
@@ -511,6 +512,11 @@ class TorchScriptTask : public TaskBase {
  public:
   explicit TorchScriptTask(const ModelOptions& o) : TaskBase(o) {
     if (o.torchscript_path.empty()) throw std::invalid_argument("torchscript model needs torchscript_path");
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(o.torchscript_path, ec))
+      throw std::invalid_argument("TorchScript module '" + o.torchscript_path + "' not found (looked for " +
+                                  std::filesystem::absolute(o.torchscript_path, ec).string() +
+                                  "): put the module back there or profile it again from where it is now");
     try {
       module_ = torch::jit::load(o.torchscript_path);
     } catch (const c10::Error& e) {

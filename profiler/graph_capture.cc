@@ -1,6 +1,7 @@
 #include "profiler/graph_capture.h"
 
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <stdexcept>
 #include <unordered_map>
@@ -84,6 +85,12 @@ class Capturer : public KernelTracer::Listener, public AllocationObserver {
 
 }  // namespace
 
+std::string WorkloadNameFor(const ModelOptions& o) {
+  if (o.name != "torchscript" || o.torchscript_path.empty()) return o.name;
+  const std::string stem = std::filesystem::path(o.torchscript_path).stem().string();
+  return stem.empty() ? o.name : stem;
+}
+
 std::vector<AllocationRecord*> NumberPersistentTensors(TrainingTask& task, TieredAllocator& alloc,
                                                        std::vector<Tensor>* descriptions) {
   std::vector<AllocationRecord*> records;
@@ -156,7 +163,7 @@ CapturedIteration CaptureIteration(TrainingTask& task, TieredAllocator& alloc) {
   const uint32_t K = static_cast<uint32_t>(cap.names.size());
   if (K == 0) throw std::runtime_error("CaptureIteration: the step ran no operators");
   Workload& w = out.workload;
-  w.name = task.options().name;
+  w.name = WorkloadNameFor(task.options());
   w.source = "libtorch";
   w.batch_size = static_cast<uint32_t>(task.options().batch_size);
   uint32_t first_backward = K;

@@ -43,6 +43,10 @@ struct CapturedIteration {
 std::vector<AllocationRecord*> NumberPersistentTensors(TrainingTask& task, TieredAllocator& alloc,
                                                        std::vector<Tensor>* descriptions = nullptr);
 
+// A zoo model's name; a TorchScript module's file name without extension,
+// so that workloads of different modules get their own tables and charts.
+std::string WorkloadNameFor(const ModelOptions& o);
+
 // Runs one task.Step() with everything in DRAM and returns its graph.
 CapturedIteration CaptureIteration(TrainingTask& task, TieredAllocator& alloc);
 

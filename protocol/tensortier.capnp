@@ -71,6 +71,20 @@ struct ModelSpec {
   seed @6 :UInt64;
 }
 
+# How a profile's times were measured and how busy the host was. Added after
+# format version 1 without changing it: files without it read as empty.
+struct ProfileMethod {
+  kernelTiming @0 :Text;        # "thread-cpu+emulated, median of 5 interleaved rounds"; "" = unknown
+  copyTiming @1 :Text;          # "wall, lower quartile of 15 rounds"
+  timingRounds @2 :UInt32;
+  copyRounds @3 :UInt32;
+  loadAverageStart @4 :Float64; # 1-minute load average (/proc/loadavg)
+  loadAverageEnd @5 :Float64;
+  onlineCpus @6 :UInt32;
+  dramIterationWallNs @7 :Float64;  # median wall time of an all-DRAM iteration
+  slowIterationWallNs @8 :Float64;
+}
+
 struct Workload {
   formatVersion @0 :UInt16;
   name @1 :Text;
@@ -81,6 +95,7 @@ struct Workload {
   accesses @6 :List(Access);
   device @7 :DeviceModel;
   model @8 :ModelSpec;
+  profile @9 :ProfileMethod;
 }
 
 # ---------------------------------------------------------------- plans

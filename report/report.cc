@@ -162,9 +162,58 @@ std::vector<std::pair<double, double>> Thin(const std::vector<std::pair<double, 
 
 // ---------------------------------------------------------------- charts
 
+namespace {
+
+// Charts are also written as files on their own (bench's plots): their style
+// travels with them instead of coming from the report page, with presentation
+// attributes as a fallback for renderers that ignore <style>.
+constexpr const char* kChartStyle =
+    "<style>"
+    "text{font-family:system-ui,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif}"
+    ".title{font-size:14px;font-weight:600;fill:#1f2328}.grid line{stroke:#eaeef2}"
+    ".axis text{font-size:11px;fill:#57606a}.legend{font-size:11px;fill:#1f2328}"
+    ".frame{fill:none;stroke:#afb8c1}.empty{font-size:13px;fill:#8c959f}"
+    "</style>\n";
+
+// Width of a legend label at 11 px (a little more than the average glyph,
+// so that long labels never run into the next entry).
+double LegendLabelWidth(const std::string& name) { return 6.6 * static_cast<double>(name.size()); }
+
+// Series with this few points get a marker on each (one point draws no line).
+constexpr size_t kMarkedPoints = 40;
+
+}  // namespace
+
 std::string SvgLineChart(const std::string& title, const std::string& x_label, const std::string& y_label,
                          const std::vector<ChartSeries>& series, const std::vector<ChartLine>& lines) {
-  constexpr double W = 640, H = 280, L = 64, R = 16, T = 34, B = 62;
+  constexpr double W = 640, L = 64, R = 16, T = 34, kPlotH = 184, kLegendRow = 16, kSwatch = 22;
+  // Legend entries, wrapped into rows that fit the width.
+  struct Entry {
+    std::string name, color;
+    bool dashed, marker;
+    double x = 0;
+    int row = 0;
+  };
+  std::vector<Entry> entries;
+  for (const ChartSeries& s : series)
+    entries.push_back({s.name, s.color, false, s.dots || s.points.size() <= kMarkedPoints});
+  for (const ChartLine& l : lines) entries.push_back({l.name, l.color, true, false});
+  int rows = entries.empty() ? 0 : 1;
+  {
+    double lx = L;
+    for (Entry& e : entries) {
+      const double width = kSwatch + LegendLabelWidth(e.name) + 14;
+      if (lx > L && lx + width > W - R) {
+        lx = L;
+        ++rows;
+      }
+      e.x = lx;
+      e.row = rows - 1;
+      lx += width;
+    }
+  }
+  const double B = 46 + kLegendRow * rows;
+  const double H = T + kPlotH + B;
   double x0 = std::numeric_limits<double>::infinity(), x1 = -x0, y0 = x0, y1 = -x0;
   for (const ChartSeries& s : series)
     for (const auto& [x, y] : s.points) {
@@ -180,33 +229,37 @@ std::string SvgLineChart(const std::string& title, const std::string& x_label, c
       y1 = std::max(y1, l.y);
     }
   std::ostringstream o;
-  o << "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " << W << ' ' << H
-    << "\" role=\"img\" aria-label=\"" << Escape(title) << "\">\n";
-  o << "<text x=\"" << L << "\" y=\"20\" class=\"title\">" << Escape(title) << "</text>\n";
+  o << "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " << W << ' ' << H << "\" width=\""
+    << W << "\" height=\"" << H << "\" role=\"img\" aria-label=\"" << Escape(title) << "\">\n"
+    << kChartStyle << "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
+  o << "<text x=\"" << L << "\" y=\"20\" class=\"title\" font-size=\"14\" font-weight=\"600\" fill=\"#1f2328\">"
+    << Escape(title) << "</text>\n";
   if (!std::isfinite(x0) || !std::isfinite(y0)) {
-    o << "<text x=\"" << W / 2 << "\" y=\"" << H / 2 << "\" text-anchor=\"middle\" class=\"empty\">no data</text></svg>\n";
+    o << "<text x=\"" << W / 2 << "\" y=\"" << H / 2
+      << "\" text-anchor=\"middle\" class=\"empty\" font-size=\"13\" fill=\"#8c959f\">no data</text></svg>\n";
     return o.str();
   }
   std::vector<double> xt = NiceTicks(x0, x1, 6), yt = NiceTicks(y0, y1, 5);
   auto px = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
-  auto py = [&](double y) { return H - B - (y - y0) / (y1 - y0) * (H - T - B); };
-  o << "<g class=\"grid\">";
+  auto py = [&](double y) { return T + kPlotH - (y - y0) / (y1 - y0) * kPlotH; };
+  o << "<g class=\"grid\" stroke=\"#eaeef2\">";
   for (double t : yt)
     o << "<line x1=\"" << L << "\" x2=\"" << W - R << "\" y1=\"" << py(t) << "\" y2=\"" << py(t) << "\"/>";
   for (double t : xt)
-    o << "<line y1=\"" << T << "\" y2=\"" << H - B << "\" x1=\"" << px(t) << "\" x2=\"" << px(t) << "\"/>";
-  o << "</g>\n<g class=\"axis\">";
+    o << "<line y1=\"" << T << "\" y2=\"" << T + kPlotH << "\" x1=\"" << px(t) << "\" x2=\"" << px(t) << "\"/>";
+  o << "</g>\n<g class=\"axis\" font-size=\"11\" fill=\"#57606a\">";
   for (double t : yt)
     o << "<text x=\"" << L - 6 << "\" y=\"" << py(t) + 4 << "\" text-anchor=\"end\">" << TickLabel(t) << "</text>";
   for (double t : xt)
-    o << "<text x=\"" << px(t) << "\" y=\"" << H - B + 16 << "\" text-anchor=\"middle\">" << TickLabel(t) << "</text>";
-  o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - B + 32 << "\" text-anchor=\"middle\">" << Escape(x_label)
-    << "</text>";
-  o << "<text transform=\"translate(14 " << (T + H - B) / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
+    o << "<text x=\"" << px(t) << "\" y=\"" << T + kPlotH + 16 << "\" text-anchor=\"middle\">" << TickLabel(t)
+      << "</text>";
+  o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << T + kPlotH + 32 << "\" text-anchor=\"middle\">"
+    << Escape(x_label) << "</text>";
+  o << "<text transform=\"translate(14 " << T + kPlotH / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
     << Escape(y_label) << "</text></g>\n";
-  o << "<rect class=\"frame\" x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - L - R << "\" height=\""
-    << H - T - B << "\"/>\n";
-  char buf[64];
+  o << "<rect class=\"frame\" fill=\"none\" stroke=\"#afb8c1\" x=\"" << L << "\" y=\"" << T << "\" width=\""
+    << W - L - R << "\" height=\"" << kPlotH << "\"/>\n";
+  char buf[96];
   for (const ChartSeries& s : series) {
     if (s.dots) {
       o << "<g fill=\"" << s.color << "\" fill-opacity=\"0.35\">";
@@ -216,14 +269,26 @@ std::string SvgLineChart(const std::string& title, const std::string& x_label, c
         o << buf;
       }
       o << "</g>\n";
-    } else {
+      continue;
+    }
+    const std::vector<std::pair<double, double>> pts = Thin(s.points, 2000);
+    if (pts.size() > 1) {
       o << "<polyline fill=\"none\" stroke=\"" << s.color << "\" stroke-width=\"1.8\" points=\"";
-      for (const auto& [x, y] : Thin(s.points, 2000)) {
+      for (const auto& [x, y] : pts) {
         if (!std::isfinite(x) || !std::isfinite(y)) continue;
         std::snprintf(buf, sizeof buf, "%.1f,%.1f ", px(x), py(y));
         o << buf;
       }
       o << "\"/>\n";
+    }
+    if (s.points.size() <= kMarkedPoints) {
+      o << "<g class=\"markers\" fill=\"" << s.color << "\" stroke=\"#ffffff\" stroke-width=\"0.8\">";
+      for (const auto& [x, y] : pts) {
+        if (!std::isfinite(x) || !std::isfinite(y)) continue;
+        std::snprintf(buf, sizeof buf, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\"/>", px(x), py(y));
+        o << buf;
+      }
+      o << "</g>\n";
     }
   }
   for (const ChartLine& l : lines) {
@@ -232,16 +297,15 @@ std::string SvgLineChart(const std::string& title, const std::string& x_label, c
       << "\" stroke=\"" << l.color << "\" stroke-width=\"1.4\" stroke-dasharray=\"6 4\"/>\n";
   }
   // Legend, below the axis label.
-  double lx = L;
-  const double ly = H - 10;
-  auto legend = [&](const std::string& name, const std::string& color, bool dashed) {
-    o << "<line x1=\"" << lx << "\" x2=\"" << lx + 18 << "\" y1=\"" << ly - 4 << "\" y2=\"" << ly - 4 << "\" stroke=\""
-      << color << "\" stroke-width=\"2.5\"" << (dashed ? " stroke-dasharray=\"5 3\"" : "") << "/>";
-    o << "<text class=\"legend\" x=\"" << lx + 22 << "\" y=\"" << ly << "\">" << Escape(name) << "</text>";
-    lx += 30 + 6.2 * static_cast<double>(name.size());
-  };
-  for (const ChartSeries& s : series) legend(s.name, s.color, false);
-  for (const ChartLine& l : lines) legend(l.name, l.color, true);
+  for (const Entry& e : entries) {
+    const double ly = T + kPlotH + 50 + kLegendRow * e.row;
+    o << "<line x1=\"" << e.x << "\" x2=\"" << e.x + 18 << "\" y1=\"" << ly - 4 << "\" y2=\"" << ly - 4
+      << "\" stroke=\"" << e.color << "\" stroke-width=\"2.5\"" << (e.dashed ? " stroke-dasharray=\"5 3\"" : "")
+      << "/>";
+    if (e.marker) o << "<circle cx=\"" << e.x + 9 << "\" cy=\"" << ly - 4 << "\" r=\"3.5\" fill=\"" << e.color << "\"/>";
+    o << "<text class=\"legend\" font-size=\"11\" fill=\"#1f2328\" x=\"" << e.x + kSwatch << "\" y=\"" << ly << "\">"
+      << Escape(e.name) << "</text>";
+  }
   o << "\n</svg>\n";
   return o.str();
 }

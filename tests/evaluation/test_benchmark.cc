@@ -130,8 +130,28 @@ TEST(Benchmark, LearnedPolicyWithoutCheckpointIsAClearError) {
   EXPECT_THROW(RunBenchmark(w, o), std::runtime_error);
 }
 
+// Per-round ratios cancel what load does to a whole round: all-DRAM and the
+// plan both twice as slow in one round leave the plan at half of all-DRAM.
+TEST(Benchmark, RoundRatiosCancelALoadedRoundAndFlagPlansFasterThanAllDram) {
+  const std::vector<double> all_dram = {100, 200, 100, 101, 99};
+  RoundComparison c = CompareToAllDram({200, 400, 200, 202, 198}, all_dram);
+  EXPECT_DOUBLE_EQ(c.relative, 0.5);
+  EXPECT_DOUBLE_EQ(c.low, 0.5);
+  EXPECT_DOUBLE_EQ(c.high, 0.5);
+  EXPECT_DOUBLE_EQ(c.confidence, 0.9375);
+  EXPECT_FALSE(c.faster_than_all_dram);
+  // Rounds that disagree give an interval around the median.
+  c = CompareToAllDram({190, 380, 195, 200, 198}, all_dram);
+  EXPECT_LT(c.low, c.relative);
+  EXPECT_GT(c.high, c.relative);
+  c = CompareToAllDram({95, 190, 99, 100, 97}, all_dram);
+  EXPECT_TRUE(c.faster_than_all_dram);
+  EXPECT_THROW(CompareToAllDram({1, 2}, {1}), std::invalid_argument);
+}
+
 // Real iterations of a real model on this host's slow tier: the measured
-// columns are filled and name their backend.
+// columns are filled and name their backend; all-DRAM and all-slow run in
+// every round.
 TEST(Benchmark, MeasuredRowsOnRealIterations) {
   Workload w;
   {
@@ -150,7 +170,8 @@ TEST(Benchmark, MeasuredRowsOnRealIterations) {
   o.policies = {"all-slow", "first-touch", "autotm-sync"};
   o.dram_fractions = {0.3};
   o.slow_tier = "emulated:optane-dcpmm";
-  o.repeats = 2;
+  o.rounds = 3;
+  o.repeats = 1;
   o.solver_time_limit_seconds = 10;
   const std::vector<BenchmarkRow> rows = RunBenchmark(w, o);
   ASSERT_EQ(rows.size(), 3u);
@@ -159,9 +180,20 @@ TEST(Benchmark, MeasuredRowsOnRealIterations) {
     EXPECT_EQ(r.backend, "emulated:optane-dcpmm");
     EXPECT_GT(r.measured_ns, 0);
     EXPECT_GT(r.measured_relative, 0);
+    EXPECT_EQ(r.measured_rounds, 3u);
+    EXPECT_LE(r.measured_relative_low, r.measured_relative);
+    EXPECT_GE(r.measured_relative_high, r.measured_relative);
+    EXPECT_DOUBLE_EQ(r.measured_relative_confidence, 0.75);
+    EXPECT_EQ(r.faster_than_all_dram, r.measured_relative > 1);
+    EXPECT_GT(r.measured_all_slow_relative, 0);
+    EXPECT_EQ(r.measured_all_slow_relative, rows[0].measured_all_slow_relative);
+    EXPECT_EQ(r.measured_clock, "undisturbed");
+    EXPECT_GT(r.measured_wall_ns, 0);
     EXPECT_LE(r.dram_peak_bytes, r.dram_limit_bytes) << r.policy;
     EXPECT_EQ(r.oom_events, 0u) << r.policy;
   }
+  o.clock = "sundial";
+  EXPECT_THROW(RunBenchmark(w, o), std::invalid_argument);
   // All-slow reads everything from the slow tier: the emulated device adds time.
   EXPECT_GT(rows[0].measured_emulated_delay_ns, 0);
   EXPECT_EQ(rows[0].measured_bytes_migrated, 0u);

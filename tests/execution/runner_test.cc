@@ -1,12 +1,17 @@
 #include <gtest/gtest.h>
 #include <torch/script.h>
 
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <random>
+#include <thread>
 #include <unistd.h>
 
+#include "common/stats.h"
 #include "envs/workload_io.h"
 #include "executor/executor.h"
+#include "executor/plan_executor.h"
 
 namespace tensortier {
 namespace {
@@ -124,6 +129,81 @@ TEST(RealExecution, ProfileIsDeterministicAndComplete) {
   EXPECT_LE(r.min_ns, r.median_ns);
 }
 
+// A profile says how its times were taken and how busy the host was, and
+// keeps the wall-clock iteration medians beside the kernel sums. With one
+// intra-op thread the kernels' times are the thread's CPU time (plus the
+// emulated device's wait), which no other process stretches; with more, the
+// wall clock.
+TEST(RealExecution, ProfileRecordsItsMethodAndTheHostsLoad) {
+  for (int threads : {1, 2}) {
+    RunnerOptions o = Small("alexnet");
+    o.threads = threads;
+    o.profile_timing_iterations = 3;
+    o.copy_calibration_rounds = 4;
+    RealWorkloadRunner runner(o);
+    const ProfileReport& p = runner.Profile();
+    const ProfileMethod& m = p.workload.profile;
+    EXPECT_EQ(m.kernel_timing.rfind(threads == 1 ? "thread-cpu+emulated, median of 3" : "wall, lower quartile of 3", 0),
+              0u)
+        << m.kernel_timing;
+    EXPECT_EQ(m.timing_rounds, 3u);
+    EXPECT_EQ(m.copy_rounds, 4u);
+    EXPECT_EQ(m.copy_timing, "wall, lower quartile of 4 rounds");
+    EXPECT_GE(m.online_cpus, 1u);
+    EXPECT_GE(m.load_average_start, 0);
+    EXPECT_GE(m.load_average_end, 0);
+    EXPECT_EQ(m.dram_iteration_wall_ns, p.iteration_dram_ns);
+    EXPECT_EQ(m.slow_iteration_wall_ns, p.iteration_slow_ns);
+    EXPECT_GT(p.workload.total_dram_time_ns(), 0);
+    // The emulated waits are in the slow times however they were measured.
+    EXPECT_GT(p.workload.total_slow_time_ns(), p.workload.total_dram_time_ns());
+    // Long emulated waits sleep, and the kernels after them are seen as
+    // switched out (their caches may have gone cold).
+    EXPECT_GT(p.switched_kernel_fraction, 0);
+    EXPECT_LE(p.switched_kernel_fraction, 1);
+  }
+}
+
+// The load-independent iteration time: with nothing to wait for it is the
+// thread's CPU time, never more than the wall clock's; with everything in
+// the emulated slow tier it holds every wait the device model asked for.
+TEST(RealExecution, UndisturbedIterationTimeHoldsTheEmulatedWaits) {
+  RunnerOptions o = Small("alexnet");
+  o.threads = 1;
+  RealWorkloadRunner runner(o);
+  const Workload& w = runner.Profile().workload;
+  const ExecutionReport dram = runner.Execute(PlacementPlan::Uniform(w, Tier::kDram, 0), 0, 2);
+  ASSERT_TRUE(dram.ok) << dram.failure;
+  for (size_t i = 0; i < dram.counters.size(); ++i) {
+    EXPECT_GT(dram.undisturbed_ns[i], 0);
+    EXPECT_LE(dram.undisturbed_ns[i], dram.iteration_ns[i]);
+    EXPECT_EQ(dram.counters[i].emulated_delay_ns, 0);
+  }
+  const ExecutionReport slow = runner.Execute(PlacementPlan::Uniform(w, Tier::kSlow, 0), 0, 2);
+  ASSERT_TRUE(slow.ok) << slow.failure;
+  for (size_t i = 0; i < slow.counters.size(); ++i) {
+    EXPECT_GT(slow.counters[i].emulated_delay_ns, 0);
+    EXPECT_GT(slow.undisturbed_ns[i], slow.counters[i].emulated_delay_ns);
+  }
+  EXPECT_EQ(slow.undisturbed_median_ns, Median(slow.undisturbed_ns));
+}
+
+// What kernel times rest on with one intra-op thread: the thread's CPU time
+// does not advance while it sleeps, and a sleep is a context switch.
+TEST(RealExecution, ThreadClocksSeeSleepsAsSwitchesWithoutCpuTime) {
+  const long switches = ThreadContextSwitches();
+  const double cpu0 = ThreadCpuNowNs(), wall0 = SteadyNowNs();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const double cpu_ns = ThreadCpuNowNs() - cpu0, wall_ns = SteadyNowNs() - wall0;
+  EXPECT_GT(ThreadContextSwitches(), switches);
+  EXPECT_GE(wall_ns, 20e6);
+  EXPECT_LT(cpu_ns, wall_ns / 4);
+  const double spin0 = ThreadCpuNowNs();
+  while (ThreadCpuNowNs() - spin0 < 2e6) {
+  }
+  EXPECT_GE(ThreadCpuNowNs() - spin0, 2e6);
+}
+
 TEST(RealExecution, ProfilesOfTheSameModelHaveTheSameSignature) {
   uint64_t first = 0;
   for (int i = 0; i < 2; ++i) {
@@ -232,6 +312,58 @@ TEST(RealExecution, TorchScriptModuleIsProfiledAndExecuted) {
     ExpectSame(ref, got, "torchscript");
   }
   std::remove(path);
+}
+
+// A workload profiled from a relative path must run from any directory and
+// carry its module's name, so that benches of several modules do not share
+// one table and one chart.
+TEST(RealExecution, TorchScriptWorkloadIsNamedAfterItsFileAndRunsFromAnotherDirectory) {
+  torch::jit::Module m("Small");
+  m.register_parameter("w", torch::randn({3 * 16 * 16, 10}) * 0.05, false);
+  m.define(R"JIT(
+    def forward(self, x):
+        return torch.mm(x.flatten(1), self.w)
+  )JIT");
+  char dir[] = "/tmp/tt_ts_dir_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::filesystem::path root(dir);
+  std::filesystem::create_directories(root / "models");
+  std::filesystem::create_directories(root / "elsewhere");
+  m.save((root / "models" / "densenet_like.pt").string());
+  const std::filesystem::path old_cwd = std::filesystem::current_path();
+  std::filesystem::current_path(root);
+  Workload profiled;
+  {
+    RunnerOptions o = Small("torchscript");
+    o.model.torchscript_path = "models/densenet_like.pt";
+    o.model.image_size = 16;
+    RealWorkloadRunner runner(o);
+    profiled = runner.Profile().workload;
+  }
+  EXPECT_EQ(profiled.name, "densenet_like");
+  EXPECT_EQ(profiled.model.torchscript_path, (root / "models" / "densenet_like.pt").string());
+  WriteWorkloadFile(profiled, (root / "w.ttwl").string());
+
+  std::filesystem::current_path(root / "elsewhere");
+  const Workload read = ReadWorkloadFile((root / "w.ttwl").string());
+  {
+    RunnerOptions o = Small("torchscript");
+    o.model = ModelOptionsFor(read.model);
+    RealWorkloadRunner runner(o);
+    EXPECT_EQ(runner.Profile().workload.Signature(), read.Signature());
+  }
+  std::filesystem::remove(root / "models" / "densenet_like.pt");
+  try {
+    RunnerOptions o = Small("torchscript");
+    o.model = ModelOptionsFor(read.model);
+    RealWorkloadRunner runner(o);
+    ADD_FAILURE() << "a missing module was loaded";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("not found"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(read.model.torchscript_path), std::string::npos) << e.what();
+  }
+  std::filesystem::current_path(old_cwd);
+  std::filesystem::remove_all(root);
 }
 
 TEST(RealExecution, BadSlowTierIsRejectedClearly) {

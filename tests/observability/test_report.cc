@@ -35,6 +35,46 @@ TEST(Report, ChartsAreSvgAndEmptySeriesSayNoData) {
   EXPECT_THROW(RenderRunReport("/nonexistent"), std::runtime_error);
 }
 
+// Bench writes charts as files of their own: they must carry their style
+// (an unstyled frame <rect> fills black), show a policy measured at one
+// budget, and keep legend labels apart however many policies there are.
+TEST(Report, ChartsRenderOnTheirOwn) {
+  std::vector<ChartSeries> series;
+  for (const char* name : {"all-slow", "autotm-static", "autotm-sync", "ca-l", "ca-lm", "ca-lmp", "deeptm-heuristic",
+                           "dqn", "first-touch", "sac", "sentinel", "a-rather-long-policy-name+search"})
+    series.push_back({name, "#123456", {{0.2, 50}}, false});
+  const std::string svg = SvgLineChart("fig14", "DRAM / peak", "% of all-DRAM", series, {{"90%", "#999", 90}});
+
+  EXPECT_NE(svg.find("<style>"), std::string::npos);
+  EXPECT_NE(svg.find("class=\"frame\" fill=\"none\""), std::string::npos);
+  size_t circles = 0;
+  for (size_t at = svg.find("<circle"); at != std::string::npos; at = svg.find("<circle", at + 1)) ++circles;
+  EXPECT_GE(circles, 2 * series.size()) << "a marker per point and per legend entry";
+
+  const std::regex viewbox("viewBox=\"0 0 ([0-9.]+) ([0-9.]+)\"");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(svg, m, viewbox));
+  const double width = std::stod(m[1]), height = std::stod(m[2]);
+  // Legend labels: each starts after the previous one ends (same row) and
+  // ends inside the chart; 6.6 px a character bounds an 11 px label.
+  const std::regex label("<text class=\"legend\"[^>]* x=\"([0-9.]+)\" y=\"([0-9.]+)\">([^<]*)</text>");
+  double prev_end = 0, prev_y = -1;
+  size_t labels = 0;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), label); it != std::sregex_iterator(); ++it) {
+    const double x = std::stod((*it)[1]), y = std::stod((*it)[2]);
+    const double end = x + 6.6 * static_cast<double>((*it)[3].length());
+    if (y == prev_y) {
+      EXPECT_GT(x, prev_end) << (*it)[3];
+    }
+    EXPECT_LE(end, width) << (*it)[3];
+    EXPECT_LE(y, height) << (*it)[3];
+    prev_end = end;
+    prev_y = y;
+    ++labels;
+  }
+  EXPECT_EQ(labels, series.size() + 1);
+}
+
 TEST(TrainWithPrometheus, RunIsScrapedAndReportIsSelfContained) {
   const bool have_prometheus = ::access("/usr/bin/prometheus", X_OK) == 0;
   const std::string dir = TempDir("train-prom");
