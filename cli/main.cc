@@ -30,6 +30,7 @@
 #include "learner/checkpoint_store.h"
 #include "learner/checkpoint_summary.h"
 #include "learner/local_fleet.h"
+#include "learner/metrics_csv.h"
 #include "learner/run_supervisor.h"
 #include "learner/training_run.h"
 #include "metrics/metrics_server.h"
@@ -363,7 +364,12 @@ int RunLearner(TrainingFlags& o, const std::string& bind, uint32_t min_workers, 
   std::fflush(stdout);
   Progress progress(c.episodes, c.workload.total_dram_time_ns());
   RunSupervisor supervisor(&watch.interrupt(), nullptr, [&learner] { learner.Stop(); });
-  LearnerResult r = learner.Run([&](const EpisodeRecord& rec) { progress(rec); });
+  std::unique_ptr<MetricsCsvAppender> csv = std::make_unique<MetricsCsvAppender>(o.out + "/metrics.csv");
+  LearnerResult r = learner.Run([&](const EpisodeRecord& rec) {
+    csv->Append(rec);  // as episodes arrive: a killed learner keeps its rows
+    progress(rec);
+  });
+  csv.reset();
   supervisor.Finish();
   if (r.converged)
     std::printf("converged after %llu episodes, %.1f s\n", static_cast<unsigned long long>(r.converged_at_episode),
