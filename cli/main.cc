@@ -12,6 +12,7 @@
 #include <iostream>
 #include <sstream>
 #include <map>
+#include <set>
 
 #include <unistd.h>
 
@@ -33,6 +34,7 @@
 #include "learner/checkpoint_summary.h"
 #include "learner/local_fleet.h"
 #include "learner/metrics_csv.h"
+#include "learner/run_legend.h"
 #include "learner/run_supervisor.h"
 #include "learner/training_run.h"
 #include "metrics/metrics_server.h"
@@ -340,10 +342,13 @@ int RunTrain(TrainingFlags& o, const ModelFlags& model, const WorkerFlags& worke
                 out.result.imitation.expert.c_str(), out.result.imitation.expert_cost_ns / 1e6,
                 out.result.imitation.rounds.size(), out.result.imitation.best_cost_ns / 1e6,
                 out.result.imitation.seconds);
-  std::printf("episodes scored by: %s\nfinal plan: %s, from the %s; the table is the cost model's\n\n%s\n%s\n"
+  std::vector<std::string> backend_names;
+  for (const auto& [name, n] : backends) backend_names.push_back(name);
+  std::printf("episodes scored by: %s\nfinal plan: %s, from the %s; the table is the cost model's\n\n%s\n%s\n\n%s"
               "written to %s/\n",
               scored_by.c_str(), out.final_plan.plan.produced_by.c_str(), out.final_plan.source.c_str(),
-              ComparisonMarkdown(out.comparison).c_str(), ComparisonVerdict(out.comparison).c_str(), o.out.c_str());
+              ComparisonMarkdown(out.comparison).c_str(), ComparisonVerdict(out.comparison).c_str(),
+              ComparisonLegend(backend_names, out.final_plan.source).c_str(), o.out.c_str());
   if (prometheus)
     std::printf("Prometheus stopped; serve its data again with\n  prometheus --config.file=%s/prometheus/prometheus.yml "
                 "--storage.tsdb.path=%s/prometheus/data --web.listen-address=127.0.0.1:9090\n",
@@ -398,8 +403,11 @@ int RunLearner(TrainingFlags& o, const std::string& bind, uint32_t min_workers, 
   FinalPlanChoice final_plan = ChooseFinalPlan(c.workload, r);
   auto comparison = ComparePlans(c.workload, c.env, r, final_plan, baselines);
   WriteRunDirectory(o.out, config_toml, c.workload, c.env, r, final_plan, comparison);
-  std::printf("\nfinal plan: %s, from the %s\n%s\n%s\nwritten to %s/\n", final_plan.plan.produced_by.c_str(),
+  std::set<std::string> scored_by;
+  for (const EpisodeRecord& rec : r.records) scored_by.insert(rec.backend);
+  std::printf("\nfinal plan: %s, from the %s\n%s\n%s\n\n%swritten to %s/\n", final_plan.plan.produced_by.c_str(),
               final_plan.source.c_str(), ComparisonMarkdown(comparison).c_str(), ComparisonVerdict(comparison).c_str(),
+              ComparisonLegend({scored_by.begin(), scored_by.end()}, final_plan.source).c_str(),
               o.out.c_str());
   if (supervisor.interrupted_by())
     return ReportInterrupted(supervisor.interrupted_by(), "learner", o.out, r.episodes, c.episodes);

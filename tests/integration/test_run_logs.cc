@@ -52,6 +52,10 @@ TEST(RunLogs, TrainKeepsInfoLogsInTheRunDirectoryAndEachCheckpointIsLoggedOnce) 
   EXPECT_NE(terminal.find("episode     60/60"), std::string::npos) << terminal;
   EXPECT_NE(terminal.find("finished: 60 episodes"), std::string::npos) << terminal;
   EXPECT_EQ(terminal.find("level=info"), std::string::npos) << terminal;
+  // Its last lines explain the terms (learner/run_legend.h).
+  EXPECT_NE(terminal.find("\nwhat the terms mean:\n"), std::string::npos) << terminal;
+  EXPECT_NE(terminal.find("\n  normalised cost  "), std::string::npos) << terminal;
+  EXPECT_NE(terminal.find("\n  final plan       from the "), std::string::npos) << terminal;
   // The run directory: the info lines, each checkpoint once.
   EXPECT_EQ(Count(log, "event=learner_started"), 1u) << log;
   EXPECT_EQ(Count(log, "event=learner_finished episodes=60"), 1u) << log;
