@@ -2,6 +2,9 @@
 # what is missing (scripts/bootstrap), configure and build first.
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
+# What scripts/bootstrap installs: `run` (build and run), `test` (also the
+# test-only packages: prometheus, docker-compose, yamllint), `bench`.
+BOOTSTRAP_FOR ?= run
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 RUN_FLAGS ?=
 
@@ -10,7 +13,11 @@ RUN_FLAGS ?=
 all: build
 
 bootstrap:
-	@scripts/bootstrap
+	@scripts/bootstrap --for $(BOOTSTRAP_FOR)
+
+# Target-specific: also for the prerequisites (configure, bootstrap).
+test test-sanitize test-tsan: BOOTSTRAP_FOR = test
+bench: BOOTSTRAP_FOR = bench
 
 configure: bootstrap
 	@cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS) > /dev/null

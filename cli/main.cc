@@ -12,6 +12,9 @@
 #include <iostream>
 #include <sstream>
 #include <map>
+#include <set>
+
+#include <unistd.h>
 
 #include "agents/dqn_agent.h"
 #include "cli/config_file.h"
@@ -30,6 +33,8 @@
 #include "learner/checkpoint_store.h"
 #include "learner/checkpoint_summary.h"
 #include "learner/local_fleet.h"
+#include "learner/metrics_csv.h"
+#include "learner/run_legend.h"
 #include "learner/run_supervisor.h"
 #include "learner/training_run.h"
 #include "metrics/metrics_server.h"
@@ -214,26 +219,34 @@ LearnerConfig BuildLearnerConfig(const TrainingFlags& o, const std::string& bind
   return c;
 }
 
-// Prints a progress line at most every `every_seconds` and on the last episode.
+// The progress display (common/log.h ShowProgressLine): on a terminal one
+// line redrawn twice a second, elsewhere a line every 2 s; both on the first
+// and the last episode.
 class Progress {
  public:
-  Progress(uint64_t total, double ideal_ns) : total_(total), ideal_ns_(ideal_ns) {}
+  Progress(uint64_t total, double ideal_ns)
+      : total_(total), ideal_ns_(ideal_ns),
+        every_(::isatty(STDOUT_FILENO) == 1 ? std::chrono::milliseconds(500) : std::chrono::milliseconds(2000)) {}
+  ~Progress() { EndProgressLine(); }
   void operator()(const EpisodeRecord& r) {
     reward_ = reward_ == 0 ? r.step_reward_sum + r.episodic_reward
                            : 0.9 * reward_ + 0.1 * (r.step_reward_sum + r.episodic_reward);
     auto now = std::chrono::steady_clock::now();
-    if (r.episode != total_ && now - last_ < std::chrono::seconds(2) && r.episode != 1) return;
+    if (r.episode != total_ && now - last_ < every_ && r.episode != 1) return;
     last_ = now;
-    std::printf("episode %6llu/%llu  worker %u  return(avg) %8.2f  loss %8.4f  epsilon %.3f  best %.3f ms (%.1f%% of all-DRAM)  %.0fs\n",
-                static_cast<unsigned long long>(r.episode), static_cast<unsigned long long>(total_), r.worker_id,
-                reward_, r.loss, r.epsilon, r.best_runtime_ns / 1e6,
-                r.best_runtime_ns > 0 ? 100.0 * ideal_ns_ / r.best_runtime_ns : 0.0, r.wall_seconds);
-    std::fflush(stdout);
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "episode %6llu/%llu  worker %u  return(avg) %8.2f  loss %8.4f  epsilon %.3f  best %.3f ms (%.1f%% of all-DRAM)  %.0fs",
+                  static_cast<unsigned long long>(r.episode), static_cast<unsigned long long>(total_), r.worker_id,
+                  reward_, r.loss, r.epsilon, r.best_runtime_ns / 1e6,
+                  r.best_runtime_ns > 0 ? 100.0 * ideal_ns_ / r.best_runtime_ns : 0.0, r.wall_seconds);
+    ShowProgressLine(line);
   }
 
  private:
   uint64_t total_;
   double ideal_ns_;
+  std::chrono::steady_clock::duration every_;
   double reward_ = 0;
   std::chrono::steady_clock::time_point last_{};
 };
@@ -297,12 +310,19 @@ int RunTrain(TrainingFlags& o, const ModelFlags& model, const WorkerFlags& worke
               w.name.c_str(), w.num_kernels(), w.num_tensors(), FormatBytes(w.peak_live_bytes()).c_str(),
               FormatBytes(opts.learner.env.dram_limit_bytes).c_str(), workers,
               static_cast<unsigned long long>(opts.learner.episodes));
-  std::printf("run directory: %s (worker logs in %s/logs)\n", o.out.c_str(), o.out.c_str());
+  // Info logs in the run directory, the progress here; warnings and errors in both.
+  MakeDirectories(o.out);
+  SetLogFile(o.out + "/train.log");
+  std::printf("run directory: %s (log: %s/train.log, worker logs in %s/logs)\n", o.out.c_str(), o.out.c_str(),
+              o.out.c_str());
   std::fflush(stdout);
-  Progress progress(opts.learner.episodes, w.total_dram_time_ns());
   InterruptWatch watch;  // from here on, SIGINT/SIGTERM stop the run and save it
   opts.interrupt = &watch.interrupt();
-  TrainingRunOutcome out = RunTraining(opts, [&](const EpisodeRecord& r) { progress(r); });
+  TrainingRunOutcome out;
+  {
+    Progress progress(opts.learner.episodes, w.total_dram_time_ns());
+    out = RunTraining(opts, [&](const EpisodeRecord& r) { progress(r); });
+  }
   std::printf("\nfinished: %llu episodes, %llu updates, %llu transitions in %.1f s; %d/%d workers exited cleanly\n",
               static_cast<unsigned long long>(out.result.episodes), static_cast<unsigned long long>(out.result.updates),
               static_cast<unsigned long long>(out.result.counters.transitions_ingested), out.result.wall_seconds,
@@ -323,10 +343,13 @@ int RunTrain(TrainingFlags& o, const ModelFlags& model, const WorkerFlags& worke
                 out.result.imitation.expert.c_str(), out.result.imitation.expert_cost_ns / 1e6,
                 out.result.imitation.rounds.size(), out.result.imitation.best_cost_ns / 1e6,
                 out.result.imitation.seconds);
-  std::printf("episodes scored by: %s\nfinal plan: %s, from the %s; the table is the cost model's\n\n%s\n%s\n"
+  std::vector<std::string> backend_names;
+  for (const auto& [name, n] : backends) backend_names.push_back(name);
+  std::printf("episodes scored by: %s\nfinal plan: %s, from the %s; the table is the cost model's\n\n%s\n%s\n\n%s"
               "written to %s/\n",
               scored_by.c_str(), out.final_plan.plan.produced_by.c_str(), out.final_plan.source.c_str(),
-              ComparisonMarkdown(out.comparison).c_str(), ComparisonVerdict(out.comparison).c_str(), o.out.c_str());
+              ComparisonMarkdown(out.comparison).c_str(), ComparisonVerdict(out.comparison).c_str(),
+              ComparisonLegend(backend_names, out.final_plan.source).c_str(), o.out.c_str());
   if (prometheus)
     std::printf("Prometheus stopped; serve its data again with\n  prometheus --config.file=%s/prometheus/prometheus.yml "
                 "--storage.tsdb.path=%s/prometheus/data --web.listen-address=127.0.0.1:9090\n",
@@ -362,9 +385,18 @@ int RunLearner(TrainingFlags& o, const std::string& bind, uint32_t min_workers, 
   if (!learner.metrics_address().empty())
     std::printf("learner metrics: http://%s/metrics\n", learner.metrics_address().c_str());
   std::fflush(stdout);
-  Progress progress(c.episodes, c.workload.total_dram_time_ns());
+  // Every log line in the run directory too; info lines stay on stderr, which
+  // a service's collector reads (docker logs, journald).
+  SetLogFile(o.out + "/learner.log", /*info_to_stderr=*/true);
+  auto progress = std::make_unique<Progress>(c.episodes, c.workload.total_dram_time_ns());
   RunSupervisor supervisor(&watch.interrupt(), nullptr, [&learner] { learner.Stop(); });
-  LearnerResult r = learner.Run([&](const EpisodeRecord& rec) { progress(rec); });
+  std::unique_ptr<MetricsCsvAppender> csv = std::make_unique<MetricsCsvAppender>(o.out + "/metrics.csv");
+  LearnerResult r = learner.Run([&](const EpisodeRecord& rec) {
+    csv->Append(rec);  // as episodes arrive: a killed learner keeps its rows
+    (*progress)(rec);
+  });
+  csv.reset();
+  progress.reset();
   supervisor.Finish();
   if (r.converged)
     std::printf("converged after %llu episodes, %.1f s\n", static_cast<unsigned long long>(r.converged_at_episode),
@@ -372,8 +404,11 @@ int RunLearner(TrainingFlags& o, const std::string& bind, uint32_t min_workers, 
   FinalPlanChoice final_plan = ChooseFinalPlan(c.workload, r);
   auto comparison = ComparePlans(c.workload, c.env, r, final_plan, baselines);
   WriteRunDirectory(o.out, config_toml, c.workload, c.env, r, final_plan, comparison);
-  std::printf("\nfinal plan: %s, from the %s\n%s\n%s\nwritten to %s/\n", final_plan.plan.produced_by.c_str(),
+  std::set<std::string> scored_by;
+  for (const EpisodeRecord& rec : r.records) scored_by.insert(rec.backend);
+  std::printf("\nfinal plan: %s, from the %s\n%s\n%s\n\n%swritten to %s/\n", final_plan.plan.produced_by.c_str(),
               final_plan.source.c_str(), ComparisonMarkdown(comparison).c_str(), ComparisonVerdict(comparison).c_str(),
+              ComparisonLegend({scored_by.begin(), scored_by.end()}, final_plan.source).c_str(),
               o.out.c_str());
   if (supervisor.interrupted_by())
     return ReportInterrupted(supervisor.interrupted_by(), "learner", o.out, r.episodes, c.episodes);

@@ -6,11 +6,16 @@
 #include <ctime>
 #include <mutex>
 #include <stdexcept>
+#include <unistd.h>
 
 namespace tensortier {
 namespace {
 std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
 std::mutex g_mu;
+// Under g_mu.
+std::FILE* g_file = nullptr;
+bool g_info_to_stderr = true;
+std::string g_progress;      // the progress line shown on the terminal, "" if none
 std::string& Component() {
   static std::string c = "tensortier";
   return c;
@@ -68,8 +73,46 @@ void SetLogComponent(const std::string& component) {
   Component() = component;
 }
 
+void SetLogFile(const std::string& path, bool info_to_stderr) {
+  std::FILE* file = nullptr;
+  if (!path.empty()) {
+    file = std::fopen(path.c_str(), "ae");
+    if (!file) throw std::runtime_error("cannot open the log file " + path);
+  }
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_file) std::fclose(g_file);
+  g_file = file;
+  g_info_to_stderr = !file || info_to_stderr;
+}
+
+namespace {
+const char kClearLine[] = "\r\033[K";
+bool StdoutIsTerminal() { return ::isatty(STDOUT_FILENO) == 1; }
+}  // namespace
+
+void ShowProgressLine(const std::string& text) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (StdoutIsTerminal()) {
+    std::fputs(kClearLine, stdout);
+    std::fputs(text.c_str(), stdout);
+    g_progress = text;
+  } else {
+    std::fputs(text.c_str(), stdout);
+    std::fputc('\n', stdout);
+  }
+  std::fflush(stdout);
+}
+
+void EndProgressLine() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_progress.empty()) return;
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+  g_progress.clear();
+}
+
 LogLine::LogLine(LogLevel level, const char* event)
-    : enabled_(static_cast<int>(level) >= g_level.load()) {
+    : enabled_(static_cast<int>(level) >= g_level.load()), level_(level) {
   if (!enabled_) return;
   auto now = std::chrono::system_clock::now();
   std::time_t secs = std::chrono::system_clock::to_time_t(now);
@@ -100,8 +143,21 @@ LogLine::~LogLine() {
   if (!enabled_) return;
   line_ += '\n';
   std::lock_guard<std::mutex> lock(g_mu);
+  if (g_file) {
+    std::fwrite(line_.data(), 1, line_.size(), g_file);
+    std::fflush(g_file);
+  }
+  if (level_ < LogLevel::kWarn && !g_info_to_stderr) return;
+  if (!g_progress.empty()) {  // off the progress line, and back to it after
+    std::fputs(kClearLine, stdout);
+    std::fflush(stdout);
+  }
   std::fwrite(line_.data(), 1, line_.size(), stderr);
   std::fflush(stderr);
+  if (!g_progress.empty()) {
+    std::fputs(g_progress.c_str(), stdout);
+    std::fflush(stdout);
+  }
 }
 
 }  // namespace tensortier

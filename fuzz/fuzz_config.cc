@@ -1,17 +1,23 @@
-// Fuzz target: the config loader. `tensortier --config FILE` is CLI11's
-// TOML/INI reader (CLI::ConfigTOML, set by App::set_config in cli/main.cc)
-// feeding options of the same kinds main.cc declares (strings, integers with
-// ranges, doubles, lists, flags, IsMember checks) in [train], [learner] and
-// [worker] sections. Bad files must end in a CLI::Error, nothing else.
+// Fuzz target: the config loader. `tensortier --config FILE` is the strict
+// check of cli/config_file.h (SetStrictConfig: size, grammar, nesting, known
+// keys) in front of CLI11's TOML reader, feeding options of the same kinds
+// main.cc declares (strings, integers with ranges, doubles, lists, flags,
+// IsMember checks) in [train], [learner] and [worker] sections. Bad files
+// must end in a CLI::Error, nothing else; and a text the check accepts must
+// read in CLI11 without an error (the check is what stands between a file
+// and CLI11's reader, which overflows its stack on arrays nested deep).
 #include <CLI/CLI.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <unistd.h>
 #include <vector>
+
+#include "cli/config_file.h"
 
 namespace {
 
@@ -48,11 +54,27 @@ const std::string& TempPath() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  // The parser alone.
+  // The check and the parser alone: what the check accepts, CLI11 reads.
+  static const std::vector<std::string> kKeys = [] {
+    CLI::App app{"keys"};
+    Options o;
+    AddCommon(app.add_subcommand("train"), o);
+    return tensortier::ConfigKeys(app);
+  }();
+  bool accepted = false;
   try {
-    std::istringstream in(text);
-    (void)CLI::ConfigTOML().from_config(in);
-  } catch (const CLI::Error&) {
+    tensortier::CheckConfigText(text, "fuzz.toml", kKeys);
+    accepted = true;
+  } catch (const CLI::ConfigError&) {
+  }
+  if (accepted) {
+    try {
+      std::istringstream in(text);
+      (void)CLI::ConfigTOML().from_config(in);
+    } catch (const CLI::Error& e) {
+      std::fprintf(stderr, "the strict check accepted a text CLI11 refuses: %s\n", e.what());
+      std::abort();
+    }
   }
   // The whole path: --config FILE, then a subcommand picks up its section.
   FILE* f = std::fopen(TempPath().c_str(), "wb");
@@ -62,7 +84,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const char* sub : {"train", "learner", "worker"}) {
     CLI::App app{"fuzz"};
     app.require_subcommand(1);
-    app.set_config("--config");
+    tensortier::SetStrictConfig(app, "Config file");
     std::string log_level = "info";
     app.add_option("--log-level", log_level);
     Options train_o, learner_o, worker_o;

@@ -121,8 +121,12 @@ FoundCheckpoint FindCheckpoint(const LearnerConfig& config, const std::string& c
       LogWarn("checkpoint_rejected").kv("path", path).kv("detail", e.what());
     }
   }
-  if (!mismatch.empty()) throw std::runtime_error("cannot resume: " + mismatch);
-  throw std::runtime_error("no usable checkpoint in " + checkpoint_dir);
+  // The run directory does not hold what --resume needs: bad input (CheckpointError), not a failure.
+  if (!mismatch.empty()) throw CheckpointError("cannot resume: " + mismatch);
+  if (found.rejected == 0)
+    throw CheckpointError("no checkpoint in " + checkpoint_dir +
+                          " (the run ended before its first one): start it again with --force instead of --resume");
+  throw CheckpointError("no usable checkpoint in " + checkpoint_dir);
 }
 
 }  // namespace tensortier

@@ -390,8 +390,8 @@ struct Learner::Impl {
     result.records.push_back(rec);
     if (on_episode) on_episode(rec);
     if (metrics) metrics->OnEpisode(rec);
-    if (!config.run_dir.empty() && config.checkpoint_interval_episodes > 0 &&
-        result.episodes % config.checkpoint_interval_episodes == 0) {
+    if (!config.run_dir.empty() && config.checkpoint_interval_episodes > 0 && result.episodes < config.episodes &&
+        result.episodes % config.checkpoint_interval_episodes == 0) {  // (the last episode's: Run's final one)
       // The checkpoint holds every evaluation asked for so far (their
       // rewards, plans and the best reward that <agent>-best.ckpt matches).
       DrainEvaluations();

@@ -9,6 +9,7 @@
 #include "common/files.h"
 #include "envs/first_touch.h"
 #include "envs/workload_io.h"
+#include "learner/metrics_csv.h"
 
 namespace tensortier {
 namespace {
@@ -44,19 +45,6 @@ nlohmann::json ScoreJson(const PolicyScore& s) {
           {"migrations", s.cost.migrations_to_slow + s.cost.migrations_to_dram},
           {"oom", s.cost.oom},
           {"memory_cost_dollars", s.memory_cost_dollars}};
-}
-
-std::string Csv(const std::vector<EpisodeRecord>& records) {
-  std::ostringstream os;
-  os << "episode,worker_id,worker_episode,policy_version,steps,step_reward_sum,episodic_reward,"
-        "normalised_cost,runtime_ns,oom,epsilon,loss,mean_q,best_runtime_ns,wall_seconds,backend\n";
-  os << std::setprecision(10);
-  for (const EpisodeRecord& r : records)
-    os << r.episode << ',' << r.worker_id << ',' << r.worker_episode << ',' << r.policy_version << ','
-       << r.steps << ',' << r.step_reward_sum << ',' << r.episodic_reward << ',' << r.normalised_cost << ','
-       << r.runtime_ns << ',' << (r.oom ? 1 : 0) << ',' << r.epsilon << ',' << r.loss << ',' << r.mean_q << ','
-       << r.best_runtime_ns << ',' << r.wall_seconds << ',' << r.backend << '\n';
-  return os.str();
 }
 
 constexpr const char* kGreedy = "greedy policy";
@@ -170,7 +158,7 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
   const PlacementPlan& final_plan = final_choice.plan;
   MakeDirectories(dir);
   WriteFileAtomically(dir + "/config.toml", config_toml);
-  WriteFileAtomically(dir + "/metrics.csv", Csv(result.records));
+  WriteFileAtomically(dir + "/metrics.csv", MetricsCsv(result.records));
   WritePlanFile(final_plan, dir + "/final_plan.ttplan");
   WriteWorkloadFile(w, dir + "/workload.ttwl");
 

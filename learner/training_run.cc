@@ -3,6 +3,7 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "learner/local_fleet.h"
+#include "learner/metrics_csv.h"
 #include "learner/run_supervisor.h"
 #include "metrics/prometheus_server.h"
 #include "policies/policy.h"
@@ -64,7 +65,13 @@ TrainingRunOutcome RunTraining(const TrainingRunOptions& options,
   {
     RunSupervisor supervisor(options.interrupt, &workers, [&learner] { learner.Stop(); });
     try {
-      out.result = learner.Run(on_episode);
+      // metrics.csv grows as episodes arrive: a killed run keeps its rows.
+      std::unique_ptr<MetricsCsvAppender> csv;
+      if (!dir.empty()) csv = std::make_unique<MetricsCsvAppender>(dir + "/metrics.csv");
+      out.result = learner.Run([&](const EpisodeRecord& r) {
+        if (csv) csv->Append(r);
+        if (on_episode) on_episode(r);
+      });
     } catch (...) {
       supervisor.Finish();
       ReapWorkers(workers, 0);

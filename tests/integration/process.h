@@ -23,8 +23,10 @@ inline std::string TensortierBinary() { return std::string(TENSORTIER_BINARY_DIR
 
 class ChildProcess {
  public:
-  // Starts `tensortier args...` with stdout and stderr sent to `log_path`.
-  ChildProcess(const std::vector<std::string>& args, const std::string& log_path) {
+  // Starts `tensortier args...` with stdout and stderr sent to `log_path`;
+  // with `own_group`, in a process group of its own (KillGroup reaches the
+  // workers it spawns too).
+  ChildProcess(const std::vector<std::string>& args, const std::string& log_path, bool own_group = false) {
     std::vector<std::string> all = {TensortierBinary()};
     all.insert(all.end(), args.begin(), args.end());
     std::vector<char*> argv;
@@ -34,11 +36,20 @@ class ChildProcess {
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    int rc = posix_spawn(&pid_, all[0].c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    if (own_group) {
+      posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+      posix_spawnattr_setpgroup(&attr, 0);
+    }
+    int rc = posix_spawn(&pid_, all[0].c_str(), &actions, &attr, argv.data(), environ);
+    posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) throw std::runtime_error("cannot start " + all[0]);
+    if (own_group) group_ = pid_;
   }
   ~ChildProcess() {
+    if (group_ > 0) ::kill(-group_, SIGKILL);
     if (pid_ > 0) {
       ::kill(pid_, SIGKILL);
       ::waitpid(pid_, nullptr, 0);
@@ -63,10 +74,15 @@ class ChildProcess {
   void Kill(int sig) {
     if (pid_ > 0) ::kill(pid_, sig);
   }
+  // The signal to the child and everything it started (own_group only).
+  void KillGroup(int sig) {
+    if (group_ > 0) ::kill(-group_, sig);
+  }
   pid_t pid() const { return pid_; }
 
  private:
   pid_t pid_ = -1;
+  pid_t group_ = -1;
 };
 
 // A loopback TCP port that was free a moment ago.

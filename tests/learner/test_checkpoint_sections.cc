@@ -136,9 +136,25 @@ TEST_F(LearnerCheckpointSections, AResumeFindsTheNewestCheckpointThatVerifies) {
   try {
     FindCheckpoint(sac, dir());
     ADD_FAILURE() << "a dqn checkpoint resumed a sac run";
-  } catch (const std::runtime_error& e) {
+  } catch (const CheckpointError& e) {  // bad input (exit 3), not a failure of the run
     EXPECT_NE(std::string(e.what()).find("holds a dqn agent, not sac"), std::string::npos) << e.what();
   }
+}
+
+// Issue 18: `--resume` of a run directory without a checkpoint is bad input
+// (CheckpointError: exit 3), whether there is none or none verifies.
+TEST_F(LearnerCheckpointSections, NoCheckpointToResumeFromIsACheckpointError) {
+  try {
+    FindCheckpoint(config_, dir());
+    ADD_FAILURE() << "resumed from nothing";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("no checkpoint in " + dir() + " (the run ended before its first one)"),
+              std::string::npos) << e.what();
+  }
+  std::unique_ptr<PlacementAgent> agent = MakeAgent("dqn", SmallDqn(1).ToJson());
+  const std::string torn = CheckpointStore(dir(), 3).Write(10, Payload(*agent));
+  std::filesystem::resize_file(torn, 10);
+  EXPECT_THROW(FindCheckpoint(config_, dir()), CheckpointError);
 }
 
 }  // namespace
