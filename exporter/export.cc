@@ -103,7 +103,10 @@ std::string AgentFamily(const ExportOptions& o, const std::string& dir, std::str
       family = Exists(sac) ? "sac" : "dqn";
     }
   }
-  *checkpoint = family == "sac" ? sac : dqn;
+  // The fastest evaluated policy is the one the run's final plan starts
+  // from (learner/fastest_policy.h); the live network may have drifted since.
+  const std::string fastest = dir + "checkpoints/" + family + "-fastest.ckpt";
+  *checkpoint = Exists(fastest) ? fastest : family == "sac" ? sac : dqn;
   return family;
 }
 

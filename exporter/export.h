@@ -28,7 +28,10 @@ struct ExportOptions {
   // The agent family of the checkpoint: "dqn", "sac", or "" = decided by the
   // checkpoint: with --checkpoint, its file name ("sac*" is SAC, anything
   // else DQN); in a run directory, whichever of checkpoints/dqn.ckpt and
-  // checkpoints/sac.ckpt exists (the newer one when both do).
+  // checkpoints/sac.ckpt exists (the newer one when both do). In a run
+  // directory the family's fastest evaluated policy
+  // (checkpoints/<family>-fastest.ckpt, where the final plan's search
+  // started) is exported when the run wrote one, else the final network.
   std::string agent;
   std::string workload;   // a .ttwl file or a workload spec (envs/workload_spec.h)
   std::string plan_path;  // .ttplan; its DRAM limit and migration mode define the plan table's key

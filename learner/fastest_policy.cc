@@ -32,4 +32,12 @@ PlanSearchResult FastestPolicy::Search(const Workload& workload, const EnvConfig
   return r;
 }
 
+void FastestPolicy::SaveCheckpoint(const std::string& path, const std::string& agent_name,
+                                   const std::string& agent_json) const {
+  if (weights_.empty()) throw std::logic_error("FastestPolicy::SaveCheckpoint: no policy was considered");
+  std::unique_ptr<PlacementAgent> agent = MakeAgent(agent_name, agent_json, "cpu");
+  agent->LoadWeights(weights_);
+  agent->SaveCheckpoint(path);
+}
+
 }  // namespace tensortier

@@ -27,6 +27,9 @@ class FastestPolicy {
   // given kind loaded with the kept weights. Plans are named after the policy.
   PlanSearchResult Search(const Workload& workload, const EnvConfig& env, const std::string& agent_name,
                           const std::string& agent_json, const PlanSearchOptions& options) const;
+  // An agent checkpoint (.ckpt) of this policy: what `export` takes from a
+  // run directory. Its optimiser state is fresh; its weights are the kept ones.
+  void SaveCheckpoint(const std::string& path, const std::string& agent_name, const std::string& agent_json) const;
 
  private:
   std::string weights_;

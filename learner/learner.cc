@@ -700,6 +700,9 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
   const std::string shutdown_reason = m.result.converged ? "training converged" : "training finished";
   m.Broadcast(EncodeMessage(ShutdownMsg{shutdown_reason}));
   if (!m.config.run_dir.empty()) m.Checkpoint();
+  if (!m.config.run_dir.empty() && !m.fastest.empty())
+    m.fastest.SaveCheckpoint(m.CheckpointDir() + "/" + m.agent->name() + "-fastest.ckpt", m.agent->name(),
+                             m.agent->config_json());
 
   m.result.greedy_summary = m.Evaluate();
   m.result.greedy_plan = m.result.greedy_summary.plan;
