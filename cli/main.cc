@@ -541,7 +541,7 @@ int Main(int argc, char** argv) {
   auto* exp = app.add_subcommand("export", "Export a trained policy as a compact lookup file for production hosts");
   exp->add_option("run_dir", export_opts.run_dir, "Run directory of train or learner")->check(CLI::ExistingDirectory);
   exp->add_option("--checkpoint", export_opts.checkpoint_path,
-                  "Checkpoint (default RUN_DIR/checkpoints/dqn.ckpt or sac.ckpt, whichever the run wrote)");
+                  "Checkpoint (default: the run's fastest evaluated policy, RUN_DIR/checkpoints/AGENT-fastest.ckpt, else its final AGENT.ckpt; AGENT dqn or sac, whichever the run wrote)");
   exp->add_option("--agent", export_opts.agent, "Agent family of the checkpoint (default: from the checkpoint's name)")
       ->check(CLI::IsMember({"dqn", "sac"}));
   exp->add_option("--workload", export_opts.workload, "Workload file or spec (default RUN_DIR/workload.ttwl)");
