@@ -22,6 +22,7 @@
 
 #include <unistd.h>
 
+#include "agents/local_training.h"
 #include "agents/dqn_agent.h"
 #include "replay/replay_buffer.h"
 #include "envs/cost_model.h"
@@ -112,19 +113,9 @@ int main(int argc, char** argv) {
     PlacementEnv train(w, env);
     ReplayBuffer replay(100000);
     std::mt19937_64 rng(5);
-    for (int e = 0; e < episodes; ++e) {
-      const double epsilon = std::max(0.05, 1.0 - static_cast<double>(e) / (0.6 * episodes));
-      Observation obs = train.Reset();
-      while (!train.done()) {
-        const int a = agent.Act(obs.data(), epsilon, rng);
-        StepResult r = train.Step(a);
-        replay.Add({std::vector<float>(obs.begin(), obs.end()), static_cast<uint8_t>(a), static_cast<float>(r.reward),
-                    std::vector<float>(r.observation.begin(), r.observation.end()), r.done});
-        obs = r.observation;
-      }
-      if (replay.size() >= 512)
-        for (int u = 0; u < 32; ++u) agent.Update(replay, rng);
-    }
+    LocalTraining schedule;
+    schedule.episodes = episodes;
+    TrainLocally(agent, train, replay, schedule, rng);
     uint32_t decisions = 0;
     PlacementPlan network = RunEpisode(train, [&](const Observation& ob) {
                               ++decisions;

@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "agents/local_training.h"
 #include "agents/dqn_agent.h"
 #include "envs/placement_env.h"
 #include "replay/prioritized_replay.h"
@@ -205,21 +206,12 @@ TEST(DqnPrioritized, GreedyPolicyReachesTheBruteForceOptimum) {
   pc.beta = 0.4;
   PrioritizedReplay replay(pc);
   std::mt19937_64 rng(7);
-  const int episodes = 1500;
-  for (int e = 0; e < episodes; ++e) {
-    const double epsilon = std::max(0.05, 1.0 - static_cast<double>(e) / (0.6 * episodes));
-    replay.set_beta(0.4 + 0.6 * std::min(1.0, static_cast<double>(e) / (0.8 * episodes)));
-    Observation obs = env.Reset();
-    while (!env.done()) {
-      int a = agent.Act(obs.data(), epsilon, rng);
-      StepResult r = env.Step(a);
-      replay.Add({std::vector<float>(obs.begin(), obs.end()), static_cast<uint8_t>(a), static_cast<float>(r.reward),
-                  std::vector<float>(r.observation.begin(), r.observation.end()), r.done});
-      obs = r.observation;
-    }
-    if (replay.size() >= static_cast<size_t>(config.learning_starts))
-      for (int u = 0; u < 32; ++u) agent.Update(replay, rng);
-  }
+  LocalTraining schedule;
+  schedule.episodes = 1500;
+  schedule.learning_starts = static_cast<size_t>(config.learning_starts);
+  TrainLocally(agent, env, replay, schedule, rng, [&](int e) {
+    replay.set_beta(0.4 + 0.6 * std::min(1.0, static_cast<double>(e) / (0.8 * schedule.episodes)));
+  });
 
   double greedy = 0;
   Observation obs = env.Reset();

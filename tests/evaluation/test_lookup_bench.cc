@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "agents/local_training.h"
 #include "agents/dqn_agent.h"
 #include "envs/cost_model.h"
 #include "envs/first_touch.h"
@@ -81,20 +82,11 @@ Exported TrainAndExport(const Workload& w, uint64_t budget, const std::string& p
   PlacementEnv train(w, env);
   ReplayBuffer replay(20000);
   std::mt19937_64 rng(3);
-  const int episodes = 20;
-  for (int e = 0; e < episodes; ++e) {
-    const double epsilon = std::max(0.05, 1.0 - static_cast<double>(e) / (0.6 * episodes));
-    Observation obs = train.Reset();
-    while (!train.done()) {
-      const int a = agent.Act(obs.data(), epsilon, rng);
-      StepResult r = train.Step(a);
-      replay.Add({std::vector<float>(obs.begin(), obs.end()), static_cast<uint8_t>(a), static_cast<float>(r.reward),
-                  std::vector<float>(r.observation.begin(), r.observation.end()), r.done});
-      obs = r.observation;
-    }
-    if (replay.size() >= 256)
-      for (int u = 0; u < 16; ++u) agent.Update(replay, rng);
-  }
+  LocalTraining schedule;
+  schedule.episodes = 20;
+  schedule.updates_per_episode = 16;
+  schedule.learning_starts = 256;
+  TrainLocally(agent, train, replay, schedule, rng);
   Exported out;
   out.path = path;
   out.network_plan = RunEpisode(train, [&](const Observation& o) { return agent.Act(o.data(), 0.0, rng); }).plan;

@@ -15,6 +15,7 @@
 
 #include <unistd.h>
 
+#include "agents/local_training.h"
 #include "agents/dqn_agent.h"
 #include "replay/replay_buffer.h"
 #include "common/files.h"
@@ -69,20 +70,9 @@ void Train(Trained& t) {
   PlacementEnv env(t.w, t.env);
   ReplayBuffer replay(50000);
   std::mt19937_64 rng(5);
-  const int episodes = 150;
-  for (int e = 0; e < episodes; ++e) {
-    const double epsilon = std::max(0.05, 1.0 - static_cast<double>(e) / (0.6 * episodes));
-    Observation obs = env.Reset();
-    while (!env.done()) {
-      int a = t.agent->Act(obs.data(), epsilon, rng);
-      StepResult r = env.Step(a);
-      replay.Add({std::vector<float>(obs.begin(), obs.end()), static_cast<uint8_t>(a), static_cast<float>(r.reward),
-                  std::vector<float>(r.observation.begin(), r.observation.end()), r.done});
-      obs = r.observation;
-    }
-    if (replay.size() >= 512)
-      for (int u = 0; u < 32; ++u) t.agent->Update(replay, rng);
-  }
+  LocalTraining schedule;
+  schedule.episodes = 150;
+  TrainLocally(*t.agent, env, replay, schedule, rng);
   t.greedy_plan = RunEpisode(env, [&](const Observation& o) { return t.agent->Act(o.data(), 0.0, rng); }).plan;
   t.greedy_plan.produced_by = "dqn-greedy";
   t.train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -31,6 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agents/local_training.h"
 #include "agents/dqn_agent.h"
 #include "replay/replay_buffer.h"
 #include "envs/cost_model.h"
@@ -174,20 +175,7 @@ TEST(HostTorchFidelity, LookupPlanMakesTheNetworksDecisionsOnRealIterations) {
   PlacementEnv train_env(w, env);
   ReplayBuffer replay(50000);
   std::mt19937_64 rng(5);
-  const int episodes = 40;
-  for (int e = 0; e < episodes; ++e) {
-    const double epsilon = std::max(0.05, 1.0 - static_cast<double>(e) / (0.6 * episodes));
-    Observation obs = train_env.Reset();
-    while (!train_env.done()) {
-      const int a = agent.Act(obs.data(), epsilon, rng);
-      StepResult r = train_env.Step(a);
-      replay.Add({std::vector<float>(obs.begin(), obs.end()), static_cast<uint8_t>(a), static_cast<float>(r.reward),
-                  std::vector<float>(r.observation.begin(), r.observation.end()), r.done});
-      obs = r.observation;
-    }
-    if (replay.size() >= 512)
-      for (int u = 0; u < 32; ++u) agent.Update(replay, rng);
-  }
+  TrainLocally(agent, train_env, replay, LocalTraining{}, rng);  // 40 episodes
   PlacementPlan network_plan =
       RunEpisode(train_env, [&](const Observation& o) { return agent.Act(o.data(), 0.0, rng); }).plan;
 
