@@ -14,6 +14,7 @@
 #include "envs/workload_io.h"
 #include "envs/workload_spec.h"
 #include "tests/integration/process.h"
+#include "tests/common/temp_dir.h"
 
 namespace tensortier {
 namespace {
@@ -21,12 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::ChildProcess;
 
-std::string TempDir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("tensortier-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
+using testing::TempDir;
 
 std::vector<std::vector<std::string>> ReadCsv(const std::string& path) {
   std::vector<std::vector<std::string>> rows;

@@ -14,6 +14,7 @@
 #include "tests/integration/faulty_link.h"
 #include "tests/integration/fleet_harness.h"
 #include "tests/integration/process.h"
+#include "tests/common/temp_dir.h"
 
 namespace tensortier {
 namespace {
@@ -92,12 +93,7 @@ bool AwaitCondition(F done, std::chrono::seconds limit = std::chrono::seconds(60
   return done();
 }
 
-std::string TempDir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("tensortier-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
+using testing::TempDir;
 
 TEST(FleetReliability, KilledWorkerIsDeclaredDeadAndStalledWorkerTimesOut) {
   const std::string dir = TempDir("dead-worker");

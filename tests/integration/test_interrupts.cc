@@ -10,6 +10,7 @@
 
 #include "common/files.h"
 #include "tests/integration/process.h"
+#include "tests/common/temp_dir.h"
 
 namespace tensortier {
 namespace {
@@ -17,12 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::ChildProcess;
 
-std::string TempDir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("tensortier-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
+using testing::TempDir;
 
 std::string ReadIfThere(const std::string& path) { return fs::exists(path) ? ReadFile(path) : ""; }
 

@@ -21,6 +21,7 @@
 #include "protocol/codec.h"
 #include "tests/integration/fleet_harness.h"
 #include "tests/integration/process.h"
+#include "tests/common/temp_dir.h"
 
 namespace tensortier {
 namespace {
@@ -30,12 +31,7 @@ using testing::ChildProcess;
 using testing::RunFleet;
 using testing::TinyLearner;
 
-std::string TempDir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("tensortier-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
+using testing::TempDir;
 
 TEST(CheckpointStore, KeepsTheNewestTwoAndVerifiesThem) {
   const std::string dir = TempDir("store");

@@ -9,6 +9,7 @@
 
 #include "common/files.h"
 #include "tests/integration/process.h"
+#include "tests/common/temp_dir.h"
 
 namespace tensortier {
 namespace {
@@ -22,12 +23,7 @@ size_t Count(const std::string& text, const std::string& what) {
   return n;
 }
 
-std::string TempDir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("tensortier-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
+using testing::TempDir;
 
 const std::vector<std::string> kTiny = {"--workload", "synthetic:tiny:3:65536", "--workers", "2",
                                         "--metrics-address", "off", "--demonstrations", "none",

@@ -20,6 +20,7 @@
 #include "metrics/prometheus_server.h"
 #include "tests/integration/process.h"
 #include "tests/observability/promql.h"
+#include "tests/common/temp_dir.h"
 
 namespace tensortier {
 namespace {
@@ -32,12 +33,7 @@ const std::string kSource = TENSORTIER_SOURCE_DIR;
 const std::string kPrometheus = "/usr/bin/prometheus";
 const std::string kPromtool = "/usr/bin/promtool";
 
-std::string TempDir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("tensortier-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
+using testing::TempDir;
 
 int FreeLoopbackPort(int from) {
   for (int p = from; p < from + 2000; p += 7)

@@ -11,18 +11,14 @@
 #include "report/report.h"
 #include "tests/integration/process.h"
 #include "tests/observability/promql.h"
+#include "tests/common/temp_dir.h"
 
 namespace tensortier {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string TempDir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("tensortier-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
+using testing::TempDir;
 
 TEST(Report, ChartsAreSvgAndEmptySeriesSayNoData) {
   std::string svg = SvgLineChart("t <&>", "x", "y", {{"a", "#000", {{0, 1}, {1, 2}, {2, 4}}, false}},

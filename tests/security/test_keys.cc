@@ -8,18 +8,14 @@
 #include "common/files.h"
 #include "transport/channel.h"
 #include "transport/security.h"
+#include "tests/common/temp_dir.h"
 
 namespace tensortier {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string TempDir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("tensortier-sec-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
+std::string TempDir(const std::string& name) { return testing::TempDir("sec-" + name); }
 
 unsigned Mode(const std::string& path) {
   struct stat st{};
