@@ -24,6 +24,10 @@ void PlacementAgent::SetDemonstrations(std::vector<Transition>) {
 TrainStats PlacementAgent::PretrainStep(std::mt19937_64&) {
   throw std::logic_error(name() + " does not learn from demonstrations");
 }
+
+void PlacementAgent::SetLearningRate(double) {
+  throw std::logic_error(name() + " does not change its learning rate");
+}
 namespace {
 
 constexpr FileFrame kAgentCheckpointFrame{"TTAGNT", 1, "TensorTier agent checkpoint"};  // "TTAGNT01"

@@ -84,6 +84,12 @@ class PlacementAgent {
   // After LoadWeights on an agent that goes on training: the target network
   // (where there is one) starts from the loaded weights too.
   virtual void SyncTarget() {}
+  // The step size of later updates (and of the settings SaveState records).
+  // Agents that learn from demonstrations implement it: after imitation a
+  // smaller step keeps TD updates from pulling the policy off the expert.
+  // Throws std::invalid_argument for a step that is not positive and finite,
+  // std::logic_error where the agent has no such setting.
+  virtual void SetLearningRate(double learning_rate);
 };
 
 // The agent's ActionScores as the plan-time search wants them (two actions).

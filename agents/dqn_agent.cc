@@ -542,6 +542,12 @@ TrainStats DqnAgent::Update(const std::vector<const Transition*>& sample,
   return stats;
 }
 
+void DqnAgent::SetLearningRate(double learning_rate) {
+  if (!(learning_rate > 0) || !std::isfinite(learning_rate))
+    throw std::invalid_argument("DqnAgent::SetLearningRate: the learning rate must be positive and finite");
+  config_.learning_rate = learning_rate;  // Update reads it at every step
+}
+
 void DqnAgent::SyncTarget() {
   torch::NoGradGuard no_grad;
   impl_->target.flat.copy_(impl_->online.flat);

@@ -86,6 +86,7 @@ class DqnAgent : public PlacementAgent {
   TrainStats Update(const std::vector<const Transition*>& batch, const std::vector<float>& importance_weights,
                     std::vector<double>* abs_td_errors);
   void SyncTarget() override;
+  void SetLearningRate(double learning_rate) override;
   uint64_t updates() const override { return updates_; }
 
   // The expert transitions (envs/demonstration.h) every later Update mixes

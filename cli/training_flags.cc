@@ -182,6 +182,11 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
                   "Imitation: DAgger rounds after pre-training on the expert")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
+  cmd->add_option("--lr-after-imitation", c.imitation.learning_rate_after,
+                  "Imitation: DQN's learning rate once it is over (0 keeps --lr); a smaller step keeps TD updates "
+                  "from pulling the imitated policy off the expert")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--search-rollouts", c.plan_search.max_rollouts,
                   "Plan-time search from the fastest evaluated policy's greedy plan, guided by its network (1 = none)")
       ->check(CLI::Range(1, 1000000))
@@ -196,7 +201,8 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
         "--learning-starts", "--target-update-interval", "--gamma", "--device"}},
       {"SAC", {"--sac-lr", "--sac-alpha-lr", "--sac-tau", "--sac-target-entropy-scale", "--sac-reward-scale"}},
       {"Replay and exploration", {"--replay", "--samples-per-insert", "--exploration", "--apex-epsilon", "--apex-alpha"}},
-      {"Baselines and imitation", {"--demonstrations", "--baselines", "--solver-seconds", "--dagger-rounds"}},
+      {"Baselines and imitation", {"--demonstrations", "--baselines", "--solver-seconds", "--dagger-rounds",
+                                   "--lr-after-imitation"}},
       {"Evaluation, convergence and the final search",
        {"--eval-every", "--converge-window", "--converge-tolerance", "--search-rollouts"}},
       {"Fleet and metrics", {"--heartbeat-ms", "--metrics-address"}},

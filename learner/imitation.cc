@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <stdexcept>
 #include <utility>
 
@@ -60,6 +61,8 @@ ImitationResult LearnFromPlans(PlacementAgent& agent, PlacementEnv& env, const s
   if (!agent.supports_demonstrations())
     throw std::invalid_argument("LearnFromPlans: agent " + agent.name() + " does not learn from demonstrations");
   if (config.max_demonstrations == 0) throw std::invalid_argument("LearnFromPlans: max_demonstrations must be > 0");
+  if (!(config.learning_rate_after >= 0) || !std::isfinite(config.learning_rate_after))
+    throw std::invalid_argument("LearnFromPlans: learning_rate_after must be finite and >= 0");
   const auto start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
 
@@ -115,6 +118,7 @@ ImitationResult LearnFromPlans(PlacementAgent& agent, PlacementEnv& env, const s
   }
   agent.LoadWeights(best_weights);
   agent.SyncTarget();
+  if (config.learning_rate_after > 0) agent.SetLearningRate(config.learning_rate_after);
   agent.SetDemonstrations(std::move(pool));
   result.seconds = elapsed();
   LogInfo("imitation_finished").kv("expert", result.expert).kv("expert_runtime_ns", result.expert_cost_ns)

@@ -3,9 +3,11 @@
 // No sockets: these parts are tested alone.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "agents/agent.h"
+#include "agents/dqn_agent.h"
 #include "envs/cost_model.h"
 #include "envs/first_touch.h"
 #include "envs/synthetic.h"
@@ -94,6 +96,33 @@ TEST(Imitation, TheAggregateIsCapped) {
   std::mt19937_64 rng(3);
   ImitationResult r = LearnFromPlans(*agent, env, {FirstTouchPlan(t.w, t.env.dram_limit_bytes)}, c, rng);
   for (const ImitationRound& round : r.rounds) EXPECT_LE(round.demonstrations, 100u);
+}
+
+// After imitation the agent trains on with the configured step: its settings
+// say so (they rebuild it from a checkpoint) and a bad step is refused.
+TEST(Imitation, TheLearningRateAfterImitationIsTheAgentsFromThenOn) {
+  Task t = ResnetTask();
+  PlacementEnv env(t.w, t.env);
+  auto agent = SmallDqn();
+  ImitationConfig c;
+  c.pretrain_updates = 10;
+  c.dagger_rounds = 1;
+  c.updates_per_round = 10;
+  c.learning_rate_after = 2.5e-5;
+  std::mt19937_64 rng(3);
+  LearnFromPlans(*agent, env, {FirstTouchPlan(t.w, t.env.dram_limit_bytes)}, c, rng);
+  EXPECT_DOUBLE_EQ(DqnConfig::FromJson(agent->config_json()).learning_rate, 2.5e-5);
+  c.learning_rate_after = 0;  // keeps the agent's own
+  auto other = SmallDqn();
+  LearnFromPlans(*other, env, {FirstTouchPlan(t.w, t.env.dram_limit_bytes)}, c, rng);
+  EXPECT_DOUBLE_EQ(DqnConfig::FromJson(other->config_json()).learning_rate, 1e-3);
+  c.learning_rate_after = -1;
+  EXPECT_THROW(LearnFromPlans(*other, env, {FirstTouchPlan(t.w, t.env.dram_limit_bytes)}, c, rng),
+               std::invalid_argument);
+  EXPECT_THROW(other->SetLearningRate(std::nan("")), std::invalid_argument);
+  SacConfig sc;
+  sc.device = "cpu";
+  EXPECT_THROW(MakeAgent("sac", sc.ToJson())->SetLearningRate(1e-4), std::logic_error);
 }
 
 TEST(Imitation, RefusesAnAgentWithoutDemonstrationsAndAnEmptyExpertList) {
