@@ -17,6 +17,7 @@
 #include "learner/checkpoint_store.h"
 #include "learner/evaluator.h"
 #include "learner/fastest_policy.h"
+#include "learner/fleet_heartbeats.h"
 #include "learner/fleet_registry.h"
 #include "learner/frame_refusals.h"
 #include "learner/ingest.h"
@@ -122,7 +123,8 @@ struct Learner::Impl {
   // The best plan and the greedy evaluations (learner/scoreboard.h); LearnerResult gets them at the end.
   Scoreboard scores{config.workload, config.converge_window, config.converge_tolerance};
   double last_loss = 0, last_q = 0;
-  Clock::time_point last_heartbeat = Clock::now();  // KeepAlive's; network thread
+  FleetHeartbeats heartbeats{server, fleet, std::chrono::milliseconds(config.heartbeat_interval_ms),
+                             static_cast<int>(config.heartbeat_liveness)};
 
   // Periodic greedy evaluations (learner/evaluator.h); started in Run so
   // that a constructor that throws leaves no thread behind.
@@ -522,7 +524,7 @@ struct Learner::Impl {
       const bool idle = evaluator->WaitWhileBusy(tick);
       ApplyEvaluations();
       if (idle) return;
-      KeepAlive(last_heartbeat, /*queue_drained=*/false);
+      result.counters.workers_expired += heartbeats.KeepAlive(/*queue_drained=*/false);
     }
   }
 
@@ -564,55 +566,6 @@ struct Learner::Impl {
         .kv("weights_version", weights.version()).kv("replay", trainer->replay_size())
         .kv("rejected_checkpoints", rejected_checkpoints);
   }
-
-  // The Shutdown broadcast reaches the registered workers only. A worker
-  // given up on shortly before the end (a loaded machine starved it), or one
-  // whose frames still wait unread, would retry until its give-up time: for
-  // up to one liveness period, every peer that speaks gets a Shutdown too.
-  void Farewell(const std::string& reason) {
-    const std::string frame = EncodeMessage(ShutdownMsg{reason});
-    std::set<std::string> told;
-    for (const auto& [peer, state] : fleet.workers()) told.insert(peer);
-    const auto until = Clock::now() + std::chrono::milliseconds(config.heartbeat_interval_ms) * config.heartbeat_liveness;
-    size_t late = 0;
-    for (;;) {
-      const bool waiting = std::any_of(fleet.expired_peers().begin(), fleet.expired_peers().end(),
-                                       [&](const std::string& p) { return told.count(p) == 0; });
-      auto in = server.Receive(std::chrono::milliseconds(waiting ? 20 : 0));
-      if (in && told.insert(in->peer).second) {
-        server.Send(in->peer, frame);
-        ++late;
-      }
-      if ((!in && !waiting) || Clock::now() >= until) break;
-    }
-    if (late > 0) LogInfo("farewell").kv("peers", late).kv("reason", reason);
-  }
-
-  // Heartbeats every interval; expiry only when the last receive found
-  // the queue empty. Any frame counts as a sign of life (HandleFrame), and a
-  // busy learner (big batches, staging full) may not have read a worker's
-  // frames yet: silence is only evidence once everything queued was read.
-  // Flow-controlled workers stop sending when the learner falls behind, so
-  // the queue does empty.
-  void KeepAlive(Clock::time_point& last_heartbeat, bool queue_drained) {
-    const auto interval = std::chrono::milliseconds(config.heartbeat_interval_ms);
-    if (Clock::now() - last_heartbeat < interval) return;
-    last_heartbeat = Clock::now();
-    const auto deadline = interval * config.heartbeat_liveness;
-    const Clock::time_point now = Clock::now();
-    if (queue_drained)
-      for (const WorkerState& gone : fleet.ExpireSilent(now, deadline)) {
-        LogWarn("worker_expired").kv("worker", gone.id).kv("name", gone.name)
-            .kv("silent_ms", std::chrono::duration_cast<std::chrono::milliseconds>(now - gone.last_seen).count());
-        ++result.counters.workers_expired;
-      }
-    for (const auto& [peer, w] : fleet.workers()) {
-      HeartbeatMsg hb;
-      hb.worker_id = w.id;
-      hb.episodes_done = w.last_episode_id;
-      server.Send(peer, EncodeMessage(hb));
-    }
-  }
 };
 
 Learner::Learner(LearnerConfig config) : impl_(new Impl(std::move(config))) {}
@@ -630,7 +583,7 @@ LearnerStatus Learner::status() const {
 LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_episode) {
   Impl& m = *impl_;
   m.start = Clock::now();
-  m.last_heartbeat = Clock::now();
+  m.heartbeats.Restart();
   LogInfo("learner_started").kv("endpoint", endpoint()).kv("workload", m.config.workload.name)
       .kv("dram_limit_bytes", m.config.env.dram_limit_bytes).kv("episodes", m.config.episodes)
       .kv("agent", m.agent->name()).kv("device", m.agent->device_name()).kv("replay", ReplayKindName(m.config.replay))
@@ -687,7 +640,7 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
     m.CollectInserted();
     m.ApplyEvaluations();
     m.MaybeBroadcastWeights();
-    m.KeepAlive(m.last_heartbeat, queue_drained);
+    m.result.counters.workers_expired += m.heartbeats.KeepAlive(queue_drained);
     m.SyncStatus(true);
     if (m.metrics)
       m.metrics->Sync(m.result.counters, m.fleet.size(), m.trainer->replay_items(), m.weights.version(),
@@ -731,7 +684,7 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
       .kv("converged", m.result.converged).kv("converged_at_episode", m.result.converged_at_episode)
       .kv("duplicate_batches", m.result.counters.duplicate_batches)
       .kv("duplicate_reports", m.result.counters.duplicate_reports);
-  m.Farewell(shutdown_reason);
+  m.heartbeats.Farewell(shutdown_reason);
   return m.result;
 }
 

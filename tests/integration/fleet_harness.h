@@ -11,26 +11,12 @@
 #include "envs/workload_spec.h"
 #include "learner/learner.h"
 #include "protocol/codec.h"
+#include "tests/common/receive.h"
 #include "transport/channel.h"
 #include "worker/plan_evaluator.h"
 #include "worker/worker.h"
 
 namespace tensortier::testing {
-
-// Waits for one frame that decodes to a message of type M (a fake worker's
-// view of the learner); others are dropped.
-template <typename M>
-std::optional<M> ReceiveA(FleetClient& client, std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto in = client.Receive(std::chrono::milliseconds(20));
-    if (!in) continue;
-    DecodeResult r = DecodeMessage(in->frame.data(), in->frame.size());
-    if (auto* m = std::get_if<Message>(&r))
-      if (auto* typed = std::get_if<M>(m)) return *typed;
-  }
-  return std::nullopt;
-}
 
 inline LearnerConfig TinyLearner(uint64_t episodes) {
   LearnerConfig c;
