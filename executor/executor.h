@@ -30,10 +30,12 @@
 #include "envs/workload.h"
 #include "executor/aggregation.h"
 #include "executor/counters.h"
-#include "executor/tiered_allocator.h"
-#include "models/training_task.h"
+#include "executor/overflow_policy.h"
+#include "models/model_options.h"
 
 namespace tensortier {
+
+class TieredAllocator;  // executor/tiered_allocator.h (LibTorch): the public API stays free of it
 
 struct RunnerOptions {
   ModelOptions model;

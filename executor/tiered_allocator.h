@@ -43,15 +43,12 @@
 
 #include "envs/workload.h"
 #include "executor/aggregation.h"
+#include "executor/overflow_policy.h"
 #include "executor/page_region.h"
 #include "tiers/memory_tier.h"
 
 namespace tensortier {
 
-enum class DramOverflowPolicy : uint8_t {
-  kSpillToSlow = 0,  // allocate the request in the slow tier instead
-  kFail = 1,         // throw DramOomError; the episode fails
-};
 
 class DramOomError : public std::runtime_error {
  public:

@@ -20,23 +20,10 @@
 #include <string>
 #include <vector>
 
+#include "models/model_options.h"
+
 namespace tensortier {
 
-struct ModelOptions {
-  std::string name = "resnet18";  // a zoo name (ZooModelNames()) or "torchscript"
-  std::string torchscript_path;   // with name == "torchscript": a module whose forward(x) gives logits
-  int64_t batch_size = 4;
-  // Square input images of image_size x image_size x 3. Below 64 pixels the
-  // zoo uses the usual small-input (CIFAR-style) variants: a 3x3 stride-1
-  // stem and a compact classifier head (see zoo.cc, per model); Inception v3
-  // switches below 75 pixels. Minimum: 32 (VGG, Inception), 16 (others).
-  int64_t image_size = 32;
-  int64_t num_classes = 10;
-  std::string optimizer = "sgd";  // "sgd" (with momentum) or "adam"
-  double learning_rate = 0.01;
-  double momentum = 0.9;
-  uint64_t seed = 1;
-};
 
 // What the allocator, profiler and executor need to know about a tensor that
 // outlives an iteration.
@@ -65,6 +52,5 @@ class TrainingTask {
 // Throws std::invalid_argument for unknown models, bad sizes, or a
 // TorchScript file that cannot be loaded.
 std::unique_ptr<TrainingTask> MakeTrainingTask(const ModelOptions& options);
-std::vector<std::string> ZooModelNames();
 
 }  // namespace tensortier
