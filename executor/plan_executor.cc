@@ -554,8 +554,9 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     alloc.BeginIteration(std::move(routing));
     if (cfg.record_kernel_times) switches_mark = ThreadContextSwitches();
     const double wait_cpu0 = t_wait_cpu_ns, wait_intended0 = t_wait_intended_ns;
-    const double cpu0 = ThreadCpuNowNs();
+    // The CPU interval nests inside the wall interval.
     const double t0 = SteadyNowNs();
+    const double cpu0 = ThreadCpuNowNs();
     try {
       KernelTracer::Options topts;
       topts.observe_storages = observe_storages;
@@ -570,9 +571,9 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
       throw;
     }
     FinishAll();
-    cur.iteration_ns = SteadyNowNs() - t0;
     cur.undisturbed_iteration_ns = ThreadCpuNowNs() - cpu0 - (t_wait_cpu_ns - wait_cpu0) +
                                    (t_wait_intended_ns - wait_intended0);
+    cur.iteration_ns = SteadyNowNs() - t0;
     const uint64_t n = alloc.EndIteration();
     alloc.set_observer(nullptr);
     cur.hardware = hw.Stop();

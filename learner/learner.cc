@@ -653,9 +653,14 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
   const std::string shutdown_reason = m.result.converged ? "training converged" : "training finished";
   m.Broadcast(EncodeMessage(ShutdownMsg{shutdown_reason}));
   if (!m.config.run_dir.empty()) m.Checkpoint();
-  if (!m.config.run_dir.empty() && !m.fastest.empty())
-    m.fastest.SaveCheckpoint(m.CheckpointDir() + "/" + m.agent->name() + "-fastest.ckpt", m.agent->name(),
-                             m.agent->config_json());
+  if (!m.config.run_dir.empty() && !m.fastest.empty()) {
+    const std::string path = m.CheckpointDir() + "/" + m.agent->name() + "-fastest.ckpt";
+    try {  // like Checkpoint(): a full disk loses this file, not the run's result
+      m.fastest.SaveCheckpoint(path, m.agent->name(), m.agent->config_json());
+    } catch (const std::exception& e) {
+      LogError("fastest_policy_not_saved").kv("path", path).kv("detail", e.what());
+    }
+  }
 
   m.result.greedy_summary = m.Evaluate();
   m.result.greedy_plan = m.result.greedy_summary.plan;

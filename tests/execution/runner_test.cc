@@ -176,7 +176,10 @@ TEST(RealExecution, UndisturbedIterationTimeHoldsTheEmulatedWaits) {
   ASSERT_TRUE(dram.ok) << dram.failure;
   for (size_t i = 0; i < dram.counters.size(); ++i) {
     EXPECT_GT(dram.undisturbed_ns[i], 0);
-    EXPECT_LE(dram.undisturbed_ns[i], dram.iteration_ns[i]);
+    // Two clocks from two sources: the thread's CPU time runs on the raw
+    // cycle counter, the steady clock is slewed by NTP (up to 500 ppm), so
+    // the CPU time of a busy thread may pass the wall clock by that much.
+    EXPECT_LE(dram.undisturbed_ns[i], dram.iteration_ns[i] * 1.001);
     EXPECT_EQ(dram.counters[i].emulated_delay_ns, 0);
   }
   const ExecutionReport slow = runner.Execute(PlacementPlan::Uniform(w, Tier::kSlow, 0), 0, 2);
