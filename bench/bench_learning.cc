@@ -89,6 +89,7 @@ struct Options {
   double solver_seconds = 60;
   uint64_t seed = 1;
   bool policy_order = false;
+  DecisionScope scope = EnvConfig{}.scope;
   size_t max_demonstrations = ImitationConfig{}.max_demonstrations;
 };
 
@@ -127,6 +128,7 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
   ec.dram_limit_bytes = limit;
   ec.mode = o.mode;
   ec.beta = o.beta;
+  ec.scope = o.scope;
   PlacementEnv env(w, ec);
   auto t0 = Clock::now();
   EpisodeSummary s = RunEpisode(env, [](const Observation&) { return 0; });
@@ -296,9 +298,13 @@ int Main(int argc, char** argv) {
   app.add_option("--max-demonstrations", o.max_demonstrations, "Cap of the imitation's aggregate of labelled states")
       ->check(CLI::PositiveNumber);
   app.add_option("--policy-order", o.policy_order, "The network orders each kernel's decisions (true) or heat does");
+  std::string scope = DecisionScopeName(o.scope);
+  app.add_option("--scope", scope, "Which live tensors of a bottleneck kernel get a decision (docs/mdp.md)")
+      ->check(CLI::IsMember({"access-gaps", "relevant", "all-live"}));
   app.add_option("--csv", csv_path, "Also write the rows as CSV here");
   CLI11_PARSE(app, argc, argv);
   o.mode = mode == "async" ? MigrationMode::kAsync : MigrationMode::kSync;
+  o.scope = ParseDecisionScope(scope);
 
   std::vector<Row> all;
   for (const std::string& spec : workloads) {

@@ -87,6 +87,9 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
   cmd->add_option("--beta", c.env.beta, "Weight of performance against memory price in the episodic reward (eq. 13)")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
+  AddEnumOption(cmd, "--decision-scope", c.env.scope, ParseDecisionScope, DecisionScopeName,
+                "Which live tensors of a bottleneck kernel get a decision: access-gaps (an untouched DRAM tensor once "
+                "per gap between its accesses), relevant (at every bottleneck kernel) or all-live (docs/mdp.md)");
   cmd->add_option("--spill-penalty", c.env.spill_penalty,
                   "Step reward subtracted when the agent asks for DRAM that is full (the tensor goes to the slow tier)")
       ->check(CLI::NonNegativeNumber)
@@ -195,7 +198,7 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
   PutInHelpGroups(cmd, {
       {"What to train on, and the run", {"--workload", "--dram-fraction", "--dram-limit-bytes", "--episodes", "--out",
                                          "--force", "--resume", "--max-seconds", "--checkpoint-every"}},
-      {"The environment", {"--mode", "--beta", "--spill-penalty"}},
+      {"The environment", {"--mode", "--decision-scope", "--beta", "--spill-penalty"}},
       {"The agent (DQN, and SAC where it says so)",
        {"--agent", "--seed", "--hidden", "--lr", "--batch-size", "--updates-per-episode", "--epsilon-decay-episodes",
         "--learning-starts", "--target-update-interval", "--gamma", "--device"}},

@@ -1,5 +1,6 @@
 #include "envs/demonstration.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace tensortier {
@@ -18,6 +19,17 @@ Demonstration Play(PlacementEnv& env, const PlacementPlan& plan,
   // walked along with the episode instead of materialised per kernel).
   std::vector<Tier> tier = plan.initial_tiers;
   size_t next_migration = 0;
+  // Each tensor's evictions, by kernel, for decisions that hold for more
+  // than one kernel (PlacementEnv::decision_holds_until).
+  std::vector<std::vector<int32_t>> evictions(w.num_tensors());
+  for (const Migration& m : plan.migrations)
+    if (m.to == Tier::kSlow) evictions[m.tensor].push_back(m.after_kernel);
+  auto evicted_before = [&](uint32_t t, size_t k, size_t until) {
+    const std::vector<int32_t>& e = evictions[t];
+    // A migration after kernel j takes effect at kernel j + 1.
+    auto it = std::lower_bound(e.begin(), e.end(), static_cast<int32_t>(k));
+    return it != e.end() && static_cast<size_t>(*it) + 1 < until;
+  };
   Observation obs = env.Reset();
   while (!env.done()) {
     const size_t k = env.current_kernel();
@@ -26,7 +38,8 @@ Demonstration Play(PlacementEnv& env, const PlacementPlan& plan,
       tier[plan.migrations[next_migration].tensor] = plan.migrations[next_migration].to;
       ++next_migration;
     }
-    const int label = tier[env.current_tensor()] == Tier::kDram ? 0 : 1;
+    const uint32_t t = env.current_tensor();
+    const int label = tier[t] == Tier::kDram && !evicted_before(t, k, env.decision_holds_until()) ? 0 : 1;
     if (label == 0 && env.DramRequestWouldSpill()) ++demo.clipped;
     const int action = act ? act(obs) : label;
     StepResult r = env.Step(action);

@@ -58,9 +58,27 @@ constexpr uint8_t kNotPlaced = 2;
 
 }  // namespace
 
+std::string DecisionScopeName(DecisionScope scope) {
+  switch (scope) {
+    case DecisionScope::kAllLive: return "all-live";
+    case DecisionScope::kRelevant: return "relevant";
+    case DecisionScope::kAccessGaps: return "access-gaps";
+  }
+  return "unknown";
+}
+
+DecisionScope ParseDecisionScope(const std::string& name) {
+  for (DecisionScope s : {DecisionScope::kAccessGaps, DecisionScope::kRelevant, DecisionScope::kAllLive})
+    if (name == DecisionScopeName(s)) return s;
+  throw std::invalid_argument("unknown decision scope '" + name + "' (access-gaps, relevant or all-live)");
+}
+
 PlacementEnv::PlacementEnv(const Workload& w, EnvConfig config) : w_(w), config_(config) {
   if (!w.finalized()) throw std::invalid_argument("PlacementEnv: workload not finalized");
   if (config_.dram_limit_bytes == 0) throw std::invalid_argument("PlacementEnv: DRAM limit must be positive");
+  if (config_.scope != DecisionScope::kAllLive && config_.scope != DecisionScope::kRelevant &&
+      config_.scope != DecisionScope::kAccessGaps)
+    throw std::invalid_argument("PlacementEnv: unknown decision scope");
   if (!(config_.beta >= 0 && config_.beta <= 1)) throw std::invalid_argument("PlacementEnv: beta must be in [0, 1]");
   const size_t K = w.num_kernels(), T = w.num_tensors();
   const double limit = static_cast<double>(config_.dram_limit_bytes);
@@ -156,6 +174,7 @@ PlacementEnv::PlacementEnv(const Workload& w, EnvConfig config) : w_(w), config_
 Observation PlacementEnv::Reset() {
   const size_t T = w_.num_tensors();
   state_.assign(T, kNotPlaced);
+  gap_decided_.assign(config_.scope == DecisionScope::kAccessGaps ? T : 0, 0);
   // A fresh summary that keeps the last episode's buffers.
   PlacementPlan plan = std::move(summary_.plan);
   std::vector<double> kernel_ns = std::move(summary_.cost.kernel_ns);
@@ -199,13 +218,22 @@ void PlacementEnv::AdvanceToDecision() {
       undecided_bytes_ = w_.live_bytes_at(kernel_);
       resident_undecided_bytes_ = resident_live_bytes_;
       kernel_migrations_ = summary_.plan.migrations.size();
+      // Tensors held in DRAM through a decided gap hold their room before
+      // any decision of this kernel, so no DRAM request can take it.
+      if (!gap_decided_.empty())
+        for (uint32_t s = static_cast<uint32_t>(slot_); s < slot_end_; ++s)
+          if (HeldThroughGap(s)) {
+            const uint64_t size = size_[slot_word_[s] & kSlotTensor];
+            dram_committed_ += size;
+            undecided_bytes_ -= size;
+            resident_undecided_bytes_ -= size;
+          }
       OrderKernelDecisions();
     }
-    // Skipped tensors are all in the slow tier: no resident bytes to drop.
     for (; slot_ < slot_end_; ++slot_) {
-      const uint32_t word = slot_word_[Slot()];
-      if ((word & kSlotRelevant) || state_[word & kSlotTensor] != kInSlow) return;
-      undecided_bytes_ -= size_[word & kSlotTensor];
+      const uint32_t s = Slot();
+      if (!Skipped(s)) return;
+      if (state_[slot_word_[s] & kSlotTensor] == kInSlow) undecided_bytes_ -= size_[slot_word_[s] & kSlotTensor];
     }
     SortKernelMigrations();
     in_kernel_ = false;
@@ -232,6 +260,33 @@ void PlacementEnv::SortKernelMigrations() {
 
 uint32_t PlacementEnv::CurrentTensor() const { return slot_word_[Slot()] & kSlotTensor; }
 
+bool PlacementEnv::HeldThroughGap(uint32_t slot) const {
+  const uint32_t word = slot_word_[slot];
+  const uint32_t t = word & kSlotTensor;
+  return !gap_decided_.empty() && !(word & kSlotRelevant) && state_[t] == kInDram &&
+         gap_decided_[t] == slot_use_[slot] + 1;
+}
+
+bool PlacementEnv::Skipped(uint32_t slot) const {
+  const uint32_t word = slot_word_[slot];
+  if (word & kSlotRelevant) return false;
+  return state_[word & kSlotTensor] == kInSlow || HeldThroughGap(slot);
+}
+
+size_t PlacementEnv::decision_holds_until() const {
+  if (done_) return kernel_;
+  const uint32_t slot = Slot();
+  const uint32_t word = slot_word_[slot];
+  const uint32_t t = word & kSlotTensor;
+  if (gap_decided_.empty() || (word & kSlotRelevant) || state_[t] != kInDram) return kernel_ + 1;
+  const uint32_t u = slot_use_[slot];
+  if (u >= use_begin_[t + 1]) return w_.num_kernels();
+  // With async copies the kernel before the access decides again (a
+  // prefetch, or an eviction there) when it is a bottleneck.
+  const size_t next = uses_[u].kernel;
+  return config_.mode == MigrationMode::kAsync && bottleneck_[next - 1] ? next - 1 : next;
+}
+
 // Decisions that AdvanceToDecision would skip (idle in the slow tier) keep
 // the lowest priority: they are never asked.
 void PlacementEnv::OrderKernelDecisions() {
@@ -242,8 +297,7 @@ void PlacementEnv::OrderKernelDecisions() {
   std::vector<uint32_t> asked;
   asked.reserve(end - begin);
   for (uint32_t s = begin; s < end; ++s) {
-    const uint32_t word = slot_word_[s];
-    if (!(word & kSlotRelevant) && state_[word & kSlotTensor] == kInSlow) continue;
+    if (Skipped(s)) continue;
     asked.push_back(s);
     order_observations_.push_back(ObservationOf(s));
   }
@@ -261,10 +315,8 @@ void PlacementEnv::OrderKernelDecisions() {
   });
   order_.reserve(end - begin);
   for (uint32_t i : rank) order_.push_back(asked[i]);
-  for (uint32_t s = begin; s < end; ++s) {
-    const uint32_t word = slot_word_[s];
-    if (!(word & kSlotRelevant) && state_[word & kSlotTensor] == kInSlow) order_.push_back(s);
-  }
+  for (uint32_t s = begin; s < end; ++s)
+    if (Skipped(s)) order_.push_back(s);
 }
 
 Observation PlacementEnv::ObservationOf(uint32_t slot) const {
@@ -366,6 +418,9 @@ StepResult PlacementEnv::Step(int action) {
     ++summary_.spills;
   }
   const uint8_t chosen_state = static_cast<uint8_t>(chosen);
+  // An untouched DRAM resident's keep-or-evict holds until its next access.
+  if (!gap_decided_.empty() && !use && state == kInDram && !(slot_word_[Slot()] & kSlotRelevant))
+    gap_decided_[t] = u + 1;
   // DRAM that placing t in `chosen` holds during kernel k: its size if it
   // is in DRAM, and also if an async copy of it is in flight (one of the two
   // copies is in DRAM).

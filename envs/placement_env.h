@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "envs/cost_model.h"
@@ -48,11 +49,24 @@ enum class DecisionScope : uint8_t {
   // not touch (nor, with async copies, the next kernel): moving those now
   // can only cost time, so the step would teach nothing.
   kRelevant = 1,
+  // kRelevant, and a DRAM-resident tensor the kernel does not touch is asked
+  // once per access gap (at the first bottleneck kernel after its last
+  // access: keep it until the next access, or evict it now) and then keeps
+  // its tier until it is touched again. The decisions of an access gap
+  // become one (AutoTM's ILP decides per gap too), so an episode is
+  // O(accesses) instead of O(live tensors x bottleneck kernels), and one
+  // wrong "evict" among hundreds of "keep"s no longer drops a tensor.
+  kAccessGaps = 2,
 };
+
+// "all-live", "relevant", "access-gaps"; Parse throws std::invalid_argument
+// naming the accepted names.
+std::string DecisionScopeName(DecisionScope scope);
+DecisionScope ParseDecisionScope(const std::string& name);
 
 struct EnvConfig {
   uint64_t dram_limit_bytes = 0;
-  DecisionScope scope = DecisionScope::kRelevant;
+  DecisionScope scope = DecisionScope::kAccessGaps;
   StepRewardKind step_reward = StepRewardKind::kTimeSaved;
   OomHandling oom_handling = OomHandling::kSpillToSlow;
   // 0: a DRAM request that does not fit is clipped to the slow tier at no
@@ -156,6 +170,13 @@ class PlacementEnv {
   // reward differs, by spill_penalty, and summary().spills). False when the
   // episode is done or OOM handling is kTerminate.
   bool DramRequestWouldSpill() const;
+  // The kernel up to which (exclusive) the next Step's tier holds unless the
+  // tensor is touched: k + 1, or with DecisionScope::kAccessGaps for a
+  // DRAM-resident tensor kernel k does not touch, its next decision: its
+  // next access, or with async copies the bottleneck kernel before it (or
+  // the end of the iteration). Demonstrations label such a decision "DRAM" only
+  // when the plan keeps the tensor in DRAM that long.
+  size_t decision_holds_until() const;
 
   // Replaces the cost-model score of the finished episode with a measured
   // runtime (workers on real memory call this) and recomputes the episodic
@@ -175,6 +196,10 @@ class PlacementEnv {
   };
 
   bool DramRequestDoesNotFit(uint32_t t) const;
+  // Whether slot's tensor gets no decision at kernel_: it idles in the slow
+  // tier, or (kAccessGaps) stays in DRAM through a gap already decided.
+  bool Skipped(uint32_t slot) const;
+  bool HeldThroughGap(uint32_t slot) const;
   void AdvanceToDecision();
   void LeaveKernel();
   void SortKernelMigrations();
@@ -225,6 +250,9 @@ class PlacementEnv {
   std::vector<Observation> order_observations_;
   std::vector<float> order_priority_;
   std::vector<uint8_t> state_;         // per tensor: its tier, or not placed yet
+  // kAccessGaps, per tensor: 1 + the index in uses_ of the next access of
+  // the gap whose keep-or-evict decision was made (0: none yet).
+  std::vector<uint32_t> gap_decided_;
   uint64_t dram_committed_ = 0;        // DRAM held during kernel_ by decisions so far
   uint64_t undecided_bytes_ = 0;
   uint64_t resident_undecided_bytes_ = 0;  // of those, bytes now in DRAM

@@ -279,6 +279,11 @@ void EnvConfigToCapnp(const EnvConfig& config, schema::EnvSettings::Builder out)
   out.setSpillPenalty(config.spill_penalty);
   out.setStepReward(config.step_reward == StepRewardKind::kDeepTm ? schema::StepRewardKind::DEEP_TM
                                                                    : schema::StepRewardKind::TIME_SAVED);
+  switch (config.scope) {
+    case DecisionScope::kAccessGaps: out.setDecisionScope(schema::DecisionScope::ACCESS_GAPS); break;
+    case DecisionScope::kRelevant: out.setDecisionScope(schema::DecisionScope::RELEVANT); break;
+    case DecisionScope::kAllLive: out.setDecisionScope(schema::DecisionScope::ALL_LIVE); break;
+  }
 }
 
 EnvConfig EnvConfigFromCapnp(schema::EnvSettings::Reader in) {
@@ -300,6 +305,13 @@ EnvConfig EnvConfigFromCapnp(schema::EnvSettings::Reader in) {
     case schema::StepRewardKind::TIME_SAVED: config.step_reward = StepRewardKind::kTimeSaved; break;
     case schema::StepRewardKind::DEEP_TM: config.step_reward = StepRewardKind::kDeepTm; break;
     default: throw std::invalid_argument("unknown step reward " + std::to_string(static_cast<int>(in.getStepReward())));
+  }
+  switch (in.getDecisionScope()) {
+    case schema::DecisionScope::ACCESS_GAPS: config.scope = DecisionScope::kAccessGaps; break;
+    case schema::DecisionScope::RELEVANT: config.scope = DecisionScope::kRelevant; break;
+    case schema::DecisionScope::ALL_LIVE: config.scope = DecisionScope::kAllLive; break;
+    default:
+      throw std::invalid_argument("unknown decision scope " + std::to_string(static_cast<int>(in.getDecisionScope())));
   }
   return config;
 }

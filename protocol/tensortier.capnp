@@ -166,6 +166,15 @@ struct EnvSettings {
   oomHandling @7 :OomHandling;
   spillPenalty @8 :Float64;
   stepReward @9 :StepRewardKind;
+  # Which live tensors get a decision (docs/mdp.md). A frame without it
+  # gets accessGaps, the default since 2026-11-24.
+  decisionScope @10 :DecisionScope;
+}
+
+enum DecisionScope {
+  accessGaps @0;
+  relevant @1;
+  allLive @2;
 }
 
 enum StepRewardKind {

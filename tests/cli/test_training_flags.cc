@@ -88,7 +88,7 @@ TEST(TrainingFlags, SharedSettingsHaveOneDefault) {
 }
 
 TEST(TrainingFlags, EveryFlagLandsInItsField) {
-  const TrainingFlags f = Parse({"--agent", "sac", "--mode", "async", "--beta", "0.25", "--spill-penalty", "2",
+  const TrainingFlags f = Parse({"--agent", "sac", "--mode", "async", "--decision-scope", "relevant", "--beta", "0.25", "--spill-penalty", "2",
                                  "--seed", "9", "--hidden", "48", "24", "--lr", "5e-4", "--batch-size", "8",
                                  "--updates-per-episode", "3", "--epsilon-decay-episodes", "77",
                                  "--learning-starts", "99", "--target-update-interval", "11", "--gamma", "0.9",
@@ -103,6 +103,7 @@ TEST(TrainingFlags, EveryFlagLandsInItsField) {
   const LearnerConfig& c = f.learner;
   EXPECT_EQ(c.agent, AgentKind::kSac);
   EXPECT_EQ(c.env.mode, MigrationMode::kAsync);
+  EXPECT_EQ(c.env.scope, DecisionScope::kRelevant);
   EXPECT_EQ(c.env.beta, 0.25);
   EXPECT_EQ(c.env.spill_penalty, 2.0);
   for (uint64_t seed : {c.dqn.seed, c.sac.seed}) EXPECT_EQ(seed, 9u);
@@ -144,7 +145,8 @@ TEST(TrainingFlags, AnUnknownNameIsRefusedWithTheChoices) {
            {"--agent", "agent must be dqn or sac, not 'ppo'"},
            {"--replay", "replay must be uniform or prioritized, not 'ppo'"},
            {"--exploration", "exploration must be schedule or apex, not 'ppo'"},
-           {"--mode", "mode must be sync or async, not 'ppo'"}}) {
+           {"--mode", "mode must be sync or async, not 'ppo'"},
+           {"--decision-scope", "unknown decision scope 'ppo' (access-gaps, relevant or all-live)"}}) {
     try {
       Parse({flag, "ppo"});
       ADD_FAILURE() << flag << " ppo accepted";

@@ -11,6 +11,7 @@
 #include "envs/placement_env.h"
 #include "envs/plan_search.h"
 #include "envs/synthetic.h"
+#include "tests/core/hand_graph.h"
 
 namespace tensortier {
 namespace {
@@ -70,6 +71,32 @@ TEST(Demonstration, APlanTheMdpMadeIsReplayedDecisionForDecision) {
     EXPECT_TRUE(d.summary.plan.migrations == played.plan.migrations) << MigrationModeName(mode);
     EXPECT_EQ(d.summary.cost.total_ns, played.cost.total_ns);
   }
+}
+
+// A decision that holds for a whole access gap is labelled "DRAM" only when
+// the plan keeps the tensor in DRAM all that time: a plan that evicts P in
+// the middle of its gap (after k2) and fetches it back for k5 is replayed
+// as an eviction at the gap's first kernel, which costs the same copies.
+TEST(Demonstration, AGapDecisionIsLabelledSlowWhenThePlanEvictsWithinTheGap) {
+  Workload w = testing::LongGapGraph();
+  EnvConfig c;
+  c.dram_limit_bytes = 1000;
+  ASSERT_EQ(c.scope, DecisionScope::kAccessGaps);
+  PlacementEnv env(w, c);
+  PlacementPlan plan = PlacementPlan::Uniform(w, Tier::kSlow, c.dram_limit_bytes);
+  plan.initial_tiers[testing::kLongGapTensor] = Tier::kDram;
+  plan.migrations = {{2, testing::kLongGapTensor, Tier::kSlow}, {4, testing::kLongGapTensor, Tier::kDram}};
+  plan.Validate(w);
+  Demonstration d = DemonstratePlan(env, plan);
+  EXPECT_EQ(d.clipped, 0u);
+  const std::vector<Migration> want = {{0, testing::kLongGapTensor, Tier::kSlow},
+                                       {4, testing::kLongGapTensor, Tier::kDram}};
+  EXPECT_TRUE(d.summary.plan.migrations == want);
+  EXPECT_NEAR(d.summary.cost.total_ns, EvaluatePlan(w, plan).total_ns, 1e-9);
+  // Under the relevant scope P is asked at every kernel and the plan is replayed as it is.
+  c.scope = DecisionScope::kRelevant;
+  PlacementEnv every_kernel(w, c);
+  EXPECT_TRUE(DemonstratePlan(every_kernel, plan).summary.plan.migrations == plan.migrations);
 }
 
 TEST(Demonstration, DemonstratingAllSlowChoosesSlowEverywhere) {

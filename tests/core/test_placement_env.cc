@@ -269,10 +269,12 @@ TEST(PlacementEnv, PlansFromCompletedEpisodesRespectTheLimit) {
     o.base_bytes = 1 << 20;
     o.seed = 3;
     Workload w = GenerateSynthetic(o);
-    for (auto mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
+    for (auto mode : {MigrationMode::kSync, MigrationMode::kAsync})
+    for (auto scope : {DecisionScope::kRelevant, DecisionScope::kAccessGaps}) {
       EnvConfig c;
       c.dram_limit_bytes = w.peak_live_bytes() / 2;
       c.mode = mode;
+      c.scope = scope;
       PlacementEnv env(w, c);
       std::mt19937_64 rng(17);
       int completed = 0;
@@ -307,6 +309,68 @@ TEST(PlacementEnv, RelevantScopeSkipsIdleTensorsInTheSlowTier) {
   c.mode = MigrationMode::kAsync;
   PlacementEnv async(w, c);
   EXPECT_EQ(RunEpisode(async, [](const Observation&) { return 1; }).steps, 9u);
+}
+
+// The kernels at which P (idle from k1 to k4) is asked, when the policy
+// keeps it in DRAM (or, with `evict_at_gap`, evicts it at its first idle kernel).
+std::vector<size_t> KernelsAskingP(DecisionScope scope, MigrationMode mode, bool evict_at_gap,
+                                   std::vector<size_t>* holds_until = nullptr) {
+  Workload w = testing::LongGapGraph();
+  EnvConfig c;
+  c.dram_limit_bytes = 1000;
+  c.scope = scope;
+  c.mode = mode;
+  PlacementEnv env(w, c);
+  std::vector<size_t> kernels;
+  env.Reset();
+  while (!env.done()) {
+    int action = 1;  // the temporaries go to the slow tier
+    if (env.current_tensor() == testing::kLongGapTensor) {
+      kernels.push_back(env.current_kernel());
+      if (holds_until) holds_until->push_back(env.decision_holds_until());
+      action = evict_at_gap && env.current_kernel() == 1 ? 1 : 0;
+    }
+    env.Step(action);
+  }
+  return kernels;
+}
+
+TEST(PlacementEnv, AccessGapScopeAsksAnIdleDramTensorOncePerGap) {
+  using K = std::vector<size_t>;
+  EXPECT_EQ(KernelsAskingP(DecisionScope::kAllLive, MigrationMode::kSync, false), (K{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(KernelsAskingP(DecisionScope::kRelevant, MigrationMode::kSync, false), (K{0, 1, 2, 3, 4, 5}));
+  K holds;
+  EXPECT_EQ(KernelsAskingP(DecisionScope::kAccessGaps, MigrationMode::kSync, false, &holds), (K{0, 1, 5}));
+  EXPECT_EQ(holds, (K{1, 5, 6}));  // the gap decision at k1 holds until P's next access
+  // Evicted, P idles in the slow tier: asked again where it is read.
+  EXPECT_EQ(KernelsAskingP(DecisionScope::kRelevant, MigrationMode::kSync, true), (K{0, 1, 5}));
+  EXPECT_EQ(KernelsAskingP(DecisionScope::kAccessGaps, MigrationMode::kSync, true), (K{0, 1, 5}));
+  // Async: the kernel before the access decides the prefetch (or a late eviction).
+  holds.clear();
+  EXPECT_EQ(KernelsAskingP(DecisionScope::kAccessGaps, MigrationMode::kAsync, false, &holds), (K{0, 1, 4, 5}));
+  EXPECT_EQ(holds, (K{1, 4, 5, 6}));
+}
+
+TEST(PlacementEnv, AnIdleTensorKeptThroughItsGapHoldsItsRoom) {
+  // P stays in DRAM from k1 to k4 with no decision there: the temporaries'
+  // DRAM requests are clipped to the room it leaves (1,000 - 400 < 700).
+  Workload w = testing::LongGapGraph();
+  EnvConfig c;
+  c.dram_limit_bytes = 1000;
+  PlacementEnv env(w, c);
+  EXPECT_EQ(c.scope, DecisionScope::kAccessGaps);  // the default
+  EpisodeSummary s = RunEpisode(env, [](const Observation&) { return 0; });
+  EXPECT_FALSE(s.oom);
+  EXPECT_EQ(s.plan.initial_tiers[testing::kLongGapTensor], Tier::kDram);
+  for (uint32_t t = 1; t < w.num_tensors(); ++t) EXPECT_EQ(s.plan.initial_tiers[t], Tier::kSlow) << t;
+  EXPECT_TRUE(s.plan.migrations.empty());
+  EXPECT_LE(s.cost.dram_peak_bytes, c.dram_limit_bytes);
+}
+
+TEST(PlacementEnv, DecisionScopesHaveNames) {
+  for (DecisionScope s : {DecisionScope::kAllLive, DecisionScope::kRelevant, DecisionScope::kAccessGaps})
+    EXPECT_EQ(ParseDecisionScope(DecisionScopeName(s)), s);
+  EXPECT_THROW(ParseDecisionScope("gaps"), std::invalid_argument);
 }
 
 TEST(PlacementEnv, NoDecisionsWhenEverythingFits) {
@@ -370,10 +434,12 @@ TEST(PlacementEnv, AsyncEpisodesNeverRunOutOfMemoryWithClipToFit) {
     so.layers = 8;
     Workload w = GenerateSynthetic(so);
     w.Finalize();
-    for (double fraction : {0.1, 0.2, 0.35}) {
+    for (double fraction : {0.1, 0.2, 0.35})
+    for (DecisionScope scope : {DecisionScope::kRelevant, DecisionScope::kAccessGaps}) {
       EnvConfig c;
       c.dram_limit_bytes = static_cast<uint64_t>(fraction * static_cast<double>(w.peak_live_bytes()));
       c.mode = MigrationMode::kAsync;
+      c.scope = scope;
       PlacementEnv env(w, c);
       std::mt19937_64 rng(11);
       for (int policy = 0; policy < 4; ++policy) {
@@ -391,7 +457,7 @@ TEST(PlacementEnv, AsyncEpisodesNeverRunOutOfMemoryWithClipToFit) {
       }
     }
   }
-  EXPECT_EQ(episodes, 36);
+  EXPECT_EQ(episodes, 72);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "protocol/codec.h"
 
+#include <capnp/message.h>
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -8,6 +10,8 @@
 #include <set>
 #include <string>
 #include <vector>
+
+#include "envs/workload_capnp.h"
 
 namespace tensortier {
 namespace {
@@ -65,6 +69,7 @@ TaskMsg MakeTask() {
   m.env.oom_handling = OomHandling::kTerminate;
   m.env.spill_penalty = 3.5;
   m.env.step_reward = StepRewardKind::kDeepTm;
+  m.env.scope = DecisionScope::kRelevant;
   m.exploration = {0.05, 0.8, 0.02, 5000, 77};
   m.agent = "dqn-test";
   m.agent_config_json = R"({"hidden":[64,64]})";
@@ -186,6 +191,7 @@ TEST(Protocol, TaskRoundTrips) {
   EXPECT_EQ(back.env.oom_handling, m.env.oom_handling);
   EXPECT_EQ(back.env.spill_penalty, m.env.spill_penalty);
   EXPECT_EQ(back.env.step_reward, m.env.step_reward);
+  EXPECT_EQ(back.env.scope, DecisionScope::kRelevant);
   EXPECT_EQ(back.env.reward_fix, m.env.reward_fix);
   EXPECT_EQ(back.env.oom_penalty, m.env.oom_penalty);
   EXPECT_EQ(back.env.dram_price_per_gb, m.env.dram_price_per_gb);
@@ -197,6 +203,25 @@ TEST(Protocol, TaskRoundTrips) {
   EXPECT_EQ(back.exploration.seed, m.exploration.seed);
   EXPECT_EQ(back.agent, m.agent);
   EXPECT_EQ(back.agent_config_json, m.agent_config_json);
+}
+
+// A peer that does not set the decision scope gets the default one; one
+// that sends a scope this build does not know is refused.
+TEST(Protocol, EnvSettingsWithoutADecisionScopeGetTheDefault) {
+  capnp::MallocMessageBuilder message;
+  schema::EnvSettings::Builder settings = message.initRoot<schema::EnvSettings>();
+  settings.setDramLimitBytes(1000);
+  EXPECT_EQ(EnvConfigFromCapnp(settings.asReader()).scope, EnvConfig{}.scope);
+  EXPECT_EQ(EnvConfig{}.scope, DecisionScope::kAccessGaps);
+  for (DecisionScope scope : {DecisionScope::kAllLive, DecisionScope::kRelevant, DecisionScope::kAccessGaps}) {
+    EnvConfig c;
+    c.dram_limit_bytes = 1000;
+    c.scope = scope;
+    EnvConfigToCapnp(c, settings);
+    EXPECT_EQ(EnvConfigFromCapnp(settings.asReader()).scope, scope);
+  }
+  settings.setDecisionScope(static_cast<schema::DecisionScope>(7));
+  EXPECT_THROW(EnvConfigFromCapnp(settings.asReader()), std::invalid_argument);
 }
 
 TEST(Protocol, WeightsRoundTripWithBinaryBlob) {
