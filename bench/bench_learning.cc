@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -68,13 +69,13 @@ struct Options {
   MigrationMode mode = MigrationMode::kSync;
   std::vector<std::string> baselines = {"first-touch", "sentinel", "autotm-sync", "ca-lm", "deeptm-heuristic"};
   std::vector<std::string> demos = {"autotm-sync", "sentinel"};
-  int pretrain_updates = 3000;
-  int dagger_rounds = 8;
+  int pretrain_updates = ImitationConfig{}.pretrain_updates;
+  int dagger_rounds = ImitationConfig{}.dagger_rounds;
   bool focus_on_mistakes = false;
   int search_rollouts = 64;
   int search_candidates = 16;
   double search_seconds = 120;
-  int dagger_updates = 1500;
+  int dagger_updates = ImitationConfig{}.updates_per_round;
   int episodes = 0;
   int updates_per_episode = 64;
   double epsilon_start = 0.1;
@@ -89,6 +90,7 @@ struct Options {
   double solver_seconds = 60;
   uint64_t seed = 1;
   bool policy_order = false;
+  std::vector<int> hidden = {128, 128};
   DecisionScope scope = EnvConfig{}.scope;
   size_t max_demonstrations = ImitationConfig{}.max_demonstrations;
 };
@@ -138,7 +140,7 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
   add("constant slow", "mdp, no network", SummaryPercent(w, s), s.oom, Seconds(t0));
 
   DqnConfig dc;
-  dc.hidden = {128, 128};
+  dc.hidden = o.hidden;
   dc.learning_rate = o.learning_rate;
   dc.gamma = o.gamma;
   dc.target_update_interval = 200;
@@ -202,6 +204,23 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
       std::fprintf(stderr, "    imitation round %d: greedy %.1f%%, %zu demonstrations, %zu mistakes, %.1f s\n",
                    r.round, r.greedy_oom ? 0.0 : 100.0 * all_dram / r.greedy_cost_ns, r.demonstrations, r.mistakes,
                    r.seconds);
+    {  // how well the kept network imitates: its disagreements on the expert's own states
+      const auto expert = std::find_if(experts.begin(), experts.end(),
+                                       [&](const PlacementPlan& p) { return p.produced_by == im.expert; });
+      const Demonstration shown = DemonstratePlan(env, *expert);
+      size_t wrong_dram = 0, wrong_slow = 0, slow_labels = 0;
+      for (const Transition& t : shown.transitions) {
+        slow_labels += t.action == 1;
+        if (agent.Greedy(t.observation.data()) != t.action) (t.action == 0 ? wrong_slow : wrong_dram) += 1;
+      }
+      // States no network can get right: the same observation with both labels.
+      std::map<std::vector<float>, int> labels;
+      for (const Transition& t : shown.transitions) labels[t.observation] |= 1 << t.action;
+      size_t aliased = 0;
+      for (const Transition& t : shown.transitions) aliased += labels[t.observation] == 3;
+      std::fprintf(stderr, "    on the expert's %zu states (%zu slow): %zu wrong DRAM, %zu wrong slow; %zu aliased\n",
+                   shown.transitions.size(), slow_labels, wrong_dram, wrong_slow, aliased);
+    }
     add(tag + " (imitating " + im.expert + ", best of " + std::to_string(im.rounds.size()) + " rounds)",
         "greedy policy", im.best_greedy.oom ? 0.0 : 100.0 * all_dram / im.best_cost_ns, im.best_greedy.oom,
         Seconds(train_start));
@@ -301,6 +320,7 @@ int Main(int argc, char** argv) {
   std::string scope = DecisionScopeName(o.scope);
   app.add_option("--scope", scope, "Which live tensors of a bottleneck kernel get a decision (docs/mdp.md)")
       ->check(CLI::IsMember({"access-gaps", "relevant", "all-live"}));
+  app.add_option("--hidden", o.hidden, "Hidden layer sizes of the Q-network")->check(CLI::PositiveNumber);
   app.add_option("--csv", csv_path, "Also write the rows as CSV here");
   CLI11_PARSE(app, argc, argv);
   o.mode = mode == "async" ? MigrationMode::kAsync : MigrationMode::kSync;
@@ -323,9 +343,15 @@ int Main(int argc, char** argv) {
   if (!csv_path.empty()) {
     std::ofstream csv(csv_path);
     csv << "workload,plan,source,percent_of_all_dram,oom,seconds\n";
+    // RFC 4180: every text field quoted (sources hold commas too), quotes doubled.
+    auto quoted = [](const std::string& text) {
+      std::string q = "\"";
+      for (char c : text) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+      return q + "\"";
+    };
     for (const Row& r : all)
-      csv << r.workload << ",\"" << r.plan << "\"," << r.source << "," << r.percent << "," << r.oom << ","
-          << r.seconds << "\n";
+      csv << quoted(r.workload) << "," << quoted(r.plan) << "," << quoted(r.source) << "," << r.percent << ","
+          << r.oom << "," << r.seconds << "\n";
   }
   return 0;
 }
