@@ -50,6 +50,9 @@ class LivePeaks {
 // at 2^26) and whether it gets a decision even when it idles in the slow tier.
 constexpr uint32_t kSlotTensor = (1u << 26) - 1;
 constexpr uint32_t kSlotRelevant = 1u << 31;
+// A slot of a kernel that is no bottleneck (DecisionScope::kAccessGaps): asked
+// only while its tensor is in the slow tier (fetch it, or read it there).
+constexpr uint32_t kSlotOpen = 1u << 30;
 
 // state_ values: a tier (as Tier) or not placed yet.
 constexpr uint8_t kInDram = static_cast<uint8_t>(Tier::kDram);
@@ -164,8 +167,16 @@ PlacementEnv::PlacementEnv(const Workload& w, EnvConfig config) : w_(w), config_
   size_t slots = 0;
   for (size_t k = 0; k < K; ++k) {
     bottleneck_[k] = w.live_bytes_at(k) > config_.dram_limit_bytes;
-    if (bottleneck_[k]) slots += w.live_at(k).size();
+    if (bottleneck_[k] || config_.scope == DecisionScope::kAccessGaps) slots += w.live_at(k).size();
   }
+  // Bottleneck kernels before each kernel: a tensor whose life holds none
+  // fits wherever it is live and needs no decision.
+  std::vector<uint32_t> bottlenecks_before(K + 1, 0);
+  for (size_t k = 0; k < K; ++k) bottlenecks_before[k + 1] = bottlenecks_before[k] + bottleneck_[k];
+  auto meets_a_bottleneck = [&](uint32_t t) {
+    return bottlenecks_before[std::min<size_t>(w.tensors[t].free_kernel + 1, K)] >
+           bottlenecks_before[w.tensors[t].alloc_kernel];
+  };
   slot_word_.reserve(slots);
   slot_heat_.reserve(slots);
   slot_use_.reserve(slots);
@@ -181,7 +192,8 @@ PlacementEnv::PlacementEnv(const Workload& w, EnvConfig config) : w_(w), config_
     slot_begin_[k] = static_cast<uint32_t>(slot_word_.size());
     KernelHeats heats = AdjustHeats(w, k, config_.dram_limit_bytes, weights);
     weights = heats.weights;
-    if (!bottleneck_[k]) continue;
+    const bool open = !bottleneck_[k];
+    if (open && config_.scope != DecisionScope::kAccessGaps) continue;
     const auto& live = w.live_at(k);
     // Hottest first, so that D_left tells the agent what the hot tensors left.
     const auto& heat = heats.heat;
@@ -196,8 +208,17 @@ PlacementEnv::PlacementEnv(const Workload& w, EnvConfig config) : w_(w), config_
       const uint32_t after = now ? u + 1 : u;
       const bool next = after < use_begin_[t + 1] && uses_[after].kernel == k + 1;
       uint32_t word = t;
-      if (config_.scope == DecisionScope::kAllLive || now || (config_.mode == MigrationMode::kAsync && next))
+      const bool touched = now || (config_.mode == MigrationMode::kAsync && next);
+      if (open) {
+        // Everything fits here: only a tensor the kernel (or, with async
+        // copies, the next) touches and that is not in DRAM has a choice: a
+        // new one where to start (the slow tier saves a later eviction), a
+        // slow-tier one whether to be fetched.
+        if ((!touched && w.tensors[t].alloc_kernel != k) || !meets_a_bottleneck(t)) continue;
+        word |= kSlotRelevant | kSlotOpen;
+      } else if (config_.scope == DecisionScope::kAllLive || touched) {
         word |= kSlotRelevant;
+      }
       slot_word_.push_back(word);
       slot_heat_.push_back(static_cast<float>(std::tanh(heat[i])));
       slot_use_.push_back(u);
@@ -244,17 +265,35 @@ Observation PlacementEnv::Reset() {
 void PlacementEnv::AdvanceToDecision() {
   while (kernel_ < w_.num_kernels()) {
     if (!in_kernel_) {
+      const uint32_t begin = slot_begin_[kernel_], end = slot_begin_[kernel_ + 1];
       if (!bottleneck_[kernel_]) {
-        for (uint32_t t : w_.allocated_at(kernel_)) {  // new tensors start in DRAM
-          state_[t] = kInDram;
-          resident_live_bytes_ += size_[t];
+        // Everything live fits: decisions only for the new tensors and the
+        // slow-tier ones the kernel touches (kAccessGaps; otherwise new
+        // tensors start in DRAM).
+        uint64_t slow_touched = 0;
+        for (uint32_t s = begin; s < end; ++s)
+          if (state_[slot_word_[s] & kSlotTensor] != kInDram) slow_touched += size_[slot_word_[s] & kSlotTensor];
+        if (slow_touched == 0) {
+          for (uint32_t t : w_.allocated_at(kernel_)) {
+            state_[t] = kInDram;
+            resident_live_bytes_ += size_[t];
+          }
+          LeaveKernel();
+          continue;
         }
-        LeaveKernel();
+        in_kernel_ = true;
+        slot_ = kernel_slot_begin_ = begin;
+        slot_end_ = end;
+        dram_committed_ = resident_live_bytes_;  // what stays in DRAM; the rest fits beside it
+        undecided_bytes_ = slow_touched;
+        resident_undecided_bytes_ = 0;
+        kernel_migrations_ = summary_.plan.migrations.size();
+        OrderKernelDecisions();
         continue;
       }
       in_kernel_ = true;
-      slot_ = kernel_slot_begin_ = slot_begin_[kernel_];
-      slot_end_ = slot_begin_[kernel_ + 1];
+      slot_ = kernel_slot_begin_ = begin;
+      slot_end_ = end;
       dram_committed_ = 0;
       undecided_bytes_ = w_.live_bytes_at(kernel_);
       resident_undecided_bytes_ = resident_live_bytes_;
@@ -310,6 +349,7 @@ bool PlacementEnv::HeldThroughGap(uint32_t slot) const {
 
 bool PlacementEnv::Skipped(uint32_t slot) const {
   const uint32_t word = slot_word_[slot];
+  if (word & kSlotOpen) return state_[word & kSlotTensor] == kInDram;
   if (word & kSlotRelevant) return false;
   return state_[word & kSlotTensor] == kInSlow || HeldThroughGap(slot);
 }

@@ -2,7 +2,10 @@
 // kernel by kernel; at each kernel whose live tensors exceed the DRAM limit
 // (a "bottleneck" kernel) the agent places each live tensor, one step per
 // tensor, in DRAM or the slow tier for that kernel. Kernels without a
-// bottleneck keep every tensor where it is and put new tensors in DRAM.
+// bottleneck keep every tensor where it is and put new tensors in DRAM
+// (with DecisionScope::kAccessGaps they ask where a new tensor that will
+// meet a bottleneck starts, and whether a slow-tier tensor they touch is
+// fetched).
 // The decisions become a PlacementPlan that the cost model (or a worker on
 // real memory) scores at the end of the episode.
 #pragma once
@@ -161,8 +164,9 @@ class PlacementEnv {
 
   const Workload& workload() const { return w_; }
   const EnvConfig& config() const { return config_; }
-  // Upper bound on the steps of an episode (sum of live tensors over
-  // bottleneck kernels).
+  // Upper bound on the steps of an episode (the decision slots: live
+  // tensors of bottleneck kernels, and with kAccessGaps the touched and new
+  // tensors of the others).
   uint32_t max_steps() const { return max_steps_; }
   // The decision the next Step() makes: which tensor, at which kernel.
   uint32_t current_tensor() const { return CurrentTensor(); }
