@@ -319,7 +319,16 @@ int Main(int argc, char** argv) {
   app.add_option("--policy-order", o.policy_order, "The network orders each kernel's decisions (true) or heat does");
   std::string scope = DecisionScopeName(o.scope);
   app.add_option("--scope", scope, "Which live tensors of a bottleneck kernel get a decision (docs/mdp.md)")
-      ->check(CLI::IsMember({"access-gaps", "relevant", "all-live"}));
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            try {
+              ParseDecisionScope(v);
+              return std::string();
+            } catch (const std::invalid_argument& e) {
+              return std::string(e.what());
+            }
+          },
+          "SCOPE"));
   app.add_option("--hidden", o.hidden, "Hidden layer sizes of the Q-network")->check(CLI::PositiveNumber);
   app.add_option("--csv", csv_path, "Also write the rows as CSV here");
   CLI11_PARSE(app, argc, argv);

@@ -51,7 +51,8 @@ class LivePeaks {
 constexpr uint32_t kSlotTensor = (1u << 26) - 1;
 constexpr uint32_t kSlotRelevant = 1u << 31;
 // A slot of a kernel that is no bottleneck (DecisionScope::kAccessGaps): asked
-// only while its tensor is in the slow tier (fetch it, or read it there).
+// only while its tensor is not in DRAM (where a new one starts; whether a
+// slow-tier one is fetched).
 constexpr uint32_t kSlotOpen = 1u << 30;
 
 // state_ values: a tier (as Tier) or not placed yet.
@@ -174,8 +175,7 @@ PlacementEnv::PlacementEnv(const Workload& w, EnvConfig config) : w_(w), config_
   std::vector<uint32_t> bottlenecks_before(K + 1, 0);
   for (size_t k = 0; k < K; ++k) bottlenecks_before[k + 1] = bottlenecks_before[k] + bottleneck_[k];
   auto meets_a_bottleneck = [&](uint32_t t) {
-    return bottlenecks_before[std::min<size_t>(w.tensors[t].free_kernel + 1, K)] >
-           bottlenecks_before[w.tensors[t].alloc_kernel];
+    return bottlenecks_before[free_end_[t]] > bottlenecks_before[w.tensors[t].alloc_kernel];
   };
   slot_word_.reserve(slots);
   slot_heat_.reserve(slots);
@@ -270,10 +270,10 @@ void PlacementEnv::AdvanceToDecision() {
         // Everything live fits: decisions only for the new tensors and the
         // slow-tier ones the kernel touches (kAccessGaps; otherwise new
         // tensors start in DRAM).
-        uint64_t slow_touched = 0;
+        uint64_t asked_bytes = 0;
         for (uint32_t s = begin; s < end; ++s)
-          if (state_[slot_word_[s] & kSlotTensor] != kInDram) slow_touched += size_[slot_word_[s] & kSlotTensor];
-        if (slow_touched == 0) {
+          if (!Skipped(s)) asked_bytes += size_[slot_word_[s] & kSlotTensor];
+        if (asked_bytes == 0) {
           for (uint32_t t : w_.allocated_at(kernel_)) {
             state_[t] = kInDram;
             resident_live_bytes_ += size_[t];
@@ -285,7 +285,7 @@ void PlacementEnv::AdvanceToDecision() {
         slot_ = kernel_slot_begin_ = begin;
         slot_end_ = end;
         dram_committed_ = resident_live_bytes_;  // what stays in DRAM; the rest fits beside it
-        undecided_bytes_ = slow_touched;
+        undecided_bytes_ = asked_bytes;
         resident_undecided_bytes_ = 0;
         kernel_migrations_ = summary_.plan.migrations.size();
         OrderKernelDecisions();
@@ -369,15 +369,15 @@ size_t PlacementEnv::decision_holds_until() const {
   const uint32_t t = word & kSlotTensor;
   if (gap_decided_.empty() || (word & kSlotRelevant) || state_[t] != kInDram) return kernel_ + 1;
   const uint32_t u = slot_use_[slot];
-  if (u >= use_begin_[t + 1]) return w_.num_kernels();
+  if (u >= use_begin_[t + 1]) return free_end_[t];
   // With async copies the kernel before the access decides again (a
   // prefetch, or an eviction there) when it is a bottleneck.
   const size_t next = uses_[u].kernel;
   return config_.mode == MigrationMode::kAsync && bottleneck_[next - 1] ? next - 1 : next;
 }
 
-// Decisions that AdvanceToDecision would skip (idle in the slow tier) keep
-// the lowest priority: they are never asked.
+// Decisions that AdvanceToDecision would skip (Skipped) keep the lowest
+// priority: they are never asked.
 void PlacementEnv::OrderKernelDecisions() {
   order_.clear();
   if (!priority_) return;
@@ -512,7 +512,7 @@ StepResult PlacementEnv::Step(int action) {
   // An untouched DRAM resident's keep-or-evict holds until its next access.
   if (!gap_decided_.empty() && !use && state == kInDram && !(slot_word_[Slot()] & kSlotRelevant)) {
     if (chosen == Tier::kDram)  // held from the next kernel to the next decision
-      held_.Add(k + 1, std::min<size_t>(decision_holds_until(), free_end_[t]), static_cast<double>(size));
+      held_.Add(k + 1, decision_holds_until(), static_cast<double>(size));
     gap_decided_[t] = u + 1;
   }
   // DRAM that placing t in `chosen` holds during kernel k: its size if it

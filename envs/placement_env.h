@@ -182,7 +182,7 @@ class PlacementEnv {
   // tensor is touched: k + 1, or with DecisionScope::kAccessGaps for a
   // DRAM-resident tensor kernel k does not touch, its next decision: its
   // next access, or with async copies the bottleneck kernel before it (or
-  // the end of the iteration). Demonstrations label such a decision "DRAM" only
+  // the end of its life). Demonstrations label such a decision "DRAM" only
   // when the plan keeps the tensor in DRAM that long.
   size_t decision_holds_until() const;
 
