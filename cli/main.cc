@@ -200,8 +200,8 @@ std::vector<BaselinePlan> PrepareBaselines(const TrainingFlags& o, LearnerConfig
   for (const BaselinePlan& b : baselines)
     if (std::find(demos.begin(), demos.end(), b.policy) != demos.end()) c.expert_plans.push_back(b.plan);
   if (!c.expert_plans.empty())
-    std::printf("imitating the fastest plan of: %s (DQfD, %d DAgger rounds) ...\n", JoinNames(demos).c_str(),
-                c.imitation.dagger_rounds);
+    std::printf("imitating the fastest plan of: %s (DQfD, %d DAgger rounds, %d polish steps) ...\n",
+                JoinNames(demos).c_str(), c.imitation.dagger_rounds, c.imitation.polish_updates);
   return baselines;
 }
 

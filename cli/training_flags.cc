@@ -185,6 +185,11 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
                   "Imitation: DAgger rounds after pre-training on the expert")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
+  cmd->add_option("--polish-updates", c.imitation.polish_updates,
+                  "Imitation: steps on the expert's own states alone after the DAgger rounds, the greedy plan "
+                  "scored every 1,500 (0: none)")
+      ->check(CLI::Range(0, 10000000))
+      ->capture_default_str();
   cmd->add_option("--lr-after-imitation", c.imitation.learning_rate_after,
                   "Imitation: DQN's learning rate once it is over (0 keeps --lr); a smaller step keeps TD updates "
                   "from pulling the imitated policy off the expert")
@@ -205,7 +210,7 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
       {"SAC", {"--sac-lr", "--sac-alpha-lr", "--sac-tau", "--sac-target-entropy-scale", "--sac-reward-scale"}},
       {"Replay and exploration", {"--replay", "--samples-per-insert", "--exploration", "--apex-epsilon", "--apex-alpha"}},
       {"Baselines and imitation", {"--demonstrations", "--baselines", "--solver-seconds", "--dagger-rounds",
-                                   "--lr-after-imitation"}},
+                                   "--polish-updates", "--lr-after-imitation"}},
       {"Evaluation, convergence and the final search",
        {"--eval-every", "--converge-window", "--converge-tolerance", "--search-rollouts"}},
       {"Fleet and metrics", {"--heartbeat-ms", "--metrics-address"}},

@@ -61,6 +61,8 @@ ImitationResult LearnFromPlans(PlacementAgent& agent, PlacementEnv& env, const s
   if (!agent.supports_demonstrations())
     throw std::invalid_argument("LearnFromPlans: agent " + agent.name() + " does not learn from demonstrations");
   if (config.max_demonstrations == 0) throw std::invalid_argument("LearnFromPlans: max_demonstrations must be > 0");
+  if (config.polish_updates < 0 || config.polish_chunk <= 0)
+    throw std::invalid_argument("LearnFromPlans: polish_updates must be >= 0 and polish_chunk > 0");
   if (!(config.learning_rate_after >= 0) || !std::isfinite(config.learning_rate_after))
     throw std::invalid_argument("LearnFromPlans: learning_rate_after must be finite and >= 0");
   const auto start = Clock::now();
@@ -79,6 +81,12 @@ ImitationResult LearnFromPlans(PlacementAgent& agent, PlacementEnv& env, const s
   result.expert = expert->produced_by;
   result.expert_cost_ns = CostOf(shown.summary);
 
+  // The polish set: the expert's states, sampled down to the cap.
+  std::vector<Transition> expert_states;
+  if (config.polish_updates > 0) {
+    uint64_t offered = 0;
+    Aggregate(expert_states, shown.transitions, config.max_demonstrations, offered, rng);
+  }
   std::vector<Transition> pool;
   uint64_t seen = 0;
   Aggregate(pool, std::move(shown.transitions), config.max_demonstrations, seen, rng);
@@ -88,21 +96,27 @@ ImitationResult LearnFromPlans(PlacementAgent& agent, PlacementEnv& env, const s
 
   auto greedy = [&](const Observation& o) { return agent.Greedy(o.data()); };
   std::string best_weights;
-  for (int round = 0;; ++round) {
-    // Roll the current policy out, labelled by the expert: the evaluation of
-    // this round's weights and the next round's data in one episode.
+  // Rolls the current policy out, labelled by the expert: the evaluation of
+  // these weights (kept when they are the fastest so far) and, in a DAgger
+  // round, the next round's data in one episode.
+  auto roll_out = [&](ImitationRound& r) {
     Demonstration visited = LabelRollout(env, *expert, greedy);
-    ImitationRound r;
-    r.round = round;
     r.greedy_cost_ns = CostOf(visited.summary);
     r.greedy_oom = visited.summary.oom;
     if (best_weights.empty() || FasterEpisode(visited.summary, result.best_greedy)) {
       best_weights = agent.SerializeWeights();
       result.best_cost_ns = r.greedy_cost_ns;
-      result.best_round = round;
+      result.best_round = r.round;
       result.best_greedy = visited.summary;
     }
-    if (round >= config.dagger_rounds || (config.max_seconds > 0 && elapsed() >= config.max_seconds)) {
+    return visited;
+  };
+  auto out_of_time = [&] { return config.max_seconds > 0 && elapsed() >= config.max_seconds; };
+  for (int round = 0;; ++round) {
+    ImitationRound r;
+    r.round = round;
+    Demonstration visited = roll_out(r);
+    if (round >= config.dagger_rounds || out_of_time()) {
       r.demonstrations = pool.size();
       r.seconds = elapsed();
       result.rounds.push_back(r);
@@ -115,6 +129,26 @@ ImitationResult LearnFromPlans(PlacementAgent& agent, PlacementEnv& env, const s
     r.demonstrations = pool.size();
     r.seconds = elapsed();
     result.rounds.push_back(r);
+  }
+  // Polish: the expert's own states alone. Their labels are right (a DAgger
+  // state's label is the plan's tier for a state the plan never reached),
+  // and a policy that gets every one of them right replays the expert's plan.
+  if (config.polish_updates > 0) {
+    agent.SetDemonstrations(expert_states);
+    const int chunk = std::max(config.polish_chunk, 1);
+    for (int done = 0; done < config.polish_updates && !out_of_time(); done += chunk) {
+      ImitationRound r;
+      r.round = static_cast<int>(result.rounds.size());
+      r.polish = true;
+      for (const Transition& t : expert_states) r.mistakes += agent.Greedy(t.observation.data()) != t.action;
+      if (r.mistakes == 0) break;  // the greedy plan is the expert's already
+      for (int u = 0; u < chunk; ++u) agent.PretrainStep(rng);
+      result.updates += static_cast<uint64_t>(chunk);
+      roll_out(r);
+      r.demonstrations = expert_states.size();
+      r.seconds = elapsed();
+      result.rounds.push_back(r);
+    }
   }
   agent.LoadWeights(best_weights);
   agent.SyncTarget();

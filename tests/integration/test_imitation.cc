@@ -62,6 +62,7 @@ TEST(Imitation, TheAgentEndsAtTheBestRoundAndNearTheExpert) {
   c.dagger_rounds = 4;
   c.updates_per_round = 400;
   c.focus_on_mistakes = true;
+  c.polish_updates = 0;  // PolishingOnTheExpertsStatesEndsOnItsPlan
   std::mt19937_64 rng(3);
   ImitationResult r = LearnFromPlans(*agent, env, {slow, first_touch}, c, rng);
   EXPECT_EQ(r.expert, "first-touch");
@@ -82,6 +83,36 @@ TEST(Imitation, TheAgentEndsAtTheBestRoundAndNearTheExpert) {
   for (size_t i = 0; i + 1 < r.rounds.size(); ++i) mistakes += r.rounds[i].mistakes;
   EXPECT_GT(mistakes, 0u);
   EXPECT_EQ(r.rounds.back().mistakes, 0u);  // the last rollout is an evaluation only
+}
+
+// After the DAgger rounds the agent trains on the expert's own states alone
+// until it gets every one right: its greedy plan is then the expert's, so the
+// kept plan is at least as fast (an earlier round may beat a weak expert).
+TEST(Imitation, PolishingOnTheExpertsStatesEndsOnItsPlan) {
+  Task t = ResnetTask();
+  PlacementEnv env(t.w, t.env);
+  auto agent = SmallDqn();
+  const PlacementPlan expert = FirstTouchPlan(t.w, t.env.dram_limit_bytes);
+  ImitationConfig c;
+  c.pretrain_updates = 100;
+  c.dagger_rounds = 1;
+  c.updates_per_round = 100;
+  c.polish_updates = 40000;
+  c.polish_chunk = 500;
+  std::mt19937_64 rng(3);
+  ImitationResult r = LearnFromPlans(*agent, env, {expert}, c, rng);
+  ASSERT_GT(r.rounds.size(), 2u);
+  EXPECT_FALSE(r.rounds[1].polish);
+  ASSERT_TRUE(r.rounds[2].polish);
+  EXPECT_GT(r.rounds[2].mistakes, 0u) << "200 steps should not fit the expert yet";
+  // It stopped early, once no expert state was wrong.
+  EXPECT_LT(r.updates, 100u + 100u + 40000u);
+  EXPECT_EQ(r.updates, 200u + 500u * (r.rounds.size() - 2));
+  const EpisodeSummary greedy = Greedy(env, *agent);
+  EXPECT_LE(greedy.cost.total_ns, r.expert_cost_ns * (1 + 1e-9));
+  EXPECT_DOUBLE_EQ(greedy.cost.total_ns, r.best_cost_ns);
+  c.polish_chunk = 0;
+  EXPECT_THROW(LearnFromPlans(*agent, env, {expert}, c, rng), std::invalid_argument);
 }
 
 TEST(Imitation, TheAggregateIsCapped) {
