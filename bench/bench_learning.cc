@@ -22,7 +22,9 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -93,6 +95,7 @@ struct Options {
   std::vector<int> hidden = {128, 128};
   DecisionScope scope = EnvConfig{}.scope;
   size_t max_demonstrations = ImitationConfig{}.max_demonstrations;
+  int polish_updates = ImitationConfig{}.polish_updates;
 };
 
 std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
@@ -198,6 +201,7 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
     ic.updates_per_round = o.dagger_updates;
     ic.focus_on_mistakes = o.focus_on_mistakes;
     ic.max_demonstrations = o.max_demonstrations;
+    ic.polish_updates = o.polish_updates;
     ImitationResult im = LearnFromPlans(agent, env, experts, ic, rng);
     const double all_dram = MinCostNs(w);
     for (const ImitationRound& r : im.rounds)
@@ -264,6 +268,134 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
   return rows;
 }
 
+// One network for many models (issue #15, criterion 5): DQN imitates the
+// fastest of `demos` on every `train` workload at once (one aggregate:
+// pre-training, DAgger rounds over all of them, then the experts' own states),
+// the weights with the best mean greedy percentage over the corpus are kept,
+// and it places each `holdout` workload, which it never saw, with no training.
+std::vector<Row> RunTransfer(const std::vector<std::string>& train, const std::vector<std::string>& holdout,
+                             const Options& o) {
+  std::vector<Row> rows;
+  struct Task {
+    std::string name;
+    std::unique_ptr<Workload> w;  // the env holds a reference: it must not move
+    std::unique_ptr<PlacementEnv> env;
+    PlacementPlan expert;
+  };
+  auto load = [&](const std::string& spec, bool with_expert) {
+    Task t;
+    t.w = std::make_unique<Workload>(LoadWorkloadSpec(spec));
+    t.name = t.w->name.empty() ? spec : t.w->name;
+    const uint64_t limit = static_cast<uint64_t>(o.dram_fraction * static_cast<double>(t.w->peak_live_bytes()));
+    PolicyContext ctx;
+    ctx.dram_limit_bytes = limit;
+    ctx.mode = o.mode;
+    ctx.seed = o.seed;
+    ctx.solver_time_limit_seconds = o.solver_seconds;
+    EnvConfig ec;
+    ec.dram_limit_bytes = limit;
+    ec.mode = o.mode;
+    ec.beta = o.beta;
+    ec.scope = o.scope;
+    t.env = std::make_unique<PlacementEnv>(*t.w, ec);
+    double fastest = 0;
+    for (const std::string& b : o.baselines) {
+      PolicyResult r = MakePolicy(b)->Decide(*t.w, ctx);
+      bool oom = false;
+      const double pct = Percent(*t.w, r.plan, &oom);
+      std::string label = b;
+      if (r.solver) label += " (" + r.solver->status + ")";
+      rows.push_back({t.name, label, "baseline", pct, oom, r.decision_seconds});
+      std::fprintf(stderr, "  %s: %s %.1f%% (%.1f s)\n", t.name.c_str(), label.c_str(), pct, r.decision_seconds);
+      if (with_expert && std::find(o.demos.begin(), o.demos.end(), b) != o.demos.end() && pct > fastest) {
+        fastest = pct;
+        t.expert = std::move(r.plan);
+        t.expert.produced_by = b;
+      }
+    }
+    if (with_expert && fastest == 0) throw std::invalid_argument(spec + ": no --demos plan among --baselines");
+    return t;
+  };
+  std::vector<Task> corpus, unseen;
+  for (const std::string& spec : train) corpus.push_back(load(spec, true));
+  for (const std::string& spec : holdout) unseen.push_back(load(spec, false));
+
+  DqnConfig dc;
+  dc.hidden = o.hidden;
+  dc.learning_rate = o.learning_rate;
+  dc.gamma = o.gamma;
+  dc.seed = o.seed;
+  dc.device = "cpu";
+  dc.demo_fraction = o.demo_fraction;
+  dc.demo_margin = o.demo_margin;
+  dc.demo_loss_weight = o.demo_loss_weight;
+  std::unique_ptr<PlacementAgent> agent = MakeAgent("dqn", dc.ToJson());
+  std::mt19937_64 rng(o.seed);
+  auto greedy = [&](const Observation& ob) { return agent->Greedy(ob.data()); };
+  const auto start = Clock::now();
+  std::vector<Transition> pool, expert_states;
+  for (Task& t : corpus) {
+    Demonstration d = DemonstratePlan(*t.env, t.expert);
+    expert_states.insert(expert_states.end(), d.transitions.begin(), d.transitions.end());
+  }
+  pool = expert_states;
+  agent->SetDemonstrations(pool);
+  for (int u = 0; u < o.pretrain_updates; ++u) agent->PretrainStep(rng);
+  // Scores the current weights on the corpus (mean greedy percentage), keeps
+  // them when best, and returns the rollouts' labelled states.
+  double best_mean = -1;
+  std::string best_weights;
+  auto score = [&](const char* phase, int round) {
+    std::vector<Transition> visited;
+    double sum = 0;
+    for (Task& t : corpus) {
+      Demonstration d = LabelRollout(*t.env, t.expert, greedy);
+      sum += SummaryPercent(*t.w, d.summary);
+      visited.insert(visited.end(), std::make_move_iterator(d.transitions.begin()),
+                     std::make_move_iterator(d.transitions.end()));
+    }
+    const double mean = sum / static_cast<double>(corpus.size());
+    if (mean > best_mean) best_mean = mean, best_weights = agent->SerializeWeights();
+    std::fprintf(stderr, "    corpus %s %d: mean greedy %.1f%% (%.1f s)\n", phase, round, mean, Seconds(start));
+    return visited;
+  };
+  for (int round = 0; round < o.dagger_rounds; ++round) {
+    std::vector<Transition> visited = score("dagger round", round);
+    pool.insert(pool.end(), std::make_move_iterator(visited.begin()), std::make_move_iterator(visited.end()));
+    if (pool.size() > o.max_demonstrations) {  // keep a uniform sample
+      std::shuffle(pool.begin(), pool.end(), rng);
+      pool.resize(o.max_demonstrations);
+    }
+    agent->SetDemonstrations(pool);
+    for (int u = 0; u < o.dagger_updates; ++u) agent->PretrainStep(rng);
+  }
+  agent->SetDemonstrations(expert_states);
+  for (int done = 0, round = 0; done < o.polish_updates; done += 1500, ++round) {
+    score("polish", round);
+    for (int u = 0; u < 1500; ++u) agent->PretrainStep(rng);
+  }
+  score("final", 0);
+  agent->LoadWeights(best_weights);
+  const double train_seconds = Seconds(start);
+  auto place = [&](Task& t, const std::string& label) {
+    EpisodeSummary s = RunEpisode(*t.env, greedy);
+    rows.push_back({t.name, "dqn greedy (" + label + ")", "greedy policy", SummaryPercent(*t.w, s), s.oom,
+                    train_seconds});
+    if (o.search_rollouts > 1) {
+      PlanSearchOptions so;
+      so.max_rollouts = o.search_rollouts;
+      so.candidates_per_round = o.search_candidates;
+      so.max_seconds = o.search_seconds;
+      PlanSearchResult r = SearchPlan(*t.env, ScoresOf(*agent), so);
+      rows.push_back({t.name, "dqn + search (" + label + ")", "plan-time search", SummaryPercent(*t.w, r.best),
+                      r.best.oom, r.seconds});
+    }
+  };
+  for (Task& t : corpus) place(t, "trained on the corpus");
+  for (Task& t : unseen) place(t, "never saw it, no training");
+  return rows;
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{"The learned placement against the baselines, with ablations, on the cost model (issue #15)"};
   std::vector<std::string> workloads = {"synthetic:vgg:8", "synthetic:resnet:8", "synthetic:mobilenet:8"};
@@ -291,6 +423,9 @@ int Main(int argc, char** argv) {
   app.add_option("--focus-on-mistakes", o.focus_on_mistakes,
                  "DAgger rounds count the states the policy gets wrong twice (true) or train on the aggregate as it is "
                  "(false)");
+  app.add_option("--polish-updates", o.polish_updates,
+                 "After the DAgger rounds: steps on the expert's own states alone, scored every 1,500 (0: none)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--dagger-updates", o.dagger_updates, "Pre-training steps after each DAgger round")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--episodes", o.episodes, "Episodes of the agent's own play after pre-training")
@@ -331,11 +466,24 @@ int Main(int argc, char** argv) {
           "SCOPE"));
   app.add_option("--hidden", o.hidden, "Hidden layer sizes of the Q-network")->check(CLI::PositiveNumber);
   app.add_option("--csv", csv_path, "Also write the rows as CSV here");
+  std::vector<std::string> holdout;
+  app.add_option("--holdout", holdout,
+                 "Transfer: train one network on all --workloads together, then place these workloads with it and "
+                 "no training");
   CLI11_PARSE(app, argc, argv);
   o.mode = mode == "async" ? MigrationMode::kAsync : MigrationMode::kSync;
   o.scope = ParseDecisionScope(scope);
 
   std::vector<Row> all;
+  if (!holdout.empty()) {
+    try {
+      all = RunTransfer(workloads, holdout, o);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_learning: %s\n", e.what());
+      return 2;
+    }
+    workloads.clear();
+  }
   for (const std::string& spec : workloads) {
     try {
       std::vector<Row> rows = RunWorkload(spec, o);
