@@ -205,6 +205,32 @@ std::vector<BaselinePlan> PrepareBaselines(const TrainingFlags& o, LearnerConfig
   return baselines;
 }
 
+// --init PATH: an agent checkpoint file as it is; a run directory, the
+// agent's fastest evaluated policy there (what `export` takes), else its
+// final network.
+// A file that is not an agent checkpoint is bad input (exit 3); one of the
+// other agent family is refused by the learner (a usage error).
+std::string ResolveInitCheckpoint(const std::string& path, AgentKind agent) {
+  if (path.empty()) return path;
+  std::error_code ec;
+  std::string file = path;
+  if (std::filesystem::is_directory(path, ec)) {
+    const std::string stem = path + "/checkpoints/" + AgentKindName(agent);
+    file.clear();
+    for (const std::string& candidate : {stem + "-fastest.ckpt", stem + ".ckpt"})
+      if (file.empty() && std::filesystem::is_regular_file(candidate, ec)) file = candidate;
+    if (file.empty())
+      throw InputError("--init " + path + ": no " + stem + "-fastest.ckpt or " + stem + ".ckpt there (a run of --agent " +
+                       AgentKindName(agent) + ")");
+  }
+  try {
+    LoadAgentCheckpoint(file);
+  } catch (const std::exception& e) {
+    throw InputError("--init " + file + ": " + e.what());
+  }
+  return file;
+}
+
 // The bound settings, completed with what depends on the workload.
 LearnerConfig BuildLearnerConfig(const TrainingFlags& o, const std::string& bind, const Workload* profiled) {
   LearnerConfig c = o.learner;
@@ -216,6 +242,7 @@ LearnerConfig BuildLearnerConfig(const TrainingFlags& o, const std::string& bind
   if (c.env.dram_limit_bytes == 0) throw std::invalid_argument("the DRAM limit works out at 0 bytes");
   if (MetricsDisabled(c.metrics_address)) c.metrics_address.clear();
   c.resume = !o.resume_dir.empty();
+  c.init_checkpoint = ResolveInitCheckpoint(c.init_checkpoint, c.agent);
   return c;
 }
 
@@ -327,6 +354,8 @@ int RunTrain(TrainingFlags& o, const ModelFlags& model, const WorkerFlags& worke
               static_cast<unsigned long long>(out.result.episodes), static_cast<unsigned long long>(out.result.updates),
               static_cast<unsigned long long>(out.result.counters.transitions_ingested), out.result.wall_seconds,
               out.workers_exited_cleanly, workers);
+  if (!out.result.initialized_from.empty())
+    std::printf("started from the network of %s\n", out.result.initialized_from.c_str());
   if (out.result.resumed)
     std::printf("resumed from %s at episode %llu (weights v%llu)\n", out.result.resumed_from.c_str(),
                 static_cast<unsigned long long>(out.result.resumed_at_episode),

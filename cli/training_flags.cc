@@ -145,6 +145,10 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
   cmd->add_option("--metrics-address", c.metrics_address,
                   "Serve Prometheus metrics on HOST:PORT (port 0: any free one; 'off': none)")
       ->capture_default_str();
+  cmd->add_option("--init", c.init_checkpoint,
+                  "Start from the network of another run: an agent checkpoint file, or a run directory (its "
+                  "checkpoints/AGENT-fastest.ckpt, else AGENT.ckpt); the hidden sizes come from it, DQN takes the "
+                  "whole Q-network, SAC its actor only; imitation, if any, starts from it; ignored with --resume");
   cmd->add_option("--resume", f.resume_dir,
                   "Continue the run in RUN_DIR from its newest good checkpoint (also its --out; the workload "
                   "defaults to RUN_DIR/workload.ttwl)");
@@ -202,7 +206,7 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
 
   PutInHelpGroups(cmd, {
       {"What to train on, and the run", {"--workload", "--dram-fraction", "--dram-limit-bytes", "--episodes", "--out",
-                                         "--force", "--resume", "--max-seconds", "--checkpoint-every"}},
+                                         "--force", "--init", "--resume", "--max-seconds", "--checkpoint-every"}},
       {"The environment", {"--mode", "--decision-scope", "--beta", "--spill-penalty"}},
       {"The agent (DQN, and SAC where it says so)",
        {"--agent", "--seed", "--hidden", "--lr", "--batch-size", "--updates-per-episode", "--epsilon-decay-episodes",

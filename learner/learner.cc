@@ -52,6 +52,31 @@ std::unique_ptr<PlacementAgent> BuildAgent(LearnerConfig& config) {
   return MakeAgent("dqn", config.dqn.ToJson());
 }
 
+// A fresh agent, or one with the network of config.init_checkpoint (its
+// hidden sizes are written into config so that checkpoints and workers agree).
+std::unique_ptr<PlacementAgent> StartingAgent(LearnerConfig& config) {
+  if (config.init_checkpoint.empty()) return BuildAgent(config);
+  const std::string& path = config.init_checkpoint;
+  std::unique_ptr<PlacementAgent> from;
+  try {
+    from = LoadAgentCheckpoint(path);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument("--init " + path + ": " + e.what());
+  }
+  const std::string family = AgentKindName(config.agent);
+  if (from->name() != family)
+    throw std::invalid_argument("--init " + path + ": a " + from->name() + " checkpoint, and this run trains " +
+                                family + " (--agent)");
+  if (config.agent == AgentKind::kSac)
+    config.sac.hidden = SacConfig::FromJson(from->config_json()).hidden;
+  else
+    config.dqn.hidden = DqnConfig::FromJson(from->config_json()).hidden;
+  std::unique_ptr<PlacementAgent> agent = BuildAgent(config);
+  agent->LoadWeights(from->SerializeWeights());
+  agent->SyncTarget();
+  return agent;
+}
+
 struct Learner::Impl {
   explicit Impl(LearnerConfig c) : config(std::move(c)), server(config.bind_endpoint, config.security) {
     if (!config.workload.finalized()) config.workload.Finalize();
@@ -74,7 +99,11 @@ struct Learner::Impl {
       ByteReader r(*payload);
       agent = RestoreAgent(LoadAgentSection(r), config, CheckpointDir());
     } else {
-      agent = BuildAgent(config);
+      agent = StartingAgent(config);
+      if (!config.init_checkpoint.empty()) {
+        result.initialized_from = config.init_checkpoint;
+        LogInfo("initialized").kv("checkpoint", config.init_checkpoint).kv("agent", agent->name());
+      }
       if (!config.expert_plans.empty()) Imitate();
     }
     trainer = std::make_unique<Trainer>(*agent, TrainerSettingsFor(config, steps_per_episode));

@@ -114,6 +114,13 @@ struct LearnerConfig {
   // Continue from the newest good checkpoint in run_dir/checkpoints (the
   // network's shape comes from the checkpoint). Throws if there is none.
   bool resume = false;
+  // Start a new run from the network of this agent checkpoint (`train
+  // --init`): a policy trained on other models, fine-tuned here. The agent
+  // family must be this run's; the hidden sizes come from the checkpoint,
+  // every other setting from this config. DQN takes the whole Q-network;
+  // SAC only its actor (the critics start fresh). Imitation, when there are
+  // expert_plans, starts from these weights. Ignored on a resume.
+  std::string init_checkpoint;
   uint32_t checkpoints_kept = 2;
   bool keep_batch_log = false;           // fill LearnerResult::batches (tests)
   // Learning from demonstrations (learner/imitation.h): plans of other
@@ -236,6 +243,7 @@ struct LearnerResult {
   double samples_per_insert = 0;    // in force at the end (derived or given); 0 = no limiter
   RateLimiterCounters rate_limiter;
   std::string exploration;
+  std::string initialized_from;     // LearnerConfig::init_checkpoint, when it was used
   bool resumed = false;
   std::string resumed_from;         // checkpoint file
   uint64_t resumed_at_episode = 0;
