@@ -96,6 +96,7 @@ struct Options {
   DecisionScope scope = EnvConfig{}.scope;
   size_t max_demonstrations = ImitationConfig{}.max_demonstrations;
   int polish_updates = ImitationConfig{}.polish_updates;
+  std::string save_path;  // --holdout: the corpus network as an agent checkpoint (train --init takes it)
 };
 
 std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
@@ -377,6 +378,7 @@ std::vector<Row> RunTransfer(const std::vector<std::string>& train, const std::v
   score("final", 0);
   agent->LoadWeights(best_weights);
   const double train_seconds = Seconds(start);
+  if (!o.save_path.empty()) agent->SaveCheckpoint(o.save_path);
   auto place = [&](Task& t, const std::string& label) {
     EpisodeSummary s = RunEpisode(*t.env, greedy);
     rows.push_back({t.name, "dqn greedy (" + label + ")", "greedy policy", SummaryPercent(*t.w, s), s.oom,
@@ -467,6 +469,7 @@ int Main(int argc, char** argv) {
   app.add_option("--hidden", o.hidden, "Hidden layer sizes of the Q-network")->check(CLI::PositiveNumber);
   app.add_option("--csv", csv_path, "Also write the rows as CSV here");
   std::vector<std::string> holdout;
+  app.add_option("--save", o.save_path, "With --holdout: write the corpus network here (an agent checkpoint for train --init)");
   app.add_option("--holdout", holdout,
                  "Transfer: train one network on all --workloads together, then place these workloads with it and "
                  "no training");

@@ -355,7 +355,8 @@ int RunTrain(TrainingFlags& o, const ModelFlags& model, const WorkerFlags& worke
               static_cast<unsigned long long>(out.result.counters.transitions_ingested), out.result.wall_seconds,
               out.workers_exited_cleanly, workers);
   if (!out.result.initialized_from.empty())
-    std::printf("started from the network of %s\n", out.result.initialized_from.c_str());
+    std::printf("started from the network of %s (its greedy plan here: %.2f ms, cost model)\n",
+                out.result.initialized_from.c_str(), out.result.initialized_runtime_ns / 1e6);
   if (out.result.resumed)
     std::printf("resumed from %s at episode %llu (weights v%llu)\n", out.result.resumed_from.c_str(),
                 static_cast<unsigned long long>(out.result.resumed_at_episode),

@@ -100,10 +100,7 @@ struct Learner::Impl {
       agent = RestoreAgent(LoadAgentSection(r), config, CheckpointDir());
     } else {
       agent = StartingAgent(config);
-      if (!config.init_checkpoint.empty()) {
-        result.initialized_from = config.init_checkpoint;
-        LogInfo("initialized").kv("checkpoint", config.init_checkpoint).kv("agent", agent->name());
-      }
+      if (!config.init_checkpoint.empty()) ConsiderStartingPolicy();
       if (!config.expert_plans.empty()) Imitate();
     }
     trainer = std::make_unique<Trainer>(*agent, TrainerSettingsFor(config, steps_per_episode));
@@ -112,7 +109,8 @@ struct Learner::Impl {
     result.exploration = ExplorationKindName(config.exploration);
     if (payload) RestoreStateFrom(*payload);
 
-    tasks = std::make_unique<TaskFrames>(config, *agent, result.imitated);
+    // A network trained before (imitated here or elsewhere) explores little.
+    tasks = std::make_unique<TaskFrames>(config, *agent, result.imitated || !result.initialized_from.empty());
     if (!payload) weights.Advance();
     weights.Publish(*agent, Clock::now());
     if (!config.run_dir.empty()) {
@@ -442,6 +440,20 @@ struct Learner::Impl {
     greedy.plan.produced_by = agent->name() + "-imitation";
     if (!greedy.oom) ConsiderPlan(greedy.plan);
     fastest.Consider(greedy, agent->SerializeWeights());
+  }
+
+  // The network of --init is a candidate like any evaluation's: a run that
+  // fine-tunes it ends no worse than it began.
+  void ConsiderStartingPolicy() {
+    PlacementEnv env(config.workload, config.env);
+    EpisodeSummary greedy = RunEpisode(env, [&](const Observation& o) { return agent->Greedy(o.data()); });
+    greedy.plan.produced_by = agent->name() + "-init";
+    result.initialized_from = config.init_checkpoint;
+    result.initialized_runtime_ns = greedy.oom ? 0 : greedy.cost.total_ns;
+    if (!greedy.oom) ConsiderPlan(greedy.plan);
+    fastest.Consider(greedy, agent->SerializeWeights());
+    LogInfo("initialized").kv("checkpoint", config.init_checkpoint).kv("agent", agent->name())
+        .kv("greedy_runtime_ns", greedy.cost.total_ns).kv("oom", greedy.oom);
   }
 
   void ConsiderPlan(const PlacementPlan& plan) {

@@ -244,6 +244,7 @@ struct LearnerResult {
   RateLimiterCounters rate_limiter;
   std::string exploration;
   std::string initialized_from;     // LearnerConfig::init_checkpoint, when it was used
+  double initialized_runtime_ns = 0;  // its greedy plan on this workload, cost model (0: out of memory)
   bool resumed = false;
   std::string resumed_from;         // checkpoint file
   uint64_t resumed_at_episode = 0;

@@ -201,7 +201,8 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
                                          {"blocked_inserts", result.rate_limiter.blocked_inserts},
                                          {"blocked_samples", result.rate_limiter.blocked_samples}}}};
   summary["exploration"] = result.exploration;
-  summary["initialized_from"] = result.initialized_from;
+  summary["initialized_from"] = {{"checkpoint", result.initialized_from},
+                                 {"greedy_runtime_ns", result.initialized_runtime_ns}};
   summary["resume"] = {{"resumed", result.resumed}, {"checkpoint", result.resumed_from},
                        {"at_episode", result.resumed_at_episode},
                        {"weights_version", result.resumed_weights_version}};

@@ -41,7 +41,8 @@ TEST(InitFromRun, TheNewRunStartsWithTheOtherRunsNetworkAndShape) {
   ASSERT_EQ(b.Wait(std::chrono::seconds(300)), 0) << ReadFile(dir + "/second.log");
   const std::string terminal = ReadFile(dir + "/second.log");
   EXPECT_NE(terminal.find("started from the network of " + fastest), std::string::npos) << terminal;
-  EXPECT_NE(ReadFile(second + "/summary.json").find("\"initialized_from\": \"" + fastest + "\""), std::string::npos);
+  const std::string summary = ReadFile(second + "/summary.json");
+  EXPECT_NE(summary.find("\"checkpoint\": \"" + fastest + "\""), std::string::npos) << summary;
   std::unique_ptr<PlacementAgent> from = LoadAgentCheckpoint(fastest);
   std::unique_ptr<PlacementAgent> now = LoadAgentCheckpoint(second + "/checkpoints/dqn.ckpt");
   EXPECT_EQ(DqnConfig::FromJson(now->config_json()).hidden, (std::vector<int>{24, 24}));
