@@ -97,7 +97,37 @@ struct Options {
   size_t max_demonstrations = ImitationConfig{}.max_demonstrations;
   int polish_updates = ImitationConfig{}.polish_updates;
   std::string save_path;  // --holdout: the corpus network as an agent checkpoint (train --init takes it)
+  int self_rounds = 0;    // --holdout: rounds of search + imitation of the searched plan on each held-out model
 };
+
+// Fine-tuning with no baseline plan: the network's own searched plan becomes
+// its demonstration (expert iteration), round after round, each from the
+// weights the last one kept. Returns the final greedy episode; *best_searched
+// is the best searched plan's percentage over the rounds.
+EpisodeSummary SelfImitate(PlacementAgent& agent, PlacementEnv& env, const Workload& w, const Options& o,
+                           std::mt19937_64& rng, double* best_searched) {
+  const auto start = Clock::now();
+  *best_searched = 0;
+  for (int round = 0; round < o.self_rounds; ++round) {
+    PlanSearchOptions so;
+    so.max_rollouts = o.search_rollouts;
+    so.candidates_per_round = o.search_candidates;
+    so.max_seconds = o.search_seconds;
+    PlanSearchResult r = SearchPlan(env, ScoresOf(agent), so);
+    *best_searched = std::max(*best_searched, SummaryPercent(w, r.best));
+    PlacementPlan target = r.best.plan;
+    target.produced_by = "own search";
+    ImitationConfig ic;
+    ic.pretrain_updates = 500;
+    ic.dagger_rounds = 2;
+    ic.updates_per_round = 500;
+    ic.polish_updates = 3000;
+    ImitationResult im = LearnFromPlans(agent, env, {target}, ic, rng);
+    std::fprintf(stderr, "    self round %d: searched %.2f%%, greedy after %.2f%% (%.1f s)\n", round,
+                 SummaryPercent(w, r.best), 100.0 * MinCostNs(w) / im.best_cost_ns, Seconds(start));
+  }
+  return RunEpisode(env, [&](const Observation& ob) { return agent.Greedy(ob.data()); });
+}
 
 std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
   std::vector<Row> rows;
@@ -230,6 +260,14 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
         "greedy policy", im.best_greedy.oom ? 0.0 : 100.0 * all_dram / im.best_cost_ns, im.best_greedy.oom,
         Seconds(train_start));
     search(tag);
+    if (o.self_rounds > 0) {
+      const auto self_start = Clock::now();
+      double best_searched = 0;
+      s = SelfImitate(agent, env, w, o, rng, &best_searched);
+      add(tag + " after " + std::to_string(o.self_rounds) + " self rounds", "greedy policy", SummaryPercent(w, s),
+          s.oom, Seconds(self_start));
+      add(tag + " best searched plan of the self rounds", "plan-time search", best_searched, false, Seconds(self_start));
+    }
   }
   ReplayBuffer replay(static_cast<size_t>(dc.replay_capacity));
   std::string best_weights;
@@ -395,6 +433,20 @@ std::vector<Row> RunTransfer(const std::vector<std::string>& train, const std::v
   };
   for (Task& t : corpus) place(t, "trained on the corpus");
   for (Task& t : unseen) place(t, "never saw it, no training");
+  // Fine-tuning on the new model with no baseline plan of it (SelfImitate).
+  if (o.self_rounds > 0) {
+    for (Task& t : unseen) {
+      agent->LoadWeights(best_weights);
+      const auto tuned_start = Clock::now();
+      double best_pct = 0;
+      std::fprintf(stderr, "  %s:\n", t.name.c_str());
+      EpisodeSummary g = SelfImitate(*agent, *t.env, *t.w, o, rng, &best_pct);
+      rows.push_back({t.name, "dqn greedy after " + std::to_string(o.self_rounds) + " self rounds", "greedy policy",
+                      SummaryPercent(*t.w, g), g.oom, Seconds(tuned_start)});
+      rows.push_back({t.name, "best searched plan of those rounds", "plan-time search", best_pct, false,
+                      Seconds(tuned_start)});
+    }
+  }
   return rows;
 }
 
@@ -469,6 +521,10 @@ int Main(int argc, char** argv) {
   app.add_option("--hidden", o.hidden, "Hidden layer sizes of the Q-network")->check(CLI::PositiveNumber);
   app.add_option("--csv", csv_path, "Also write the rows as CSV here");
   std::vector<std::string> holdout;
+  app.add_option("--self-rounds", o.self_rounds,
+                 "Rounds of imitating the network's own searched plan (no baseline plan is used): after imitation, "
+                 "and with --holdout on each held-out model")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--save", o.save_path, "With --holdout: write the corpus network here (an agent checkpoint for train --init)");
   app.add_option("--holdout", holdout,
                  "Transfer: train one network on all --workloads together, then place these workloads with it and "
