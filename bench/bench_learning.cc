@@ -100,31 +100,21 @@ struct Options {
   int self_rounds = 0;    // --holdout: rounds of search + imitation of the searched plan on each held-out model
 };
 
-// Fine-tuning with no baseline plan: the network's own searched plan becomes
-// its demonstration (expert iteration), round after round, each from the
-// weights the last one kept. Returns the final greedy episode; *best_searched
-// is the best searched plan's percentage over the rounds.
+// Fine-tuning with no baseline plan (learner/imitation.h LearnFromOwnSearches).
+// Returns the final greedy episode; *best_searched is the best searched
+// plan's percentage over the rounds.
 EpisodeSummary SelfImitate(PlacementAgent& agent, PlacementEnv& env, const Workload& w, const Options& o,
                            std::mt19937_64& rng, double* best_searched) {
-  const auto start = Clock::now();
+  SelfImitationConfig c;
+  c.rounds = o.self_rounds;
+  c.search = {o.search_rollouts, o.search_candidates, o.search_seconds};
+  SelfImitationResult r = LearnFromOwnSearches(agent, env, c, rng);
   *best_searched = 0;
-  for (int round = 0; round < o.self_rounds; ++round) {
-    PlanSearchOptions so;
-    so.max_rollouts = o.search_rollouts;
-    so.candidates_per_round = o.search_candidates;
-    so.max_seconds = o.search_seconds;
-    PlanSearchResult r = SearchPlan(env, ScoresOf(agent), so);
-    *best_searched = std::max(*best_searched, SummaryPercent(w, r.best));
-    PlacementPlan target = r.best.plan;
-    target.produced_by = "own search";
-    ImitationConfig ic;
-    ic.pretrain_updates = 500;
-    ic.dagger_rounds = 2;
-    ic.updates_per_round = 500;
-    ic.polish_updates = 3000;
-    ImitationResult im = LearnFromPlans(agent, env, {target}, ic, rng);
-    std::fprintf(stderr, "    self round %d: searched %.2f%%, greedy after %.2f%% (%.1f s)\n", round,
-                 SummaryPercent(w, r.best), 100.0 * MinCostNs(w) / im.best_cost_ns, Seconds(start));
+  for (const SelfImitationRound& round : r.rounds) {
+    *best_searched = std::max(*best_searched, 100.0 * MinCostNs(w) / round.searched_cost_ns);
+    std::fprintf(stderr, "    self round: searched %.2f%%, greedy after %.2f%% (%.1f s)\n",
+                 100.0 * MinCostNs(w) / round.searched_cost_ns, 100.0 * MinCostNs(w) / round.greedy_cost_ns,
+                 round.seconds);
   }
   return RunEpisode(env, [&](const Observation& ob) { return agent.Greedy(ob.data()); });
 }

@@ -373,6 +373,11 @@ int RunTrain(TrainingFlags& o, const ModelFlags& model, const WorkerFlags& worke
                 out.result.imitation.expert.c_str(), out.result.imitation.expert_cost_ns / 1e6,
                 out.result.imitation.rounds.size(), out.result.imitation.best_cost_ns / 1e6,
                 out.result.imitation.seconds);
+  if (!out.result.self_imitation.rounds.empty())
+    std::printf("self-imitation: greedy policy %.3f ms -> %.3f ms in %zu rounds of imitating its own search, %.1f s\n",
+                out.result.self_imitation.start_cost_ns / 1e6,
+                out.result.self_imitation.best_greedy.cost.total_ns / 1e6, out.result.self_imitation.rounds.size(),
+                out.result.self_imitation.seconds);
   std::vector<std::string> backend_names;
   for (const auto& [name, n] : backends) backend_names.push_back(name);
   std::printf("episodes scored by: %s\nfinal plan: %s, from the %s; the table is the cost model's\n\n%s\n%s\n\n%s"

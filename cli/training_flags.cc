@@ -194,6 +194,11 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
                   "scored every 1,500 (0: none)")
       ->check(CLI::Range(0, 10000000))
       ->capture_default_str();
+  cmd->add_option("--self-imitation-rounds", c.self_imitation.rounds,
+                  "DQN, before the workers play: rounds of imitating its own plan-time search's plan (no baseline "
+                  "plan needed; fine-tunes an --init network on a new model)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
   cmd->add_option("--lr-after-imitation", c.imitation.learning_rate_after,
                   "Imitation: DQN's learning rate once it is over (0 keeps --lr); a smaller step keeps TD updates "
                   "from pulling the imitated policy off the expert")
@@ -214,7 +219,7 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
       {"SAC", {"--sac-lr", "--sac-alpha-lr", "--sac-tau", "--sac-target-entropy-scale", "--sac-reward-scale"}},
       {"Replay and exploration", {"--replay", "--samples-per-insert", "--exploration", "--apex-epsilon", "--apex-alpha"}},
       {"Baselines and imitation", {"--demonstrations", "--baselines", "--solver-seconds", "--dagger-rounds",
-                                   "--polish-updates", "--lr-after-imitation"}},
+                                   "--polish-updates", "--self-imitation-rounds", "--lr-after-imitation"}},
       {"Evaluation, convergence and the final search",
        {"--eval-every", "--converge-window", "--converge-tolerance", "--search-rollouts"}},
       {"Fleet and metrics", {"--heartbeat-ms", "--metrics-address"}},

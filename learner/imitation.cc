@@ -161,4 +161,38 @@ ImitationResult LearnFromPlans(PlacementAgent& agent, PlacementEnv& env, const s
   return result;
 }
 
+SelfImitationResult LearnFromOwnSearches(PlacementAgent& agent, PlacementEnv& env, const SelfImitationConfig& config,
+                                         std::mt19937_64& rng) {
+  if (config.rounds < 0) throw std::invalid_argument("LearnFromOwnSearches: rounds must be >= 0");
+  if (!agent.supports_demonstrations())
+    throw std::invalid_argument("LearnFromOwnSearches: agent " + agent.name() + " does not learn from demonstrations");
+  const auto start = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  SelfImitationResult result;
+  result.best_greedy = RunEpisode(env, [&](const Observation& o) { return agent.Greedy(o.data()); });
+  result.start_cost_ns = CostOf(result.best_greedy);
+  std::string best_weights = agent.SerializeWeights();
+  for (int round = 0; round < config.rounds; ++round) {
+    PlanSearchResult searched = SearchPlan(env, ScoresOf(agent), config.search);
+    PlacementPlan target = std::move(searched.best.plan);
+    target.produced_by = agent.name() + "-own-search";
+    ImitationResult im = LearnFromPlans(agent, env, {target}, config.imitation, rng);
+    SelfImitationRound r;
+    r.searched_cost_ns = CostOf(searched.best);
+    r.greedy_cost_ns = im.best_cost_ns;
+    r.seconds = elapsed();
+    result.rounds.push_back(r);
+    if (FasterEpisode(im.best_greedy, result.best_greedy)) {
+      result.best_greedy = im.best_greedy;
+      best_weights = agent.SerializeWeights();
+    }
+  }
+  agent.LoadWeights(best_weights);
+  agent.SyncTarget();
+  result.seconds = elapsed();
+  LogInfo("self_imitation_finished").kv("rounds", result.rounds.size()).kv("start_runtime_ns", result.start_cost_ns)
+      .kv("greedy_runtime_ns", CostOf(result.best_greedy)).kv("seconds", result.seconds);
+  return result;
+}
+
 }  // namespace tensortier

@@ -102,6 +102,7 @@ struct Learner::Impl {
       agent = StartingAgent(config);
       if (!config.init_checkpoint.empty()) ConsiderStartingPolicy();
       if (!config.expert_plans.empty()) Imitate();
+      if (config.self_imitation.rounds > 0) ImitateOwnSearches();
     }
     trainer = std::make_unique<Trainer>(*agent, TrainerSettingsFor(config, steps_per_episode));
     result.replay = ReplayKindName(config.replay);
@@ -110,7 +111,8 @@ struct Learner::Impl {
     if (payload) RestoreStateFrom(*payload);
 
     // A network trained before (imitated here or elsewhere) explores little.
-    tasks = std::make_unique<TaskFrames>(config, *agent, result.imitated || !result.initialized_from.empty());
+    tasks = std::make_unique<TaskFrames>(
+        config, *agent, result.imitated || !result.initialized_from.empty() || !result.self_imitation.rounds.empty());
     if (!payload) weights.Advance();
     weights.Publish(*agent, Clock::now());
     if (!config.run_dir.empty()) {
@@ -438,6 +440,17 @@ struct Learner::Impl {
     result.imitated = true;
     EpisodeSummary greedy = result.imitation.best_greedy;
     greedy.plan.produced_by = agent->name() + "-imitation";
+    if (!greedy.oom) ConsiderPlan(greedy.plan);
+    fastest.Consider(greedy, agent->SerializeWeights());
+  }
+
+  // Its greedy plan afterwards is a candidate like any evaluation's.
+  void ImitateOwnSearches() {
+    PlacementEnv env(config.workload, config.env);
+    std::mt19937_64 rng(config.dqn.seed ^ 0x5e1f5ea4c4ull);
+    result.self_imitation = LearnFromOwnSearches(*agent, env, config.self_imitation, rng);
+    EpisodeSummary greedy = result.self_imitation.best_greedy;
+    greedy.plan.produced_by = agent->name() + "-self-imitation";
     if (!greedy.oom) ConsiderPlan(greedy.plan);
     fastest.Consider(greedy, agent->SerializeWeights());
   }

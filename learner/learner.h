@@ -131,6 +131,11 @@ struct LearnerConfig {
   // resume (the checkpoint has the imitated weights).
   std::vector<PlacementPlan> expert_plans;
   ImitationConfig imitation;
+  // Then, before any worker plays: rounds of imitating the agent's own
+  // searched plan (learner/imitation.h LearnFromOwnSearches; DQN). For a
+  // network from --init on a model no baseline plan is wanted for. Not
+  // repeated on a resume.
+  SelfImitationConfig self_imitation;
   // After training: a limited-discrepancy search guided by the final network
   // (envs/plan_search.h) from its greedy plan. max_rollouts 1 = none.
   PlanSearchOptions plan_search{64, 16, 120};
@@ -245,6 +250,7 @@ struct LearnerResult {
   std::string exploration;
   std::string initialized_from;     // LearnerConfig::init_checkpoint, when it was used
   double initialized_runtime_ns = 0;  // its greedy plan on this workload, cost model (0: out of memory)
+  SelfImitationResult self_imitation;  // LearnerConfig::self_imitation, when it ran
   bool resumed = false;
   std::string resumed_from;         // checkpoint file
   uint64_t resumed_at_episode = 0;

@@ -231,6 +231,15 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
                             {"updates", result.imitation.updates}, {"seconds", result.imitation.seconds},
                             {"rounds", rounds}};
   }
+  if (!result.self_imitation.rounds.empty()) {
+    nlohmann::json rounds = nlohmann::json::array();
+    for (const SelfImitationRound& r : result.self_imitation.rounds)
+      rounds.push_back({{"searched_runtime_ns", r.searched_cost_ns}, {"greedy_runtime_ns", r.greedy_cost_ns},
+                        {"seconds", r.seconds}});
+    summary["self_imitation"] = {{"start_runtime_ns", result.self_imitation.start_cost_ns},
+                                 {"best_runtime_ns", result.self_imitation.best_greedy.cost.total_ns},
+                                 {"seconds", result.self_imitation.seconds}, {"rounds", rounds}};
+  }
   WriteFileAtomically(dir + "/summary.json", summary.dump(2) + "\n");
 
   nlohmann::json comp = nlohmann::json::array();

@@ -99,8 +99,12 @@ TEST(TrainingFlags, EveryFlagLandsInItsField) {
                                  "--samples-per-insert", "4", "--exploration", "apex", "--apex-epsilon", "0.3",
                                  "--apex-alpha", "5", "--eval-every", "6", "--converge-window", "4",
                                  "--converge-tolerance", "0.02", "--workload", "synthetic:tiny", "--dram-fraction",
-                                 "0.5", "--out", "run"});
+                                 "0.5", "--out", "run", "--polish-updates", "4500", "--self-imitation-rounds", "3",
+                                 "--init", "runs/other"});
   const LearnerConfig& c = f.learner;
+  EXPECT_EQ(c.imitation.polish_updates, 4500);
+  EXPECT_EQ(c.self_imitation.rounds, 3);
+  EXPECT_EQ(c.init_checkpoint, "runs/other");  // main.cc's BuildLearnerConfig resolves a run directory
   EXPECT_EQ(c.agent, AgentKind::kSac);
   EXPECT_EQ(c.env.mode, MigrationMode::kAsync);
   EXPECT_EQ(c.env.scope, DecisionScope::kRelevant);

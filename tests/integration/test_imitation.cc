@@ -115,6 +115,40 @@ TEST(Imitation, PolishingOnTheExpertsStatesEndsOnItsPlan) {
   EXPECT_THROW(LearnFromPlans(*agent, env, {expert}, c, rng), std::invalid_argument);
 }
 
+// With no expert plan at all, the agent improves on its own searched plans,
+// and ends with the fastest weights it held, its starting ones included.
+TEST(Imitation, OwnSearchesImproveAPolicyWithNoExpertPlan) {
+  Task t = ResnetTask();
+  PlacementEnv env(t.w, t.env);
+  auto agent = SmallDqn();
+  const double untrained = Greedy(env, *agent).cost.total_ns;
+  SelfImitationConfig c;
+  c.rounds = 3;
+  c.search = {32, 8, 0};
+  c.imitation.pretrain_updates = 200;
+  c.imitation.dagger_rounds = 1;
+  c.imitation.updates_per_round = 200;
+  c.imitation.polish_updates = 1000;
+  c.imitation.polish_chunk = 500;
+  std::mt19937_64 rng(5);
+  SelfImitationResult r = LearnFromOwnSearches(*agent, env, c, rng);
+  ASSERT_EQ(r.rounds.size(), 3u);
+  EXPECT_DOUBLE_EQ(r.start_cost_ns, untrained);
+  const double now = Greedy(env, *agent).cost.total_ns;
+  EXPECT_DOUBLE_EQ(now, r.best_greedy.cost.total_ns);
+  EXPECT_LT(now, untrained);
+  for (const SelfImitationRound& round : r.rounds) EXPECT_LE(now, round.greedy_cost_ns);
+  // The first search starts from the untrained policy's plan and cannot be worse.
+  EXPECT_LE(r.rounds[0].searched_cost_ns, untrained);
+
+  c.rounds = -1;
+  EXPECT_THROW(LearnFromOwnSearches(*agent, env, c, rng), std::invalid_argument);
+  SacConfig sc;
+  sc.device = "cpu";
+  c.rounds = 1;
+  EXPECT_THROW(LearnFromOwnSearches(*MakeAgent("sac", sc.ToJson()), env, c, rng), std::invalid_argument);
+}
+
 TEST(Imitation, TheAggregateIsCapped) {
   Task t = ResnetTask();
   PlacementEnv env(t.w, t.env);
