@@ -246,7 +246,9 @@ TEST(PlacementEnv, ADecisionPriorityOrdersEachKernelsDecisions) {
   const EpisodeSummary by_size = decisions(&size_order, &sizes);
   ASSERT_EQ(size_order.size(), heat_order.size());
   for (size_t i = 1; i < size_order.size(); ++i)
-    if (size_order[i].first == size_order[i - 1].first) EXPECT_LE(sizes[i - 1], sizes[i]) << i;
+    if (size_order[i].first == size_order[i - 1].first) {
+      EXPECT_LE(sizes[i - 1], sizes[i]) << i;
+    }
   std::vector<std::pair<size_t, uint32_t>> a = heat_order, b = size_order;
   std::sort(a.begin(), a.end());
   std::sort(b.begin(), b.end());

@@ -59,8 +59,9 @@ TEST(Benchmark, CostModelFilesAreCompleteAndParseable) {
   // The search starts from the greedy plan and keeps it unless it finds a faster one.
   for (const BenchmarkRow& searched : rows)
     for (const BenchmarkRow& greedy : rows)
-      if (searched.policy == greedy.policy + "+search" && searched.dram_fraction == greedy.dram_fraction)
+      if (searched.policy == greedy.policy + "+search" && searched.dram_fraction == greedy.dram_fraction) {
         EXPECT_LE(searched.predicted_ns, greedy.predicted_ns) << searched.policy << " at " << searched.dram_fraction;
+      }
   rows.insert(rows.end(), more.begin(), more.end());
   for (const BenchmarkRow& r : rows) {
     EXPECT_TRUE(r.note.empty()) << r.policy << ": " << r.note;

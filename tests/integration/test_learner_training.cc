@@ -342,7 +342,9 @@ TEST(LearnerTraining, WeightsVersionCountsReportsWhateverThePublishInterval) {
   uint64_t episodes = 0;
   for (const WorkerStats& s : stats) {
     EXPECT_LE(s.weights_loaded, 1u);
-    if (s.episodes > 0) EXPECT_EQ(s.weights_loaded, 1u);
+    if (s.episodes > 0) {
+      EXPECT_EQ(s.weights_loaded, 1u);
+    }
     episodes += s.episodes;
   }
   EXPECT_GE(episodes, 20u);
