@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -645,6 +646,18 @@ int Main(int argc, char** argv) {
   AddModelOptions(profile, profile_model);
   profile->add_option("--slow-tier", profile_slow_tier, SlowTierSpecHelp())->capture_default_str();
   profile->add_option("--out", profile_out, "Workload file to write (.ttwl)")->required();
+  std::string profile_name;
+  profile->add_option("--name", profile_name,
+                      "The workload's name in tables, CSV and charts (default: the zoo model's, or the TorchScript "
+                      "file's stem); letters, digits, '.', '_' and '-'")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            const bool ok = !v.empty() && v.size() <= 128 && std::all_of(v.begin(), v.end(), [](unsigned char c) {
+              return std::isalnum(c) || c == '.' || c == '_' || c == '-';
+            });
+            return ok ? std::string() : "a name of 1-128 letters, digits, '.', '_' and '-', not '" + v + "'";
+          },
+          "NAME"));
   AggregationOptions profile_aggregation;  // docs/aggregation.md; the switches are for ablation
   profile->add_flag_callback("--no-batching", [&] { profile_aggregation.batch_small_tensors = false; },
                              "Do not batch small tensors into shared pages");
@@ -740,6 +753,7 @@ int Main(int argc, char** argv) {
       if (profile_model.model.empty() == profile_model.torchscript.empty())
         throw std::invalid_argument("profile needs exactly one of --model and --torchscript");
       Workload w = ProfileModel(profile_model, profile_slow_tier, profile_aggregation);
+      if (!profile_name.empty()) w.name = profile_name;
       WriteWorkloadFile(w, profile_out);
       std::printf("written to %s\n", profile_out.c_str());
       return 0;

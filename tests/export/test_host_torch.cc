@@ -567,9 +567,15 @@ TEST(TorchHostExample, TrainsATorchScriptModelUnderALookup) {
   const std::string profile = TempPath("host_cnn.ttwl");
   std::tie(out, rc) = RunCommand(std::string(TENSORTIER_BINARY_DIR) + "/cli/tensortier profile --torchscript " + model +
                                  " --batch " + std::to_string(kBatch) + " --image-size " + std::to_string(kImage) +
-                                 " --slow-tier " + kSlowTier + " --out " + profile);
+                                 " --slow-tier " + kSlowTier + " --name users-cnn_v2.1 --out " + profile);
   ASSERT_EQ(rc, 0) << out;
   const Workload w = ReadWorkloadFile(profile);
+  EXPECT_EQ(w.name, "users-cnn_v2.1");  // --name; without it the file's stem
+  // A name that would not survive a CSV cell or a file name is refused before any profiling.
+  std::tie(out, rc) = RunCommand(std::string(TENSORTIER_BINARY_DIR) + "/cli/tensortier profile --torchscript " + model +
+                                 " --name 'a b/c' --out " + TempPath("unused.ttwl"));
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("not 'a b/c'"), std::string::npos) << out;
   const std::string table = TempPath("host_table.ttlookup");
   ExportOptions o = QuickExport(table);
   o.generalised = false;
