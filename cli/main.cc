@@ -243,7 +243,9 @@ LearnerConfig BuildLearnerConfig(const TrainingFlags& o, const std::string& bind
   if (c.env.dram_limit_bytes == 0) throw std::invalid_argument("the DRAM limit works out at 0 bytes");
   if (MetricsDisabled(c.metrics_address)) c.metrics_address.clear();
   c.resume = !o.resume_dir.empty();
-  c.init_checkpoint = ResolveInitCheckpoint(c.init_checkpoint, c.agent);
+  // A resumed run has its own weights: --init (in its config.toml too) is
+  // not read, so a starting checkpoint deleted since does not block it.
+  c.init_checkpoint = c.resume ? std::string() : ResolveInitCheckpoint(c.init_checkpoint, c.agent);
   return c;
 }
 
