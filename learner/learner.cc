@@ -438,10 +438,7 @@ struct Learner::Impl {
     std::mt19937_64 imitation_rng(config.dqn.seed ^ 0x1d7a7e5eedull);
     result.imitation = LearnFromPlans(*agent, env, config.expert_plans, config.imitation, imitation_rng);
     result.imitated = true;
-    EpisodeSummary greedy = result.imitation.best_greedy;
-    greedy.plan.produced_by = agent->name() + "-imitation";
-    if (!greedy.oom) ConsiderPlan(greedy.plan);
-    fastest.Consider(greedy, agent->SerializeWeights());
+    ConsiderHeldPolicy(result.imitation.best_greedy, "-imitation");
   }
 
   // Its greedy plan afterwards is a candidate like any evaluation's.
@@ -449,24 +446,28 @@ struct Learner::Impl {
     PlacementEnv env(config.workload, config.env);
     std::mt19937_64 rng(config.dqn.seed ^ 0x5e1f5ea4c4ull);
     result.self_imitation = LearnFromOwnSearches(*agent, env, config.self_imitation, rng);
-    EpisodeSummary greedy = result.self_imitation.best_greedy;
-    greedy.plan.produced_by = agent->name() + "-self-imitation";
-    if (!greedy.oom) ConsiderPlan(greedy.plan);
-    fastest.Consider(greedy, agent->SerializeWeights());
+    ConsiderHeldPolicy(result.self_imitation.best_greedy, "-self-imitation");
   }
 
   // The network of --init is a candidate like any evaluation's: a run that
   // fine-tunes it ends no worse than it began.
   void ConsiderStartingPolicy() {
     PlacementEnv env(config.workload, config.env);
-    EpisodeSummary greedy = RunEpisode(env, [&](const Observation& o) { return agent->Greedy(o.data()); });
-    greedy.plan.produced_by = agent->name() + "-init";
+    const EpisodeSummary greedy = RunEpisode(env, [&](const Observation& o) { return agent->Greedy(o.data()); });
     result.initialized_from = config.init_checkpoint;
     result.initialized_runtime_ns = greedy.oom ? 0 : greedy.cost.total_ns;
-    if (!greedy.oom) ConsiderPlan(greedy.plan);
-    fastest.Consider(greedy, agent->SerializeWeights());
+    ConsiderHeldPolicy(greedy, "-init");
     LogInfo("initialized").kv("checkpoint", config.init_checkpoint).kv("agent", agent->name())
         .kv("greedy_runtime_ns", greedy.cost.total_ns).kv("oom", greedy.oom);
+  }
+
+  // `greedy` is the episode of the weights the agent holds now, found before
+  // any worker plays: its plan (named agent + `suffix`) enters the scores and
+  // the weights the fastest-policy candidates.
+  void ConsiderHeldPolicy(EpisodeSummary greedy, const std::string& suffix) {
+    greedy.plan.produced_by = agent->name() + suffix;
+    if (!greedy.oom) ConsiderPlan(greedy.plan);
+    fastest.Consider(greedy, agent->SerializeWeights());
   }
 
   void ConsiderPlan(const PlacementPlan& plan) {
