@@ -24,6 +24,7 @@
 #include "learner/measurement_cache.h"
 #include "learner/payload.h"
 #include "learner/scoreboard.h"
+#include "learner/starting_policy.h"
 #include "learner/staged_batch.h"
 #include "learner/task_frames.h"
 #include "learner/trainer.h"
@@ -42,40 +43,6 @@ double SecondsSince(Clock::time_point t) {
 }
 
 }  // namespace
-
-// The agent the config names, shaped by the environment: it defines what
-// the network sees and does.
-std::unique_ptr<PlacementAgent> BuildAgent(LearnerConfig& config) {
-  config.dqn.observation_size = config.sac.observation_size = kObservationSize;
-  config.dqn.num_actions = config.sac.num_actions = 2;
-  if (config.agent == AgentKind::kSac) return MakeAgent("sac", config.sac.ToJson());
-  return MakeAgent("dqn", config.dqn.ToJson());
-}
-
-// A fresh agent, or one with the network of config.init_checkpoint (its
-// hidden sizes are written into config so that checkpoints and workers agree).
-std::unique_ptr<PlacementAgent> StartingAgent(LearnerConfig& config) {
-  if (config.init_checkpoint.empty()) return BuildAgent(config);
-  const std::string& path = config.init_checkpoint;
-  std::unique_ptr<PlacementAgent> from;
-  try {
-    from = LoadAgentCheckpoint(path);
-  } catch (const std::exception& e) {
-    throw std::invalid_argument("--init " + path + ": " + e.what());
-  }
-  const std::string family = AgentKindName(config.agent);
-  if (from->name() != family)
-    throw std::invalid_argument("--init " + path + ": a " + from->name() + " checkpoint, and this run trains " +
-                                family + " (--agent)");
-  if (config.agent == AgentKind::kSac)
-    config.sac.hidden = SacConfig::FromJson(from->config_json()).hidden;
-  else
-    config.dqn.hidden = DqnConfig::FromJson(from->config_json()).hidden;
-  std::unique_ptr<PlacementAgent> agent = BuildAgent(config);
-  agent->LoadWeights(from->SerializeWeights());
-  agent->SyncTarget();
-  return agent;
-}
 
 struct Learner::Impl {
   explicit Impl(LearnerConfig c) : config(std::move(c)), server(config.bind_endpoint, config.security) {
@@ -99,10 +66,12 @@ struct Learner::Impl {
       ByteReader r(*payload);
       agent = RestoreAgent(LoadAgentSection(r), config, CheckpointDir());
     } else {
-      agent = StartingAgent(config);
-      if (!config.init_checkpoint.empty()) ConsiderStartingPolicy();
-      if (!config.expert_plans.empty()) Imitate();
-      if (config.self_imitation.rounds > 0) ImitateOwnSearches();
+      StartingPolicy start = StartPolicy(config, result);  // learner/starting_policy.h
+      agent = std::move(start.agent);
+      for (const HeldPolicy& held : start.candidates) {
+        if (!held.greedy.oom) ConsiderPlan(held.greedy.plan);
+        fastest.Consider(held.greedy, held.weights);
+      }
     }
     trainer = std::make_unique<Trainer>(*agent, TrainerSettingsFor(config, steps_per_episode));
     result.replay = ReplayKindName(config.replay);
@@ -429,45 +398,6 @@ struct Learner::Impl {
       auto lock = LockTraining();
       Checkpoint();
     }
-  }
-
-  // Before the first weights go out (learner/imitation.h): the agent starts
-  // at the incumbent, and its greedy plan is a candidate like any evaluation's.
-  void Imitate() {
-    PlacementEnv env(config.workload, config.env);
-    std::mt19937_64 imitation_rng(config.dqn.seed ^ 0x1d7a7e5eedull);
-    result.imitation = LearnFromPlans(*agent, env, config.expert_plans, config.imitation, imitation_rng);
-    result.imitated = true;
-    ConsiderHeldPolicy(result.imitation.best_greedy, "-imitation");
-  }
-
-  // Its greedy plan afterwards is a candidate like any evaluation's.
-  void ImitateOwnSearches() {
-    PlacementEnv env(config.workload, config.env);
-    std::mt19937_64 rng(config.dqn.seed ^ 0x5e1f5ea4c4ull);
-    result.self_imitation = LearnFromOwnSearches(*agent, env, config.self_imitation, rng);
-    ConsiderHeldPolicy(result.self_imitation.best_greedy, "-self-imitation");
-  }
-
-  // The network of --init is a candidate like any evaluation's: a run that
-  // fine-tunes it ends no worse than it began.
-  void ConsiderStartingPolicy() {
-    PlacementEnv env(config.workload, config.env);
-    const EpisodeSummary greedy = RunEpisode(env, [&](const Observation& o) { return agent->Greedy(o.data()); });
-    result.initialized_from = config.init_checkpoint;
-    result.initialized_runtime_ns = greedy.oom ? 0 : greedy.cost.total_ns;
-    ConsiderHeldPolicy(greedy, "-init");
-    LogInfo("initialized").kv("checkpoint", config.init_checkpoint).kv("agent", agent->name())
-        .kv("greedy_runtime_ns", greedy.cost.total_ns).kv("oom", greedy.oom);
-  }
-
-  // `greedy` is the episode of the weights the agent holds now, found before
-  // any worker plays: its plan (named agent + `suffix`) enters the scores and
-  // the weights the fastest-policy candidates.
-  void ConsiderHeldPolicy(EpisodeSummary greedy, const std::string& suffix) {
-    greedy.plan.produced_by = agent->name() + suffix;
-    if (!greedy.oom) ConsiderPlan(greedy.plan);
-    fastest.Consider(greedy, agent->SerializeWeights());
   }
 
   void ConsiderPlan(const PlacementPlan& plan) {

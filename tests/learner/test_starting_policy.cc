@@ -1,0 +1,99 @@
+// The policy a run starts from, on its own (learner/starting_policy.h): the
+// phases the config asks for, in order, each leaving a candidate with the
+// weights it ended on.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "agents/agent.h"
+#include "envs/first_touch.h"
+#include "learner/starting_policy.h"
+#include "tests/common/temp_dir.h"
+#include "tests/learner/learner_parts.h"
+
+namespace tensortier {
+namespace {
+
+using testing::SmallDqn;
+using testing::SmallEnv;
+using testing::SmallWorkload;
+
+LearnerConfig SmallRun() {
+  LearnerConfig c;
+  c.workload = SmallWorkload();
+  c.workload.Finalize();
+  c.env = SmallEnv(c.workload);
+  c.dqn = SmallDqn(3);
+  c.imitation.pretrain_updates = 50;
+  c.imitation.dagger_rounds = 1;
+  c.imitation.updates_per_round = 50;
+  c.imitation.polish_updates = 0;
+  return c;
+}
+
+TEST(StartingPolicy, FreshWeightsAndNoPhaseLeaveNoCandidate) {
+  LearnerConfig c = SmallRun();
+  LearnerResult result;
+  StartingPolicy start = StartPolicy(c, result);
+  ASSERT_NE(start.agent, nullptr);
+  EXPECT_TRUE(start.candidates.empty());
+  EXPECT_EQ(c.dqn.observation_size, kObservationSize);  // BuildAgent shaped the config
+  EXPECT_TRUE(result.initialized_from.empty());
+  EXPECT_FALSE(result.imitated);
+}
+
+TEST(StartingPolicy, InitThenImitationThenSelfImitationEachLeaveACandidate) {
+  const std::string dir = testing::TempDir("starting-policy");
+  DqnConfig other = SmallDqn(11);
+  other.hidden = {24, 24};
+  std::unique_ptr<PlacementAgent> trained = MakeAgent("dqn", other.ToJson());
+  trained->SaveCheckpoint(dir + "/other.ckpt");
+
+  LearnerConfig c = SmallRun();
+  c.init_checkpoint = dir + "/other.ckpt";
+  c.expert_plans = {FirstTouchPlan(c.workload, c.env.dram_limit_bytes)};
+  c.self_imitation.rounds = 1;
+  c.self_imitation.search = {8, 4, 0};
+  c.self_imitation.imitation = c.imitation;
+  LearnerResult result;
+  StartingPolicy start = StartPolicy(c, result);
+
+  EXPECT_EQ(c.dqn.hidden, (std::vector<int>{24, 24}));  // the checkpoint's shape, for checkpoints and workers
+  ASSERT_EQ(start.candidates.size(), 3u);
+  EXPECT_EQ(start.candidates[0].greedy.plan.produced_by, "dqn-init");
+  EXPECT_EQ(start.candidates[1].greedy.plan.produced_by, "dqn-imitation");
+  EXPECT_EQ(start.candidates[2].greedy.plan.produced_by, "dqn-self-imitation");
+  // The first candidate is the other run's network as it was.
+  EXPECT_EQ(start.candidates[0].weights, trained->SerializeWeights());
+  EXPECT_DOUBLE_EQ(result.initialized_runtime_ns, start.candidates[0].greedy.cost.total_ns);
+  EXPECT_EQ(result.initialized_from, c.init_checkpoint);
+  EXPECT_TRUE(result.imitated);
+  EXPECT_EQ(result.self_imitation.rounds.size(), 1u);
+  // The agent ends with the last phase's weights.
+  EXPECT_EQ(start.agent->SerializeWeights(), start.candidates[2].weights);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(StartingPolicy, ACheckpointOfAnotherFamilyOrNoneIsRefused) {
+  const std::string dir = testing::TempDir("starting-policy-bad");
+  MakeAgent("dqn", SmallDqn(1).ToJson())->SaveCheckpoint(dir + "/dqn.ckpt");
+  LearnerConfig c = SmallRun();
+  c.agent = AgentKind::kSac;
+  c.sac.device = "cpu";
+  c.init_checkpoint = dir + "/dqn.ckpt";
+  LearnerResult result;
+  try {
+    StartPolicy(c, result);
+    ADD_FAILURE() << "a dqn checkpoint started a sac run";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("a dqn checkpoint, and this run trains sac"), std::string::npos) << e.what();
+  }
+  c.agent = AgentKind::kDqn;
+  c.init_checkpoint = dir + "/missing.ckpt";
+  EXPECT_THROW(StartPolicy(c, result), std::invalid_argument);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tensortier
