@@ -209,8 +209,10 @@ std::vector<BaselinePlan> PrepareBaselines(const TrainingFlags& o, LearnerConfig
 // --init PATH: an agent checkpoint file as it is; a run directory, the
 // agent's fastest evaluated policy there (what `export` takes), else its
 // final network.
-// A file that is not an agent checkpoint is bad input (exit 3); one of the
-// other agent family is refused by the learner (a usage error).
+// The file is read here as well as by the learner so that a bad one fails
+// before the baselines' ILPs run, not after: a file that is not an agent
+// checkpoint is bad input (exit 3); one of the other agent family is refused
+// by the learner (a usage error).
 std::string ResolveInitCheckpoint(const std::string& path, AgentKind agent) {
   if (path.empty()) return path;
   std::error_code ec;

@@ -135,7 +135,7 @@ ImitationResult LearnFromPlans(PlacementAgent& agent, PlacementEnv& env, const s
   // and a policy that gets every one of them right replays the expert's plan.
   if (config.polish_updates > 0) {
     agent.SetDemonstrations(expert_states);
-    const int chunk = std::max(config.polish_chunk, 1);
+    const int chunk = config.polish_chunk;  // > 0, checked above
     for (int done = 0; done < config.polish_updates && !out_of_time(); done += chunk) {
       ImitationRound r;
       r.round = static_cast<int>(result.rounds.size());

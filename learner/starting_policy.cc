@@ -6,6 +6,7 @@
 
 #include "agents/agent_kind.h"
 #include "common/log.h"
+#include "learner/checkpoint_store.h"
 #include "learner/imitation.h"
 
 namespace tensortier {
@@ -19,7 +20,7 @@ std::unique_ptr<PlacementAgent> FirstAgent(LearnerConfig& config) {
   try {
     from = LoadAgentCheckpoint(path);
   } catch (const std::exception& e) {
-    throw std::invalid_argument("--init " + path + ": " + e.what());
+    throw CheckpointError("--init " + path + ": " + e.what());
   }
   const std::string family = AgentKindName(config.agent);
   if (from->name() != family)

@@ -33,9 +33,10 @@ struct StartingPolicy {
 // Runs the phases `config` asks for and records them in `result`
 // (initialized_from and its runtime, imitation, self_imitation). With
 // init_checkpoint, config's hidden sizes become the checkpoint's so that
-// checkpoints and workers agree. Throws std::invalid_argument for a
-// checkpoint that cannot be used (unreadable, another agent family) and for
-// phases the agent cannot run.
+// checkpoints and workers agree. Throws CheckpointError
+// (learner/checkpoint_store.h) for a checkpoint that cannot be read, and
+// std::invalid_argument for one of another agent family and for phases the
+// agent cannot run.
 StartingPolicy StartPolicy(LearnerConfig& config, LearnerResult& result);
 
 }  // namespace tensortier

@@ -8,6 +8,7 @@
 
 #include "agents/agent.h"
 #include "envs/first_touch.h"
+#include "learner/checkpoint_store.h"
 #include "learner/starting_policy.h"
 #include "tests/common/temp_dir.h"
 #include "tests/learner/learner_parts.h"
@@ -91,7 +92,7 @@ TEST(StartingPolicy, ACheckpointOfAnotherFamilyOrNoneIsRefused) {
   }
   c.agent = AgentKind::kDqn;
   c.init_checkpoint = dir + "/missing.ckpt";
-  EXPECT_THROW(StartPolicy(c, result), std::invalid_argument);
+  EXPECT_THROW(StartPolicy(c, result), CheckpointError);  // an input error for the CLI (exit 3)
   std::filesystem::remove_all(dir);
 }
 
