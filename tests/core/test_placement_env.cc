@@ -23,6 +23,22 @@ EnvConfig HandConfig(MigrationMode mode = MigrationMode::kSync) {
   return c;
 }
 
+// A six-layer synthetic graph of 1 MiB-based tensors, and a DRAM limit of a
+// third of its peak.
+Workload SixLayers(SyntheticShape shape) {
+  SyntheticOptions o;
+  o.shape = shape;
+  o.layers = 6;
+  o.base_bytes = 1 << 20;
+  return GenerateSynthetic(o);
+}
+
+EnvConfig ThirdOfPeak(const Workload& w) {
+  EnvConfig c;
+  c.dram_limit_bytes = w.peak_live_bytes() / 3;
+  return c;
+}
+
 TEST(PlacementEnv, EveryLiveTensorOfEveryBottleneckKernelIsOneStep) {
   Workload w = HandGraph();
   PlacementEnv env(w, HandConfig());
@@ -155,13 +171,8 @@ TEST(PlacementEnv, RescoreUsesMeasuredRuntime) {
 }
 
 TEST(PlacementEnv, ObservationsAreBoundedAndDescribeTheTensor) {
-  SyntheticOptions o;
-  o.shape = SyntheticShape::kResnetLike;
-  o.layers = 6;
-  o.base_bytes = 1 << 20;
-  Workload w = GenerateSynthetic(o);
-  EnvConfig c;
-  c.dram_limit_bytes = w.peak_live_bytes() / 3;
+  Workload w = SixLayers(SyntheticShape::kResnetLike);
+  EnvConfig c = ThirdOfPeak(w);
   PlacementEnv env(w, c);
   std::mt19937_64 rng(5);
   Observation obs = env.Reset();
@@ -178,13 +189,8 @@ TEST(PlacementEnv, ObservationsAreBoundedAndDescribeTheTensor) {
 // The gap features, recomputed from the workload: the most live bytes while
 // the tensor waits for its next access, and how long it waits.
 TEST(PlacementEnv, GapFeaturesDescribeTheWaitForTheNextAccess) {
-  SyntheticOptions o;
-  o.shape = SyntheticShape::kResnetLike;
-  o.layers = 6;
-  o.base_bytes = 1 << 20;
-  Workload w = GenerateSynthetic(o);
-  EnvConfig c;
-  c.dram_limit_bytes = w.peak_live_bytes() / 3;
+  Workload w = SixLayers(SyntheticShape::kResnetLike);
+  EnvConfig c = ThirdOfPeak(w);
   c.scope = DecisionScope::kAllLive;
   PlacementEnv env(w, c);
   const double K = static_cast<double>(w.num_kernels());
@@ -216,13 +222,8 @@ TEST(PlacementEnv, GapFeaturesDescribeTheWaitForTheNextAccess) {
 // A priority decides the order of each kernel's decisions (higher first);
 // without one, the order is the heat's. Either way every decision is asked once.
 TEST(PlacementEnv, ADecisionPriorityOrdersEachKernelsDecisions) {
-  SyntheticOptions o;
-  o.shape = SyntheticShape::kVggLike;
-  o.layers = 6;
-  o.base_bytes = 1 << 20;
-  Workload w = GenerateSynthetic(o);
-  EnvConfig c;
-  c.dram_limit_bytes = w.peak_live_bytes() / 3;
+  Workload w = SixLayers(SyntheticShape::kVggLike);
+  EnvConfig c = ThirdOfPeak(w);
   c.scope = DecisionScope::kAllLive;
   PlacementEnv env(w, c);
   auto decisions = [&](std::vector<std::pair<size_t, uint32_t>>* order, std::vector<float>* sizes) {
@@ -402,13 +403,8 @@ TEST(PlacementEnv, AGapDecisionSeesWhatEarlierKeepsHoldOverItsGap) {
 // keep of an untouched DRAM tensor holds its bytes from the next kernel
 // until its next decision (or the end of its life).
 TEST(PlacementEnv, GapHeldBytesMatchABruteForceCount) {
-  SyntheticOptions o;
-  o.shape = SyntheticShape::kResnetLike;
-  o.layers = 6;
-  o.base_bytes = 1 << 20;
-  Workload w = GenerateSynthetic(o);
-  EnvConfig c;
-  c.dram_limit_bytes = w.peak_live_bytes() / 3;
+  Workload w = SixLayers(SyntheticShape::kResnetLike);
+  EnvConfig c = ThirdOfPeak(w);
   PlacementEnv env(w, c);
   const size_t K = w.num_kernels();
   std::vector<double> held(K, 0.0);
