@@ -74,9 +74,7 @@ struct Options {
   int pretrain_updates = ImitationConfig{}.pretrain_updates;
   int dagger_rounds = ImitationConfig{}.dagger_rounds;
   bool focus_on_mistakes = false;
-  int search_rollouts = 64;
-  int search_candidates = 16;
-  double search_seconds = 120;
+  PlanSearchOptions search{64, 16, 120};
   int dagger_updates = ImitationConfig{}.updates_per_round;
   int episodes = 0;
   int updates_per_episode = 64;
@@ -107,7 +105,7 @@ EpisodeSummary SelfImitate(PlacementAgent& agent, PlacementEnv& env, const Workl
                            std::mt19937_64& rng, double* best_searched) {
   SelfImitationConfig c;
   c.rounds = o.self_rounds;
-  c.search = {o.search_rollouts, o.search_candidates, o.search_seconds};
+  c.search = o.search;
   SelfImitationResult r = LearnFromOwnSearches(agent, env, c, rng);
   *best_searched = 0;
   for (const SelfImitationRound& round : r.rounds) {
@@ -192,14 +190,10 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
   s = RunEpisode(env, greedy);
   add("untrained network, greedy", "mdp, network", SummaryPercent(w, s), s.oom, Seconds(t0));
   auto search = [&](const std::string& label) {
-    if (o.search_rollouts <= 1) return;
-    PlanSearchOptions so;
-    so.max_rollouts = o.search_rollouts;
-    so.candidates_per_round = o.search_candidates;
-    so.max_seconds = o.search_seconds;
-    PlanSearchResult r = SearchPlan(env, ScoresOf(agent), so);
-    add(label + " + search (" + std::to_string(r.rollouts) + " rollouts, " + std::to_string(r.deviations) +
-            " deviations)",
+    if (o.search.max_rollouts <= 1) return;
+    PlanSearchResult r = SearchPlan(env, ScoresOf(agent), o.search);
+    add(label + " + search (" + std::to_string(r.rollouts) + " rollouts, " + std::to_string(r.replays) +
+            " replays, " + std::to_string(r.deviations) + " deviations)",
         "plan-time search", SummaryPercent(w, r.best), r.best.oom, r.seconds);
   };
   search("untrained network");
@@ -411,12 +405,8 @@ std::vector<Row> RunTransfer(const std::vector<std::string>& train, const std::v
     EpisodeSummary s = RunEpisode(*t.env, greedy);
     rows.push_back({t.name, "dqn greedy (" + label + ")", "greedy policy", SummaryPercent(*t.w, s), s.oom,
                     train_seconds});
-    if (o.search_rollouts > 1) {
-      PlanSearchOptions so;
-      so.max_rollouts = o.search_rollouts;
-      so.candidates_per_round = o.search_candidates;
-      so.max_seconds = o.search_seconds;
-      PlanSearchResult r = SearchPlan(*t.env, ScoresOf(*agent), so);
+    if (o.search.max_rollouts > 1) {
+      PlanSearchResult r = SearchPlan(*t.env, ScoresOf(*agent), o.search);
       rows.push_back({t.name, "dqn + search (" + label + ")", "plan-time search", SummaryPercent(*t.w, r.best),
                       r.best.oom, r.seconds});
     }
@@ -456,13 +446,17 @@ int Main(int argc, char** argv) {
   app.add_option("--dagger-rounds", o.dagger_rounds,
                  "After pre-training: rounds of greedy rollouts labelled by the demonstrating plan (DAgger)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--search-rollouts", o.search_rollouts,
+  app.add_option("--search-rollouts", o.search.max_rollouts,
                  "Plan-time search: rollouts of a limited-discrepancy search guided by the final network (0: none)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--search-candidates", o.search_candidates,
+  app.add_option("--search-replays", o.search.max_replays,
+                 "Plan-time search: after the rollouts, single flips of the incumbent's doubtful decisions that keep its "
+                 "other decisions (0: none)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--search-candidates", o.search.candidates_per_round,
                  "Plan-time search: least-sure decisions tried before giving up on an incumbent")
       ->check(CLI::PositiveNumber);
-  app.add_option("--search-seconds", o.search_seconds, "Plan-time search: time limit (0 = none)")
+  app.add_option("--search-seconds", o.search.max_seconds, "Plan-time search: time limit (0 = none)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--focus-on-mistakes", o.focus_on_mistakes,
                  "DAgger rounds count the states the policy gets wrong twice (true) or train on the aggregate as it is "

@@ -208,6 +208,11 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
                   "Plan-time search from the fastest evaluated policy's greedy plan, guided by its network (1 = none)")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
+  cmd->add_option("--search-replays", c.plan_search.max_replays,
+                  "Plan-time search, after the rollouts: episodes that flip one of the incumbent's least-sure decisions "
+                  "and keep its others (about an environment episode each; 0 = none)")
+      ->check(CLI::Range(0, 100000000))
+      ->capture_default_str();
 
   PutInHelpGroups(cmd, {
       {"What to train on, and the run", {"--workload", "--dram-fraction", "--dram-limit-bytes", "--episodes", "--out",
@@ -221,7 +226,8 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
       {"Baselines and imitation", {"--demonstrations", "--baselines", "--solver-seconds", "--dagger-rounds",
                                    "--polish-updates", "--self-imitation-rounds", "--lr-after-imitation"}},
       {"Evaluation, convergence and the final search",
-       {"--eval-every", "--converge-window", "--converge-tolerance", "--search-rollouts"}},
+       {"--eval-every", "--converge-window", "--converge-tolerance", "--search-rollouts",
+        "--search-replays"}},
       {"Fleet and metrics", {"--heartbeat-ms", "--metrics-address"}},
   });
 }

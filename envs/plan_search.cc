@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace tensortier {
 namespace {
@@ -13,11 +14,31 @@ namespace {
 // between the two scores; infinite where the action is a deviation, so the
 // search does not question it again) and whether the action deviates.
 struct Episode {
+  std::vector<uint64_t> keys;  // DecisionKey of each step
   std::vector<uint8_t> actions;
   std::vector<float> gaps;
   std::vector<uint8_t> deviates;
   EpisodeSummary summary;
 };
+
+// A decision's identity across episodes whose step indices differ: the
+// kernel and the tensor it places (one decision per tensor per kernel).
+uint64_t DecisionKey(const PlacementEnv& env) {
+  return (static_cast<uint64_t>(env.current_kernel()) << 32) | env.current_tensor();
+}
+
+// The policy's choice at `obs` with its DRAM preference shifted by `bias`;
+// records it in `e`.
+uint8_t PolicyStep(const ActionScores& scores, const Observation& obs, float bias, Episode& e) {
+  auto [dram, slow] = scores(obs);
+  if (!std::isfinite(dram) || !std::isfinite(slow))
+    throw std::runtime_error("SearchPlan: the policy scored an action as non-finite");
+  const float preference = dram - slow - bias;
+  const uint8_t a = preference >= 0 ? 0 : 1;
+  e.gaps.push_back(std::abs(preference));
+  e.deviates.push_back(a != (slow > dram ? 1 : 0));
+  return a;
+}
 
 // Follows `base` for its first `flip` steps, takes the other action at step
 // `flip` (none when flip == base.actions.size()), then the policy with its
@@ -37,20 +58,69 @@ Episode Play(PlacementEnv& env, const ActionScores& scores, const Episode& base,
       e.gaps.push_back(std::numeric_limits<float>::infinity());
       e.deviates.push_back(!base.deviates[step]);
     } else {
-      auto [dram, slow] = scores(obs);
-      if (!std::isfinite(dram) || !std::isfinite(slow))
-        throw std::runtime_error("SearchPlan: the policy scored an action as non-finite");
-      const float preference = dram - slow - bias;
-      a = preference >= 0 ? 0 : 1;
-      e.gaps.push_back(std::abs(preference));
-      e.deviates.push_back(a != (slow > dram ? 1 : 0));
+      a = PolicyStep(scores, obs, bias, e);
     }
+    e.keys.push_back(DecisionKey(env));
     e.actions.push_back(a);
     obs = env.Step(a).observation;
     ++step;
   }
   e.summary = env.summary();
   return e;
+}
+
+// Takes the other action at the decision `flip` names and, everywhere else,
+// the action `base` took at the same (kernel, tensor); the policy decides
+// only the decisions `base` never met (the flip can change which tensors a
+// kernel asks about). So a candidate differs from the incumbent's plan by one
+// decision and its consequences, where Play's continuation re-decides
+// everything after the flip. No network call for the decisions kept, so a
+// replay costs little more than the environment's own steps.
+Episode Replay(PlacementEnv& env, const ActionScores& scores, const Episode& base,
+               const std::unordered_map<uint64_t, size_t>& step_of, uint64_t flip, float bias) {
+  Episode e;
+  Observation obs = env.Reset();
+  while (!env.done()) {
+    const uint64_t key = DecisionKey(env);
+    uint8_t a;
+    auto it = step_of.find(key);
+    if (it == step_of.end()) {
+      a = PolicyStep(scores, obs, bias, e);
+    } else if (key == flip) {
+      a = static_cast<uint8_t>(1 - base.actions[it->second]);
+      e.gaps.push_back(std::numeric_limits<float>::infinity());
+      e.deviates.push_back(!base.deviates[it->second]);
+    } else {
+      a = base.actions[it->second];
+      e.gaps.push_back(base.gaps[it->second]);
+      e.deviates.push_back(base.deviates[it->second]);
+    }
+    e.keys.push_back(key);
+    e.actions.push_back(a);
+    obs = env.Step(a).observation;
+  }
+  e.summary = env.summary();
+  return e;
+}
+
+std::unordered_map<uint64_t, size_t> StepOf(const Episode& e) {
+  std::unordered_map<uint64_t, size_t> step_of;
+  step_of.reserve(e.keys.size());
+  for (size_t i = 0; i < e.keys.size(); ++i) step_of.emplace(e.keys[i], i);
+  return step_of;
+}
+
+// The incumbent's decisions the search may question, the closest first;
+// deviations (infinite gap) are not questioned again.
+std::vector<size_t> Doubtful(const Episode& e, size_t limit) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < e.gaps.size(); ++i)
+    if (std::isfinite(e.gaps[i])) order.push_back(i);
+  const size_t n = std::min(order.size(), limit);
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), order.end(),
+                    [&](size_t a, size_t b) { return e.gaps[a] < e.gaps[b]; });
+  order.resize(n);
+  return order;
 }
 
 }  // namespace
@@ -83,14 +153,10 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
   bool improved = true;
   while (improved && result.rollouts < options.max_rollouts && !out_of_time()) {
     improved = false;
-    std::vector<size_t> order(incumbent.actions.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    const size_t n = std::min(order.size(), static_cast<size_t>(std::max(options.candidates_per_round, 0)));
-    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), order.end(),
-                      [&](size_t a, size_t b) { return incumbent.gaps[a] < incumbent.gaps[b]; });
-    for (size_t c = 0; c < n && result.rollouts < options.max_rollouts && !out_of_time(); ++c) {
+    const std::vector<size_t> order =
+        Doubtful(incumbent, static_cast<size_t>(std::max(options.candidates_per_round, 0)));
+    for (size_t c = 0; c < order.size() && result.rollouts < options.max_rollouts && !out_of_time(); ++c) {
       const size_t step = order[c];
-      if (!std::isfinite(incumbent.gaps[step])) break;  // only deviations left
       Episode candidate = Play(env, scores, incumbent, step, result.bias);
       ++result.rollouts;
       if (FasterEpisode(candidate.summary, incumbent.summary)) {
@@ -98,6 +164,29 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
         ++result.improvements;
         improved = true;
         break;
+      }
+    }
+  }
+  // Then single flips that keep the rest of the incumbent's plan, in passes
+  // over its doubtful decisions: an improvement is kept and the pass goes on
+  // from it (restarting at the closest decision would retry the ones that
+  // just failed); a pass that improves nothing ends the search.
+  improved = options.max_rollouts > 1;  // 1 rollout is the greedy plan alone
+  while (improved && result.replays < options.max_replays && !out_of_time()) {
+    improved = false;
+    std::vector<uint64_t> keys;
+    for (size_t step : Doubtful(incumbent, incumbent.gaps.size())) keys.push_back(incumbent.keys[step]);
+    std::unordered_map<uint64_t, size_t> step_of = StepOf(incumbent);
+    for (size_t c = 0; c < keys.size() && result.replays < options.max_replays && !out_of_time(); ++c) {
+      if (!step_of.count(keys[c])) continue;  // an earlier improvement removed this decision
+      Episode candidate = Replay(env, scores, incumbent, step_of, keys[c], result.bias);
+      ++result.replays;
+      if (FasterEpisode(candidate.summary, incumbent.summary)) {
+        incumbent = std::move(candidate);
+        ++result.improvements;
+        ++result.replay_improvements;
+        improved = true;
+        step_of = StepOf(incumbent);
       }
     }
   }

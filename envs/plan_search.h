@@ -31,6 +31,12 @@ struct PlanSearchOptions {
   int max_rollouts = 64;        // episodes played, the greedy one and the biased ones included; 1 = greedy only
   int candidates_per_round = 16;  // closest decisions tried before the search gives up on an incumbent
   double max_seconds = 0;       // 0 = no time limit
+  // After the rollouts: episodes that flip one of the incumbent's decisions
+  // and keep all its others (the policy decides only decisions the
+  // incumbent never met), in passes over its doubtful decisions, closest
+  // first. They call the network for a few steps at most, so they cost about
+  // an environment episode each. 0 = none; none either when max_rollouts is 1.
+  int max_replays = 2048;
   // Shifts of the DRAM preference tried after the greedy episode: a bias b
   // plays "DRAM when score(DRAM) - score(slow) > b" (greedy is b = 0). In
   // units of DQN's Q-values, whose large-margin loss separates the expert's
@@ -44,7 +50,9 @@ struct PlanSearchResult {
   float bias = 0;               // of the biased episode the deviations started from (0: the greedy one)
   int rollouts = 0;
   int deviations = 0;           // decisions where best differs from what the policy would pick
-  int improvements = 0;
+  int replays = 0;              // single-flip episodes played after the rollouts
+  int improvements = 0;         // of the rollouts and the replays together
+  int replay_improvements = 0;
   double seconds = 0;
 };
 

@@ -156,6 +156,7 @@ TEST(PlanSearch, ImprovesOnAPoorPolicysGreedyPlan) {
   PlanSearchOptions o;
   o.max_rollouts = 3000;
   o.candidates_per_round = 100000;  // every decision may be questioned
+  o.max_replays = 0;                // the rollouts alone
   PlanSearchResult r = SearchPlan(env, prefer_dram, o);
   EXPECT_LE(r.rollouts, 3000);
   EXPECT_GE(r.improvements, 1);
@@ -176,6 +177,7 @@ TEST(PlanSearch, ABiasShiftsThePolicysPreferenceAndTheFasterEpisodeIsKept) {
   ASSERT_NE(fill.cost.total_ns, slow.cost.total_ns);
   PlanSearchOptions o;
   o.max_rollouts = 2;  // the greedy episode and one biased
+  o.max_replays = 0;
   o.biases = {0.1f};
   PlanSearchResult r = SearchPlan(env, [](const Observation&) { return std::make_pair(0.05f, 0.0f); }, o);
   EXPECT_EQ(r.rollouts, 2);
@@ -187,6 +189,41 @@ TEST(PlanSearch, ABiasShiftsThePolicysPreferenceAndTheFasterEpisodeIsKept) {
   o.biases = {std::nanf("")};
   EXPECT_THROW(SearchPlan(env, [](const Observation&) { return std::make_pair(0.05f, 0.0f); }, o),
                std::invalid_argument);
+}
+
+// The replays after the rollouts flip one decision and keep the incumbent's
+// others: they improve on the poor policy above with far fewer network calls
+// than rollouts, which re-decide everything after the flip, would need.
+TEST(PlanSearch, ReplaysFlipOneDecisionAndKeepTheIncumbentsOthers) {
+  Workload w = Resnet();
+  PlacementEnv env(w, Config(w, 0.25));
+  size_t calls = 0;
+  ActionScores prefer_dram = [&](const Observation& x) {
+    ++calls;
+    return std::make_pair(2.0f + x[kObsHeat], 0.0f);
+  };
+  PlanSearchOptions o;
+  o.max_rollouts = 2;  // the greedy episode and one deviation
+  o.biases = {};
+  o.max_replays = 0;
+  const PlanSearchResult rollouts_only = SearchPlan(env, prefer_dram, o);
+  const size_t steps = rollouts_only.greedy.steps;
+  o.max_replays = 400;
+  calls = 0;
+  const PlanSearchResult r = SearchPlan(env, prefer_dram, o);
+  EXPECT_EQ(r.rollouts, 2);
+  EXPECT_GE(r.replays, 1);
+  EXPECT_LE(r.replays, 400);
+  EXPECT_GE(r.replay_improvements, 1);
+  EXPECT_LT(r.best.cost.total_ns, rollouts_only.best.cost.total_ns);
+  EXPECT_FALSE(r.best.oom);
+  EXPECT_NEAR(EvaluatePlan(w, r.best.plan).total_ns, r.best.cost.total_ns, 1e-9 * r.best.cost.total_ns);
+  // The two rollouts call the network at most 2 x steps times; the replays
+  // only where a flip made the kernel ask about a tensor it had not.
+  EXPECT_LT(calls, 2 * steps + static_cast<size_t>(r.replays) * steps / 4);
+  // 1 rollout is the greedy plan alone: no replays either.
+  o.max_rollouts = 1;
+  EXPECT_EQ(SearchPlan(env, prefer_dram, o).replays, 0);
 }
 
 TEST(PlanSearch, ANonFiniteScoreIsAnError) {
