@@ -1,4 +1,4 @@
-#include "executor/aggregation.h"
+#include "allocator/aggregation.h"
 
 namespace tensortier {
 

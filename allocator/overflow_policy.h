@@ -1,5 +1,5 @@
 // What the tiered allocator does with a DRAM request that does not fit
-// (executor/tiered_allocator.h); LibTorch-free for executor/executor.h.
+// (allocator/tiered_allocator.h); LibTorch-free for executor/executor.h.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "executor/page_region.h"
+#include "allocator/page_region.h"
 
 #include <algorithm>
 #include <iterator>

@@ -1,4 +1,4 @@
-#include "executor/tiered_allocator.h"
+#include "allocator/tiered_allocator.h"
 
 #include <c10/core/CPUAllocator.h>
 

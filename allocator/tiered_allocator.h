@@ -42,9 +42,9 @@
 #include <vector>
 
 #include "envs/workload.h"
-#include "executor/aggregation.h"
-#include "executor/overflow_policy.h"
-#include "executor/page_region.h"
+#include "allocator/aggregation.h"
+#include "allocator/overflow_policy.h"
+#include "allocator/page_region.h"
 #include "tiers/memory_tier.h"
 
 namespace tensortier {

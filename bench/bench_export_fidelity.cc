@@ -2,7 +2,7 @@
 // iterations. Per model: profile one iteration, train a DQN on its graph
 // (cost model, in-process), export a lookup file, then roll the generalised
 // lookup out over the graph (what a host without a plan table for the model
-// does, exporter/apply.h) and compare that plan with the network's greedy plan:
+// does, hostrt/apply/plan_from_lookup.h) and compare that plan with the network's greedy plan:
 // decisions that differ, agreement on the export's evaluation states and on
 // the network's own greedy path, the cost-model runtime ratio, and the
 // measured iteration time of both plans on the slow tier, alternating

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "executor/plan_executor.h"
-#include "executor/tiered_allocator.h"
+#include "allocator/tiered_allocator.h"
 #include "tiers/memory_tier.h"
 
 namespace tensortier {

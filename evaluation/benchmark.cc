@@ -16,7 +16,7 @@
 #include "envs/cost_model.h"
 #include "envs/placement_env.h"
 #include "executor/executor.h"
-#include "exporter/apply.h"
+#include "hostrt/apply/plan_from_lookup.h"
 #include "hostrt/tensortier_lookup.hpp"
 #include "policies/policy.h"
 #include "report/report.h"
@@ -308,7 +308,7 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
           plan = LearnedPlan(*it->second, w, limit, o.mode, HasSearchSuffix(name) ? &o.search : nullptr);
           row.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         } else if (IsLookupPolicy(name)) {
-          // As a host applies the file (exporter/apply.h); the label says
+          // As a host applies the file (hostrt/apply/plan_from_lookup.h); the label says
           // which part of it planned, since a plan table is a trained plan
           // and the generalised lookup the policy on a graph it may never
           // have seen.

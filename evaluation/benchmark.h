@@ -23,7 +23,7 @@ struct BenchmarkOptions {
   // network guides, envs/plan_search.h; its time is decision time) and
   // "learned" (every agent the checkpoints give a workload, greedy and searched)
   // and "lookup:FILE" (an exported lookup file applied as a host applies it,
-  // exporter/apply.h: its plan table for the workload and budget when it has
+  // hostrt/apply/plan_from_lookup.h: its plan table for the workload and budget when it has
   // one, else its generalised lookup rolled out over the workload's MDP; the
   // row's policy is "lookup:FILE (plan table)" or "lookup:FILE (generalised)").
   // RunBenchmark throws lookup::LookupError (hostrt/tensortier_lookup.hpp)

@@ -28,14 +28,14 @@
 
 #include "envs/placement_plan.h"
 #include "envs/workload.h"
-#include "executor/aggregation.h"
+#include "allocator/aggregation.h"
 #include "executor/counters.h"
-#include "executor/overflow_policy.h"
+#include "allocator/overflow_policy.h"
 #include "models/model_options.h"
 
 namespace tensortier {
 
-class TieredAllocator;  // executor/tiered_allocator.h (LibTorch): the public API stays free of it
+class TieredAllocator;  // allocator/tiered_allocator.h (LibTorch): the public API stays free of it
 
 struct RunnerOptions {
   ModelOptions model;

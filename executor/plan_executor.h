@@ -29,7 +29,7 @@
 #include "envs/placement_plan.h"
 #include "envs/workload.h"
 #include "executor/counters.h"
-#include "executor/tiered_allocator.h"
+#include "allocator/tiered_allocator.h"
 #include "models/training_task.h"
 
 namespace tensortier {

@@ -29,7 +29,7 @@
 #include "learner/task_frames.h"
 #include "learner/trainer.h"
 #include "learner/weights_publisher.h"
-#include "metrics/learner_metrics.h"
+#include "learner/learner_metrics.h"
 #include "protocol/codec.h"
 #include "transport/channel.h"
 

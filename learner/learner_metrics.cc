@@ -1,4 +1,4 @@
-#include "metrics/learner_metrics.h"
+#include "learner/learner_metrics.h"
 
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "envs/workload.h"
-#include "executor/tiered_allocator.h"
+#include "allocator/tiered_allocator.h"
 #include "models/training_task.h"
 
 namespace tensortier {

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "executor/tiered_allocator.h"
+#include "allocator/tiered_allocator.h"
 
 namespace tensortier {
 

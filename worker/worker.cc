@@ -15,7 +15,7 @@
 
 #include "agents/agent.h"
 #include "common/log.h"
-#include "metrics/worker_metrics.h"
+#include "worker/worker_metrics.h"
 #include "protocol/codec.h"
 #include "transport/channel.h"
 #include "worker/exploration.h"

@@ -1,4 +1,4 @@
-#include "metrics/worker_metrics.h"
+#include "worker/worker_metrics.h"
 
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>

@@ -1,4 +1,4 @@
-#include "exporter/apply.h"
+#include "hostrt/apply/plan_from_lookup.h"
 
 #include <stdexcept>
 #include <string>

@@ -21,7 +21,7 @@
 #include "envs/workload_spec.h"
 #include "evaluation/benchmark.h"
 #include "executor/executor.h"
-#include "exporter/apply.h"
+#include "hostrt/apply/plan_from_lookup.h"
 #include "exporter/export.h"
 #include "exporter/lookup_writer.h"
 #include "hostrt/tensortier_lookup.hpp"

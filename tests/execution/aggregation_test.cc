@@ -7,8 +7,8 @@
 
 #include "executor/executor.h"
 #include "executor/migration_plans.h"
-#include "executor/page_region.h"
-#include "executor/tiered_allocator.h"
+#include "allocator/page_region.h"
+#include "allocator/tiered_allocator.h"
 
 namespace tensortier {
 namespace {

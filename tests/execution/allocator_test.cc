@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "executor/tiered_allocator.h"
+#include "allocator/tiered_allocator.h"
 
 namespace tensortier {
 namespace {

@@ -23,7 +23,7 @@
 #include "envs/placement_env.h"
 #include "envs/workload_io.h"
 #include "envs/workload_spec.h"
-#include "exporter/apply.h"
+#include "hostrt/apply/plan_from_lookup.h"
 #include "exporter/export.h"
 #include "hostrt/lookup_format.h"
 #include "hostrt/tensortier_lookup.hpp"

@@ -41,7 +41,7 @@
 #include "envs/workload_spec.h"
 #include "tests/common/derived_times.h"
 #include "executor/executor.h"
-#include "exporter/apply.h"
+#include "hostrt/apply/plan_from_lookup.h"
 #include "exporter/export.h"
 #include "hostrt/tensortier_lookup.hpp"
 #include "hostrt/torch/tensortier_torch.h"

@@ -13,9 +13,9 @@
 #include "common/files.h"
 #include "envs/synthetic.h"
 #include "metrics/http_get.h"
-#include "metrics/learner_metrics.h"
+#include "learner/learner_metrics.h"
 #include "metrics/metrics_server.h"
-#include "metrics/worker_metrics.h"
+#include "worker/worker_metrics.h"
 
 namespace tensortier {
 namespace {
