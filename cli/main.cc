@@ -587,6 +587,9 @@ int Main(int argc, char** argv) {
   exp->add_option("--workload", export_opts.workload, "Workload file or spec (default RUN_DIR/workload.ttwl)");
   exp->add_option("--plan", export_opts.plan_path, "Plan for the plan table (default RUN_DIR/final_plan.ttplan)");
   exp->add_option("--out", export_opts.output_path, "Lookup file to write (default RUN_DIR/policy.ttlookup)");
+  AddDecisionScopeOption(exp, export_opts.env.scope)
+      ->description("The MDP the network is rolled out in to build the lookup: the scope it was trained in "
+                    "(train's --decision-scope); access-gaps, relevant or all-live");
 
   BenchmarkOptions bench_opts;
   std::vector<std::string> bench_workloads;
@@ -627,6 +630,9 @@ int Main(int argc, char** argv) {
                     "plan table where it has one for the workload and budget, else its generalised lookup "
                     "(repeatable; the same as the policy lookup:FILE)")
       ->check(CLI::ExistingFile);
+  AddDecisionScopeOption(bench, bench_opts.scope)
+      ->description("The MDP that dqn, sac, their +search and lookup:FILE are rolled out in: the scope the network "
+                    "was trained in (train's --decision-scope); access-gaps, relevant or all-live");
   bench->add_option("--mode", bench_mode, "sync or async")->check(CLI::IsMember({"sync", "async"}))->capture_default_str();
   bench->add_option("--slow-tier", bench_opts.slow_tier, SlowTierSpecHelp())->capture_default_str();
   bench->add_option("--repeats", bench_opts.repeats, "Measured iterations per plan and round")->capture_default_str();

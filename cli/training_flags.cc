@@ -70,6 +70,13 @@ void PutInHelpGroups(CLI::App* cmd, const std::vector<std::pair<std::string, std
 // in code serves none unless given an address.
 TrainingFlags::TrainingFlags() { learner.metrics_address = kDefaultMetricsAddress; }
 
+CLI::Option* AddDecisionScopeOption(CLI::App* cmd, DecisionScope& scope) {
+  return AddEnumOption(cmd, "--decision-scope", scope, ParseDecisionScope, DecisionScopeName,
+                       "Which live tensors of a bottleneck kernel get a decision: access-gaps (an untouched DRAM tensor "
+                       "once per gap between its accesses), relevant (at every bottleneck kernel) or all-live "
+                       "(docs/mdp.md)");
+}
+
 void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
   LearnerConfig& c = f.learner;
   cmd->add_option("--workload", f.workload,
@@ -87,9 +94,7 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
   cmd->add_option("--beta", c.env.beta, "Weight of performance against memory price in the episodic reward (eq. 13)")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
-  AddEnumOption(cmd, "--decision-scope", c.env.scope, ParseDecisionScope, DecisionScopeName,
-                "Which live tensors of a bottleneck kernel get a decision: access-gaps (an untouched DRAM tensor once "
-                "per gap between its accesses), relevant (at every bottleneck kernel) or all-live (docs/mdp.md)");
+  AddDecisionScopeOption(cmd, c.env.scope);
   cmd->add_option("--spill-penalty", c.env.spill_penalty,
                   "Step reward subtracted when the agent asks for DRAM that is full (the tensor goes to the slow tier)")
       ->check(CLI::NonNegativeNumber)

@@ -37,6 +37,11 @@ struct TrainingFlags {
 // --gamma, --seed, --device) set both agents' fields, whose defaults agree.
 void AddTrainingOptions(CLI::App* cmd, TrainingFlags& flags);
 
+// --decision-scope (docs/mdp.md): `train` and `learner` train in it; `bench`
+// and `export` roll a network out in it, which must be the scope it was
+// trained in.
+CLI::Option* AddDecisionScopeOption(CLI::App* cmd, DecisionScope& scope);
+
 // Puts the options of `cmd` named in `groups` (long names with "--") into
 // those groups of --help, in that order; throws std::logic_error for a name
 // `cmd` has no option of.

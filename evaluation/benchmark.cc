@@ -43,10 +43,11 @@ std::string AgentKind(const std::string& name) {
 // given budget: the learned policy as a baseline-like decision; with
 // `search`, improved by the plan-time search its network guides.
 PlacementPlan LearnedPlan(const PlacementAgent& agent, const Workload& w, uint64_t dram_limit, MigrationMode mode,
-                          const PlanSearchOptions* search) {
+                          DecisionScope scope, const PlanSearchOptions* search) {
   EnvConfig env;
   env.dram_limit_bytes = dram_limit;
   env.mode = mode;
+  env.scope = scope;
   PlacementEnv placement(w, env);
   if (search) {
     PlanSearchResult r = SearchPlan(placement, ScoresOf(agent), *search);
@@ -305,7 +306,7 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
             throw std::invalid_argument("policy " + name + " needs --checkpoint [" + w.name + "=]FILE holding a " +
                                         kind + " agent (a learner's checkpoints/" + kind + ".ckpt)");
           auto t0 = std::chrono::steady_clock::now();
-          plan = LearnedPlan(*it->second, w, limit, o.mode, HasSearchSuffix(name) ? &o.search : nullptr);
+          plan = LearnedPlan(*it->second, w, limit, o.mode, o.scope, HasSearchSuffix(name) ? &o.search : nullptr);
           row.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         } else if (IsLookupPolicy(name)) {
           // As a host applies the file (hostrt/apply/plan_from_lookup.h); the label says
@@ -314,6 +315,7 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
           // have seen.
           EnvConfig env;
           env.mode = o.mode;
+          env.scope = o.scope;
           auto t0 = std::chrono::steady_clock::now();
           AppliedPlan applied = PlanFromLookup(lookups.at(name).handle(), w, limit, env);
           row.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

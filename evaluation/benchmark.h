@@ -57,6 +57,10 @@ struct BenchmarkOptions {
   double solver_time_limit_seconds = 60;
   uint64_t seed = 1;
   PlanSearchOptions search{64, 16, 120};  // of the "+search" policies
+  // The MDP a checkpoint's network and a generalised lookup are rolled out
+  // in: the scope they were trained in (a network rolled out in another
+  // scope is asked other questions).
+  DecisionScope scope = EnvConfig{}.scope;
 };
 
 struct BenchmarkRow {

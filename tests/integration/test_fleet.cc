@@ -220,6 +220,15 @@ TEST(Fleet, BadCommandLinesFailWithAClearMessage) {
   EXPECT_NE(ReadFile(dir + "/d.log").find("unknown policy 'sentinal' (valid: "), std::string::npos)
       << ReadFile(dir + "/d.log");
   EXPECT_NE(ReadFile(dir + "/d.log").find("autotm-sync"), std::string::npos);
+  // bench and export roll networks out in the scope they name, and refuse one that does not exist.
+  for (const char* command : {"bench", "export"}) {
+    ChildProcess scope({command, "--workload", "synthetic:tiny:2", "--decision-scope", "per-kernel"},
+                       dir + "/scope.log");
+    EXPECT_EQ(scope.Wait(std::chrono::seconds(30)), 2) << command;
+    EXPECT_NE(ReadFile(dir + "/scope.log").find("unknown decision scope 'per-kernel' (access-gaps, relevant or all-live)"),
+              std::string::npos)
+        << ReadFile(dir + "/scope.log");
+  }
   ChildProcess e({"--log-level", "verbose", "inspect", dir + "/garbage.ttwl"}, dir + "/e.log");
   const int e_exit = e.Wait(std::chrono::seconds(30));
   EXPECT_NE(e_exit, 0);
