@@ -40,6 +40,20 @@ uint8_t PolicyStep(const ActionScores& scores, const Observation& obs, float bia
   return a;
 }
 
+// `base`'s action at its step i, or the other one when `flip`; records it in
+// `e`. A flipped decision is a deviation, with an infinite gap so that the
+// search does not question it again.
+uint8_t BaseStep(const Episode& base, size_t i, bool flip, Episode& e) {
+  if (flip) {
+    e.gaps.push_back(std::numeric_limits<float>::infinity());
+    e.deviates.push_back(!base.deviates[i]);
+    return static_cast<uint8_t>(1 - base.actions[i]);
+  }
+  e.gaps.push_back(base.gaps[i]);
+  e.deviates.push_back(base.deviates[i]);
+  return base.actions[i];
+}
+
 // Follows `base` for its first `flip` steps, takes the other action at step
 // `flip` (none when flip == base.actions.size()), then the policy with its
 // DRAM preference shifted by `bias`.
@@ -49,14 +63,8 @@ Episode Play(PlacementEnv& env, const ActionScores& scores, const Episode& base,
   size_t step = 0;
   while (!env.done()) {
     uint8_t a;
-    if (step < flip) {
-      a = base.actions[step];
-      e.gaps.push_back(base.gaps[step]);
-      e.deviates.push_back(base.deviates[step]);
-    } else if (step == flip && flip < base.actions.size()) {
-      a = static_cast<uint8_t>(1 - base.actions[step]);
-      e.gaps.push_back(std::numeric_limits<float>::infinity());
-      e.deviates.push_back(!base.deviates[step]);
+    if (step < flip || (step == flip && flip < base.actions.size())) {
+      a = BaseStep(base, step, step == flip, e);
     } else {
       a = PolicyStep(scores, obs, bias, e);
     }
@@ -82,19 +90,8 @@ Episode Replay(PlacementEnv& env, const ActionScores& scores, const Episode& bas
   Observation obs = env.Reset();
   while (!env.done()) {
     const uint64_t key = DecisionKey(env);
-    uint8_t a;
     auto it = step_of.find(key);
-    if (it == step_of.end()) {
-      a = PolicyStep(scores, obs, bias, e);
-    } else if (key == flip) {
-      a = static_cast<uint8_t>(1 - base.actions[it->second]);
-      e.gaps.push_back(std::numeric_limits<float>::infinity());
-      e.deviates.push_back(!base.deviates[it->second]);
-    } else {
-      a = base.actions[it->second];
-      e.gaps.push_back(base.gaps[it->second]);
-      e.deviates.push_back(base.deviates[it->second]);
-    }
+    const uint8_t a = it == step_of.end() ? PolicyStep(scores, obs, bias, e) : BaseStep(base, it->second, key == flip, e);
     e.keys.push_back(key);
     e.actions.push_back(a);
     obs = env.Step(a).observation;
