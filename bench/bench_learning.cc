@@ -193,7 +193,9 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
     if (o.search.max_rollouts <= 1) return;
     PlanSearchResult r = SearchPlan(env, ScoresOf(agent), o.search);
     add(label + " + search (" + std::to_string(r.rollouts) + " rollouts, " + std::to_string(r.replays) +
-            " replays, " + std::to_string(r.deviations) + " deviations)",
+            " replays, " + std::to_string(r.pair_replays) + " pair replays, " + std::to_string(r.improvements) + " improvements, " +
+            std::to_string(r.deviations) +
+            " deviations)",
         "plan-time search", SummaryPercent(w, r.best), r.best.oom, r.seconds);
   };
   search("untrained network");
@@ -356,49 +358,28 @@ std::vector<Row> RunTransfer(const std::vector<std::string>& train, const std::v
   std::mt19937_64 rng(o.seed);
   auto greedy = [&](const Observation& ob) { return agent->Greedy(ob.data()); };
   const auto start = Clock::now();
-  std::vector<Transition> pool, expert_states;
-  for (Task& t : corpus) {
-    Demonstration d = DemonstratePlan(*t.env, t.expert);
-    expert_states.insert(expert_states.end(), d.transitions.begin(), d.transitions.end());
-  }
-  pool = expert_states;
-  agent->SetDemonstrations(pool);
-  for (int u = 0; u < o.pretrain_updates; ++u) agent->PretrainStep(rng);
-  // Scores the current weights on the corpus (mean greedy percentage), keeps
-  // them when best, and returns the rollouts' labelled states.
-  double best_mean = -1;
-  std::string best_weights;
-  auto score = [&](const char* phase, int round) {
-    std::vector<Transition> visited;
+  // The product's corpus imitation (`tensortier pretrain`), with this bench's settings.
+  ImitationConfig ic;
+  ic.pretrain_updates = o.pretrain_updates;
+  ic.dagger_rounds = o.dagger_rounds;
+  ic.updates_per_round = o.dagger_updates;
+  ic.focus_on_mistakes = o.focus_on_mistakes;
+  ic.max_demonstrations = o.max_demonstrations;
+  ic.polish_updates = o.polish_updates;
+  std::vector<ImitationTask> tasks;
+  for (Task& t : corpus) tasks.push_back({t.env.get(), {t.expert}, t.name});
+  const CorpusImitationResult im = LearnFromCorpus(*agent, tasks, ic, rng);
+  for (size_t k = 0; k < im.tasks[0].rounds.size(); ++k) {
     double sum = 0;
-    for (Task& t : corpus) {
-      Demonstration d = LabelRollout(*t.env, t.expert, greedy);
-      sum += SummaryPercent(*t.w, d.summary);
-      visited.insert(visited.end(), std::make_move_iterator(d.transitions.begin()),
-                     std::make_move_iterator(d.transitions.end()));
+    for (size_t i = 0; i < corpus.size(); ++i) {
+      const ImitationRound& r = im.tasks[i].rounds[k];
+      sum += r.greedy_oom ? 0 : 100.0 * MinCostNs(*corpus[i].w) / r.greedy_cost_ns;
     }
-    const double mean = sum / static_cast<double>(corpus.size());
-    if (mean > best_mean) best_mean = mean, best_weights = agent->SerializeWeights();
-    std::fprintf(stderr, "    corpus %s %d: mean greedy %.1f%% (%.1f s)\n", phase, round, mean, Seconds(start));
-    return visited;
-  };
-  for (int round = 0; round < o.dagger_rounds; ++round) {
-    std::vector<Transition> visited = score("dagger round", round);
-    pool.insert(pool.end(), std::make_move_iterator(visited.begin()), std::make_move_iterator(visited.end()));
-    if (pool.size() > o.max_demonstrations) {  // keep a uniform sample
-      std::shuffle(pool.begin(), pool.end(), rng);
-      pool.resize(o.max_demonstrations);
-    }
-    agent->SetDemonstrations(pool);
-    for (int u = 0; u < o.dagger_updates; ++u) agent->PretrainStep(rng);
+    std::fprintf(stderr, "    corpus %s %d: mean greedy %.1f%% (%.1f s)\n",
+                 im.tasks[0].rounds[k].polish ? "polish" : "dagger round", im.tasks[0].rounds[k].round,
+                 sum / static_cast<double>(corpus.size()), im.tasks[0].rounds[k].seconds);
   }
-  agent->SetDemonstrations(expert_states);
-  for (int done = 0, round = 0; done < o.polish_updates; done += 1500, ++round) {
-    score("polish", round);
-    for (int u = 0; u < 1500; ++u) agent->PretrainStep(rng);
-  }
-  score("final", 0);
-  agent->LoadWeights(best_weights);
+  const std::string best_weights = agent->SerializeWeights();
   const double train_seconds = Seconds(start);
   if (!o.save_path.empty()) agent->SaveCheckpoint(o.save_path);
   auto place = [&](Task& t, const std::string& label) {
@@ -452,6 +433,10 @@ int Main(int argc, char** argv) {
   app.add_option("--search-replays", o.search.max_replays,
                  "Plan-time search: after the rollouts, single flips of the incumbent's doubtful decisions that keep its "
                  "other decisions (0: none)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--search-pair-replays", o.search.max_pair_replays,
+                 "Plan-time search: when single flips stop improving, episodes that flip two decisions of opposite "
+                 "directions over overlapping kernels (0: none)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--search-candidates", o.search.candidates_per_round,
                  "Plan-time search: least-sure decisions tried before giving up on an incumbent")

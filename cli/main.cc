@@ -486,6 +486,27 @@ int RunWorker(WorkerConfig config, const WorkerFlags& flags) {
   return 0;
 }
 
+int RunPretrain(const CorpusPretrainingOptions& o, bool force) {
+  std::error_code ec;
+  if (!force && std::filesystem::is_directory(o.out_dir, ec) && !std::filesystem::is_empty(o.out_dir, ec))
+    throw std::invalid_argument("--out " + o.out_dir + " is not empty: choose another directory, or pass --force");
+  MakeDirectories(o.out_dir);
+  SetLogFile(o.out_dir + "/pretrain.log");
+  std::printf("TensorTier pretrain: %zu workloads, DRAM %.2f x each one's peak, %s; run directory %s\n",
+              o.workloads.size(), o.dram_fraction, MigrationModeName(o.env.mode), o.out_dir.c_str());
+  std::fflush(stdout);
+  const CorpusPretrainingResult r = PretrainOnCorpus(o, [](const std::string& line) {
+    std::printf("  %s\n", line.c_str());
+    std::fflush(stdout);
+  });
+  std::printf("\n%s\nnetwork: %s (%.1f s in all)\nplace a model it never saw:  tensortier bench --workload M.ttwl "
+              "--policies sentinel autotm-sync dqn dqn+search --checkpoint %s --dram-fractions %.2f\nfine-tune on "
+              "it:  tensortier train --workload M.ttwl --init %s\n",
+              CorpusMarkdown(r).c_str(), r.checkpoint_path.c_str(), r.seconds, r.checkpoint_path.c_str(),
+              o.dram_fraction, o.out_dir.c_str());
+  return 0;
+}
+
 int RunInspect(const std::string& path) try {
   std::string head = ReadFile(path).substr(0, 8);
   if (IsLookupFile(path)) {
@@ -680,6 +701,14 @@ int Main(int argc, char** argv) {
   auto* inspect = app.add_subcommand("inspect", "Summarise a workload (.ttwl), plan (.ttplan), agent checkpoint (.ckpt) or learner checkpoint (.ttckpt)");
   inspect->add_option("file", inspect_path, "File to summarise")->required()->check(CLI::ExistingFile);
 
+  CorpusPretrainingOptions pretrain_opts;
+  bool pretrain_force = false;
+  auto* pretrain = app.add_subcommand(
+      "pretrain", "One network for many models: imitate each workload's fastest baseline plan at once; the "
+                  "network places models it never saw (bench --checkpoint) or starts a run (train --init)");
+  AddPretrainOptions(pretrain, pretrain_opts);
+  pretrain->add_flag("--force", pretrain_force, "Write into a non-empty --out");
+
   SyntheticOptions gen;
   std::string gen_shape = "resnet", gen_out;
   auto* generate = app.add_subcommand("generate", "Write a synthetic workload file");
@@ -716,6 +745,10 @@ int Main(int argc, char** argv) {
     if (*worker) {
       SetLogComponent("worker");
       return RunWorker(worker_config, worker_flags);
+    }
+    if (*pretrain) {
+      SetLogComponent("pretrain");
+      return RunPretrain(pretrain_opts, pretrain_force);
     }
     if (*keys) return RunKeys(keys_flags);
     if (*inspect) return RunInspect(inspect_path);

@@ -218,6 +218,11 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
                   "and keep its others (about an environment episode each; 0 = none)")
       ->check(CLI::Range(0, 100000000))
       ->capture_default_str();
+  cmd->add_option("--search-pair-replays", c.plan_search.max_pair_replays,
+                  "Plan-time search, when single flips stop improving: episodes that flip two of the incumbent's "
+                  "decisions of opposite directions over overlapping kernels (0 = none)")
+      ->check(CLI::Range(0, 100000000))
+      ->capture_default_str();
 
   PutInHelpGroups(cmd, {
       {"What to train on, and the run", {"--workload", "--dram-fraction", "--dram-limit-bytes", "--episodes", "--out",
@@ -232,9 +237,42 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
                                    "--polish-updates", "--self-imitation-rounds", "--lr-after-imitation"}},
       {"Evaluation, convergence and the final search",
        {"--eval-every", "--converge-window", "--converge-tolerance", "--search-rollouts",
-        "--search-replays"}},
+        "--search-replays", "--search-pair-replays"}},
       {"Fleet and metrics", {"--heartbeat-ms", "--metrics-address"}},
   });
+}
+
+void AddPretrainOptions(CLI::App* cmd, CorpusPretrainingOptions& o) {
+  cmd->add_option("--workloads", o.workloads,
+                  "The corpus: workload files (profile, generate) or synthetic:SHAPE[:LAYERS] specs")
+      ->required();
+  cmd->add_option("--out", o.out_dir, "Run directory: checkpoints/dqn.ckpt (for train --init, bench --checkpoint, "
+                                      "export --checkpoint), corpus.csv, corpus.md, pretrain.log")
+      ->required();
+  cmd->add_option("--dram-fraction", o.dram_fraction, "Each workload's DRAM limit, as a fraction of its peak live bytes")
+      ->check(CLI::Range(0.001, 1.0))
+      ->capture_default_str();
+  AddEnumOption(cmd, "--mode", o.env.mode, ParseMigrationMode, MigrationModeString,
+                "Migration mode: sync (blocking copies) or async (copies overlap the next kernel)");
+  AddDecisionScopeOption(cmd, o.env.scope);
+  cmd->add_option("--demonstrations", o.experts,
+                  "Baseline policies whose fastest plan the network imitates on each workload "
+                  "[default: autotm-sync sentinel]");
+  cmd->add_option("--solver-seconds", o.solver_seconds, "Time limit of each ILP solve (AutoTM)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--seed", o.dqn.seed, "Random seed")->capture_default_str();
+  cmd->add_option("--hidden", o.dqn.hidden, "Hidden layer sizes of the network");
+  cmd->add_option("--dagger-rounds", o.imitation.dagger_rounds, "DAgger rounds after pre-training on the experts")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  cmd->add_option("--polish-updates", o.imitation.polish_updates,
+                  "Steps on the experts' own states alone after the DAgger rounds (0: none)")
+      ->check(CLI::Range(0, 10000000))
+      ->capture_default_str();
+  cmd->add_option("--max-seconds", o.imitation.max_seconds, "Stop imitating after this many seconds (0 = no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
 }
 
 }  // namespace tensortier

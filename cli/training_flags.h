@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "learner/corpus_pretraining.h"
 #include "learner/learner.h"
 
 namespace tensortier {
@@ -41,6 +42,9 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& flags);
 // and `export` roll a network out in it, which must be the scope it was
 // trained in.
 CLI::Option* AddDecisionScopeOption(CLI::App* cmd, DecisionScope& scope);
+
+// `pretrain`'s flags, bound to the library's CorpusPretrainingOptions.
+void AddPretrainOptions(CLI::App* cmd, CorpusPretrainingOptions& options);
 
 // Puts the options of `cmd` named in `groups` (long names with "--") into
 // those groups of --help, in that order; throws std::logic_error for a name

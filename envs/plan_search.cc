@@ -18,8 +18,18 @@ struct Episode {
   std::vector<uint8_t> actions;
   std::vector<float> gaps;
   std::vector<uint8_t> deviates;
+  std::vector<uint32_t> holds_until;  // PlacementEnv::decision_holds_until of each step
   EpisodeSummary summary;
+
+  // Records the step the env is about to take with action `a`.
+  void Record(const PlacementEnv& env, uint64_t key, uint8_t a) {
+    keys.push_back(key);
+    actions.push_back(a);
+    holds_until.push_back(static_cast<uint32_t>(env.decision_holds_until()));
+  }
 };
+
+constexpr uint64_t kNoDecision = ~uint64_t{0};
 
 // A decision's identity across episodes whose step indices differ: the
 // kernel and the tensor it places (one decision per tensor per kernel).
@@ -68,8 +78,7 @@ Episode Play(PlacementEnv& env, const ActionScores& scores, const Episode& base,
     } else {
       a = PolicyStep(scores, obs, bias, e);
     }
-    e.keys.push_back(DecisionKey(env));
-    e.actions.push_back(a);
+    e.Record(env, DecisionKey(env), a);
     obs = env.Step(a).observation;
     ++step;
   }
@@ -77,7 +86,8 @@ Episode Play(PlacementEnv& env, const ActionScores& scores, const Episode& base,
   return e;
 }
 
-// Takes the other action at the decision `flip` names and, everywhere else,
+// Takes the other action at the decisions `flip` and `flip2` name (kNoDecision:
+// none) and, everywhere else,
 // the action `base` took at the same (kernel, tensor); the policy decides
 // only the decisions `base` never met (the flip can change which tensors a
 // kernel asks about). So a candidate differs from the incumbent's plan by one
@@ -85,15 +95,16 @@ Episode Play(PlacementEnv& env, const ActionScores& scores, const Episode& base,
 // everything after the flip. No network call for the decisions kept, so a
 // replay costs little more than the environment's own steps.
 Episode Replay(PlacementEnv& env, const ActionScores& scores, const Episode& base,
-               const std::unordered_map<uint64_t, size_t>& step_of, uint64_t flip, float bias) {
+               const std::unordered_map<uint64_t, size_t>& step_of, uint64_t flip, uint64_t flip2,
+               float bias) {
   Episode e;
   Observation obs = env.Reset();
   while (!env.done()) {
     const uint64_t key = DecisionKey(env);
     auto it = step_of.find(key);
-    const uint8_t a = it == step_of.end() ? PolicyStep(scores, obs, bias, e) : BaseStep(base, it->second, key == flip, e);
-    e.keys.push_back(key);
-    e.actions.push_back(a);
+    const uint8_t a = it == step_of.end() ? PolicyStep(scores, obs, bias, e)
+                                          : BaseStep(base, it->second, key == flip || key == flip2, e);
+    e.Record(env, key, a);
     obs = env.Step(a).observation;
   }
   e.summary = env.summary();
@@ -118,6 +129,27 @@ std::vector<size_t> Doubtful(const Episode& e, size_t limit) {
                     [&](size_t a, size_t b) { return e.gaps[a] < e.gaps[b]; });
   order.resize(n);
   return order;
+}
+
+// Partners of the incumbent's step i for a pair move: steps that took the
+// other action over an overlapping stretch of kernels ([kernel, holds_until)
+// of each), the least sure first. Where DRAM is short a single flip is paid
+// by a displaced tensor (keep one more: a later DRAM request is clipped;
+// evict one: its room goes unused); flipping two decisions of opposite
+// directions together trades one tensor's DRAM for another's.
+std::vector<size_t> Partners(const Episode& e, size_t i, size_t limit) {
+  const uint64_t kernel_i = e.keys[i] >> 32;
+  std::vector<size_t> partners;
+  for (size_t j = 0; j < e.keys.size(); ++j) {
+    const uint64_t kernel_j = e.keys[j] >> 32;
+    if (j == i || e.actions[j] == e.actions[i] || !std::isfinite(e.gaps[j])) continue;
+    if (kernel_j < e.holds_until[i] && kernel_i < e.holds_until[j]) partners.push_back(j);
+  }
+  const size_t n = std::min(partners.size(), limit);
+  std::partial_sort(partners.begin(), partners.begin() + static_cast<std::ptrdiff_t>(n), partners.end(),
+                    [&](size_t a, size_t b) { return e.gaps[a] < e.gaps[b]; });
+  partners.resize(n);
+  return partners;
 }
 
 }  // namespace
@@ -164,28 +196,53 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
       }
     }
   }
-  // Then single flips that keep the rest of the incumbent's plan, in passes
-  // over its doubtful decisions: an improvement is kept and the pass goes on
-  // from it (restarting at the closest decision would retry the ones that
-  // just failed); a pass that improves nothing ends the search.
-  improved = options.max_rollouts > 1;  // 1 rollout is the greedy plan alone
-  while (improved && result.replays < options.max_replays && !out_of_time()) {
-    improved = false;
+  // Then replays that keep the rest of the incumbent's plan: passes of
+  // single flips over its doubtful decisions (an improvement is kept and the
+  // pass goes on from it: restarting at the closest decision would retry the
+  // ones that just failed) until a pass improves nothing; then a pass of
+  // pair moves, which goes back to single flips when it improves. A search
+  // that improves nothing ends.
+  std::unordered_map<uint64_t, size_t> step_of = StepOf(incumbent);
+  auto try_replay = [&](uint64_t flip, uint64_t flip2) {
+    Episode candidate = Replay(env, scores, incumbent, step_of, flip, flip2, result.bias);
+    if (!FasterEpisode(candidate.summary, incumbent.summary)) return false;
+    incumbent = std::move(candidate);
+    ++result.improvements;
+    step_of = StepOf(incumbent);
+    return true;
+  };
+  auto doubtful_keys = [&] {
     std::vector<uint64_t> keys;
     for (size_t step : Doubtful(incumbent, incumbent.gaps.size())) keys.push_back(incumbent.keys[step]);
-    std::unordered_map<uint64_t, size_t> step_of = StepOf(incumbent);
+    return keys;
+  };
+  bool searching = options.max_rollouts > 1;  // 1 rollout is the greedy plan alone
+  while (searching && !out_of_time()) {
+    bool improved = false;
+    const std::vector<uint64_t> keys = doubtful_keys();
     for (size_t c = 0; c < keys.size() && result.replays < options.max_replays && !out_of_time(); ++c) {
       if (!step_of.count(keys[c])) continue;  // an earlier improvement removed this decision
-      Episode candidate = Replay(env, scores, incumbent, step_of, keys[c], result.bias);
       ++result.replays;
-      if (FasterEpisode(candidate.summary, incumbent.summary)) {
-        incumbent = std::move(candidate);
-        ++result.improvements;
+      if (try_replay(keys[c], kNoDecision)) {
         ++result.replay_improvements;
         improved = true;
-        step_of = StepOf(incumbent);
       }
     }
+    if (improved) continue;
+    for (size_t c = 0; c < keys.size() && result.pair_replays < options.max_pair_replays && !out_of_time(); ++c) {
+      auto it = step_of.find(keys[c]);
+      if (it == step_of.end()) continue;
+      for (size_t partner : Partners(incumbent, it->second, static_cast<size_t>(std::max(options.pair_partners, 0)))) {
+        if (result.pair_replays >= options.max_pair_replays || out_of_time()) break;
+        ++result.pair_replays;
+        if (try_replay(keys[c], incumbent.keys[partner])) {
+          ++result.pair_improvements;
+          improved = true;
+          break;  // keys[c] is flipped now
+        }
+      }
+    }
+    searching = improved;
   }
   result.best = std::move(incumbent.summary);
   for (uint8_t d : incumbent.deviates) result.deviations += d;

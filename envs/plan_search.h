@@ -37,6 +37,12 @@ struct PlanSearchOptions {
   // first. They call the network for a few steps at most, so they cost about
   // an environment episode each. 0 = none; none either when max_rollouts is 1.
   int max_replays = 2048;
+  // When a pass of single flips improves nothing: episodes that flip two of
+  // the incumbent's decisions of opposite directions over overlapping
+  // kernels (one tensor's DRAM for another's), each doubtful decision with
+  // its `pair_partners` least sure partners. 0 = none.
+  int max_pair_replays = 0;
+  int pair_partners = 4;
   // Shifts of the DRAM preference tried after the greedy episode: a bias b
   // plays "DRAM when score(DRAM) - score(slow) > b" (greedy is b = 0). In
   // units of DQN's Q-values, whose large-margin loss separates the expert's
@@ -53,6 +59,8 @@ struct PlanSearchResult {
   int replays = 0;              // single-flip episodes played after the rollouts
   int improvements = 0;         // of the rollouts and the replays together
   int replay_improvements = 0;
+  int pair_replays = 0;         // two-flip episodes, after single flips stopped improving
+  int pair_improvements = 0;
   double seconds = 0;
 };
 

@@ -55,9 +55,26 @@ std::vector<Transition> RoundSet(const PlacementAgent& agent, const std::vector<
 
 }  // namespace
 
-ImitationResult LearnFromPlans(PlacementAgent& agent, PlacementEnv& env, const std::vector<PlacementPlan>& experts,
-                               const ImitationConfig& config, std::mt19937_64& rng) {
-  if (experts.empty()) throw std::invalid_argument("LearnFromPlans: no expert plan");
+// Whether the greedy plans of `a` beat those of `b` across a corpus: fewer
+// out-of-memory episodes, then a higher mean of all-DRAM time / plan time
+// (models of any size count alike). For one model: FasterEpisode.
+struct CorpusScore {
+  int oom = 0;
+  double mean_relative = 0;
+  bool Beats(const CorpusScore& b) const {
+    if (oom != b.oom) return oom < b.oom;
+    return mean_relative > b.mean_relative * (1 + 1e-12);
+  }
+};
+
+CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<ImitationTask>& tasks,
+                                      const ImitationConfig& config, std::mt19937_64& rng) {
+  if (tasks.empty()) throw std::invalid_argument("LearnFromPlans: no workload to imitate on");
+  for (const ImitationTask& t : tasks) {
+    if (!t.env) throw std::invalid_argument("LearnFromPlans: a task without an environment");
+    if (t.experts.empty()) throw std::invalid_argument("LearnFromPlans: no expert plan" +
+                                                       (t.name.empty() ? std::string() : " for " + t.name));
+  }
   if (!agent.supports_demonstrations())
     throw std::invalid_argument("LearnFromPlans: agent " + agent.name() + " does not learn from demonstrations");
   if (config.max_demonstrations == 0) throw std::invalid_argument("LearnFromPlans: max_demonstrations must be > 0");
@@ -68,97 +85,143 @@ ImitationResult LearnFromPlans(PlacementAgent& agent, PlacementEnv& env, const s
   const auto start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
 
-  ImitationResult result;
-  const PlacementPlan* expert = nullptr;
-  Demonstration shown;
-  for (const PlacementPlan& plan : experts) {
-    Demonstration d = DemonstratePlan(env, plan);
-    if (!expert || FasterEpisode(d.summary, shown.summary)) {
-      expert = &plan;
-      shown = std::move(d);
+  CorpusImitationResult corpus;
+  corpus.tasks.resize(tasks.size());
+  std::vector<const PlacementPlan*> expert(tasks.size(), nullptr);
+  std::vector<std::vector<Transition>> shown_states(tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    Demonstration shown;
+    for (const PlacementPlan& plan : tasks[i].experts) {
+      Demonstration d = DemonstratePlan(*tasks[i].env, plan);
+      if (!expert[i] || FasterEpisode(d.summary, shown.summary)) {
+        expert[i] = &plan;
+        shown = std::move(d);
+      }
     }
+    corpus.tasks[i].expert = expert[i]->produced_by;
+    corpus.tasks[i].expert_cost_ns = CostOf(shown.summary);
+    shown_states[i] = std::move(shown.transitions);
   }
-  result.expert = expert->produced_by;
-  result.expert_cost_ns = CostOf(shown.summary);
 
-  // The polish set: the expert's states, sampled down to the cap.
+  // The polish set: the experts' states, sampled down to the cap.
   std::vector<Transition> expert_states;
   if (config.polish_updates > 0) {
     uint64_t offered = 0;
-    Aggregate(expert_states, shown.transitions, config.max_demonstrations, offered, rng);
+    for (const std::vector<Transition>& states : shown_states)
+      Aggregate(expert_states, states, config.max_demonstrations, offered, rng);
   }
   std::vector<Transition> pool;
   uint64_t seen = 0;
-  Aggregate(pool, std::move(shown.transitions), config.max_demonstrations, seen, rng);
+  for (const std::vector<Transition>& states : shown_states)
+    Aggregate(pool, states, config.max_demonstrations, seen, rng);
   agent.SetDemonstrations(pool);
   for (int u = 0; u < config.pretrain_updates; ++u) agent.PretrainStep(rng);
-  result.updates += static_cast<uint64_t>(std::max(config.pretrain_updates, 0));
+  corpus.updates += static_cast<uint64_t>(std::max(config.pretrain_updates, 0));
 
   auto greedy = [&](const Observation& o) { return agent.Greedy(o.data()); };
   std::string best_weights;
-  // Rolls the current policy out, labelled by the expert: the evaluation of
-  // these weights (kept when they are the fastest so far) and, in a DAgger
-  // round, the next round's data in one episode.
-  auto roll_out = [&](ImitationRound& r) {
-    Demonstration visited = LabelRollout(env, *expert, greedy);
-    r.greedy_cost_ns = CostOf(visited.summary);
-    r.greedy_oom = visited.summary.oom;
-    if (best_weights.empty() || FasterEpisode(visited.summary, result.best_greedy)) {
-      best_weights = agent.SerializeWeights();
-      result.best_cost_ns = r.greedy_cost_ns;
-      result.best_round = r.round;
-      result.best_greedy = visited.summary;
+  CorpusScore best_score;
+  // Rolls the current policy out on every task, labelled by its expert: the
+  // evaluation of these weights (kept when they are the best so far) and, in
+  // a DAgger round, the next round's data. Appends the round to every task.
+  auto roll_out = [&](const ImitationRound& r, std::vector<Transition>* visited) {
+    CorpusScore score;
+    std::vector<EpisodeSummary> greedy_plans(tasks.size());
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      Demonstration d = LabelRollout(*tasks[i].env, *expert[i], greedy);
+      ImitationRound tr = r;
+      tr.greedy_cost_ns = CostOf(d.summary);
+      tr.greedy_oom = d.summary.oom;
+      corpus.tasks[i].rounds.push_back(tr);
+      score.oom += d.summary.oom;
+      score.mean_relative += d.summary.oom ? 0 : tasks[i].env->workload().total_dram_time_ns() / tr.greedy_cost_ns;
+      greedy_plans[i] = std::move(d.summary);
+      if (visited)
+        visited->insert(visited->end(), std::make_move_iterator(d.transitions.begin()),
+                        std::make_move_iterator(d.transitions.end()));
     }
-    return visited;
+    score.mean_relative /= static_cast<double>(tasks.size());
+    if (best_weights.empty() || score.Beats(best_score)) {
+      best_weights = agent.SerializeWeights();
+      best_score = score;
+      corpus.best_round = r.round;
+      for (size_t i = 0; i < tasks.size(); ++i) {
+        corpus.tasks[i].best_cost_ns = CostOf(greedy_plans[i]);
+        corpus.tasks[i].best_greedy = std::move(greedy_plans[i]);
+      }
+    }
   };
   auto out_of_time = [&] { return config.max_seconds > 0 && elapsed() >= config.max_seconds; };
   for (int round = 0;; ++round) {
     ImitationRound r;
     r.round = round;
-    Demonstration visited = roll_out(r);
-    if (round >= config.dagger_rounds || out_of_time()) {
-      r.demonstrations = pool.size();
-      r.seconds = elapsed();
-      result.rounds.push_back(r);
-      break;
+    const bool last = round >= config.dagger_rounds || out_of_time();
+    std::vector<Transition> visited;
+    roll_out(r, last ? nullptr : &visited);
+    if (!last) {
+      Aggregate(pool, std::move(visited), config.max_demonstrations, seen, rng);
+      size_t mistakes = 0;
+      agent.SetDemonstrations(RoundSet(agent, pool, config.focus_on_mistakes, &mistakes));
+      for (int u = 0; u < config.updates_per_round; ++u) agent.PretrainStep(rng);
+      corpus.updates += static_cast<uint64_t>(std::max(config.updates_per_round, 0));
+      for (ImitationResult& t : corpus.tasks) t.rounds.back().mistakes = mistakes;
     }
-    Aggregate(pool, std::move(visited.transitions), config.max_demonstrations, seen, rng);
-    agent.SetDemonstrations(RoundSet(agent, pool, config.focus_on_mistakes, &r.mistakes));
-    for (int u = 0; u < config.updates_per_round; ++u) agent.PretrainStep(rng);
-    result.updates += static_cast<uint64_t>(std::max(config.updates_per_round, 0));
-    r.demonstrations = pool.size();
-    r.seconds = elapsed();
-    result.rounds.push_back(r);
+    for (ImitationResult& t : corpus.tasks) {
+      t.rounds.back().demonstrations = pool.size();
+      t.rounds.back().seconds = elapsed();
+    }
+    if (last) break;
   }
-  // Polish: the expert's own states alone. Their labels are right (a DAgger
+  // Polish: the experts' own states alone. Their labels are right (a DAgger
   // state's label is the plan's tier for a state the plan never reached),
-  // and a policy that gets every one of them right replays the expert's plan.
+  // and a policy that gets every one of them right replays the experts' plans.
   if (config.polish_updates > 0) {
     agent.SetDemonstrations(expert_states);
     const int chunk = config.polish_chunk;  // > 0, checked above
     for (int done = 0; done < config.polish_updates && !out_of_time(); done += chunk) {
-      ImitationRound r;
-      r.round = static_cast<int>(result.rounds.size());
-      r.polish = true;
-      for (const Transition& t : expert_states) r.mistakes += agent.Greedy(t.observation.data()) != t.action;
-      if (r.mistakes == 0) break;  // the greedy plan is the expert's already
+      // Mistakes before the chunk, on each task's own states.
+      std::vector<size_t> mistakes(tasks.size(), 0);
+      size_t all_mistakes = 0;
+      for (size_t i = 0; i < tasks.size(); ++i) {
+        for (const Transition& t : shown_states[i]) mistakes[i] += agent.Greedy(t.observation.data()) != t.action;
+        all_mistakes += mistakes[i];
+      }
+      if (all_mistakes == 0) break;  // the greedy plans are the experts' already
       for (int u = 0; u < chunk; ++u) agent.PretrainStep(rng);
-      result.updates += static_cast<uint64_t>(chunk);
-      roll_out(r);
-      r.demonstrations = expert_states.size();
-      r.seconds = elapsed();
-      result.rounds.push_back(r);
+      corpus.updates += static_cast<uint64_t>(chunk);
+      ImitationRound r;
+      r.round = static_cast<int>(corpus.tasks[0].rounds.size());
+      r.polish = true;
+      roll_out(r, nullptr);
+      for (size_t i = 0; i < tasks.size(); ++i) {
+        ImitationRound& done_round = corpus.tasks[i].rounds.back();
+        done_round.mistakes = mistakes[i];
+        done_round.demonstrations = expert_states.size();
+        done_round.seconds = elapsed();
+      }
     }
   }
   agent.LoadWeights(best_weights);
   agent.SyncTarget();
   if (config.learning_rate_after > 0) agent.SetLearningRate(config.learning_rate_after);
   agent.SetDemonstrations(std::move(pool));
-  result.seconds = elapsed();
-  LogInfo("imitation_finished").kv("expert", result.expert).kv("expert_runtime_ns", result.expert_cost_ns)
-      .kv("best_round", result.best_round).kv("greedy_runtime_ns", result.best_cost_ns)
-      .kv("rounds", result.rounds.size()).kv("updates", result.updates).kv("seconds", result.seconds);
-  return result;
+  corpus.seconds = elapsed();
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    ImitationResult& t = corpus.tasks[i];
+    t.best_round = corpus.best_round;
+    t.updates = corpus.updates;
+    t.seconds = corpus.seconds;
+    LogInfo("imitation_finished").kv("workload", tasks[i].name).kv("expert", t.expert)
+        .kv("expert_runtime_ns", t.expert_cost_ns).kv("best_round", t.best_round)
+        .kv("greedy_runtime_ns", t.best_cost_ns).kv("rounds", t.rounds.size()).kv("updates", t.updates)
+        .kv("seconds", t.seconds);
+  }
+  return corpus;
+}
+
+ImitationResult LearnFromPlans(PlacementAgent& agent, PlacementEnv& env, const std::vector<PlacementPlan>& experts,
+                               const ImitationConfig& config, std::mt19937_64& rng) {
+  return std::move(LearnFromCorpus(agent, {ImitationTask{&env, experts, env.workload().name}}, config, rng).tasks[0]);
 }
 
 SelfImitationResult LearnFromOwnSearches(PlacementAgent& agent, PlacementEnv& env, const SelfImitationConfig& config,

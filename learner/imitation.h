@@ -98,6 +98,29 @@ struct ImitationResult {
 ImitationResult LearnFromPlans(PlacementAgent& agent, PlacementEnv& env, const std::vector<PlacementPlan>& experts,
                                const ImitationConfig& config, std::mt19937_64& rng);
 
+// One network for many models (issue #15, criterion 5): the same phases on
+// a corpus, every model's expert states in one aggregate, each DAgger round
+// and polish chunk rolled out on every model; the weights kept are those
+// whose greedy plans have the fewest out-of-memory episodes, then the highest
+// mean of all-DRAM time / plan time. LearnFromPlans is a corpus of one.
+struct ImitationTask {
+  PlacementEnv* env = nullptr;             // reset repeatedly and left done
+  std::vector<PlacementPlan> experts;      // the cheapest (the MDP's replay) is imitated
+  std::string name;                        // for the log
+};
+
+struct CorpusImitationResult {
+  // One per task, in order: its expert, its greedy plan each round, and at
+  // the corpus's best round (best_round, updates and seconds are the corpus's).
+  std::vector<ImitationResult> tasks;
+  int best_round = 0;
+  uint64_t updates = 0;
+  double seconds = 0;
+};
+
+CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<ImitationTask>& tasks,
+                                      const ImitationConfig& config, std::mt19937_64& rng);
+
 // Learning from its own search (expert iteration): each round searches from
 // the agent's greedy plan (envs/plan_search.h, guided by its network) and
 // imitates the searched plan (LearnFromPlans with `imitation`). Needs no plan

@@ -157,6 +157,7 @@ TEST(PlanSearch, ImprovesOnAPoorPolicysGreedyPlan) {
   o.max_rollouts = 3000;
   o.candidates_per_round = 100000;  // every decision may be questioned
   o.max_replays = 0;                // the rollouts alone
+  o.max_pair_replays = 0;
   PlanSearchResult r = SearchPlan(env, prefer_dram, o);
   EXPECT_LE(r.rollouts, 3000);
   EXPECT_GE(r.improvements, 1);
@@ -178,6 +179,7 @@ TEST(PlanSearch, ABiasShiftsThePolicysPreferenceAndTheFasterEpisodeIsKept) {
   PlanSearchOptions o;
   o.max_rollouts = 2;  // the greedy episode and one biased
   o.max_replays = 0;
+  o.max_pair_replays = 0;
   o.biases = {0.1f};
   PlanSearchResult r = SearchPlan(env, [](const Observation&) { return std::make_pair(0.05f, 0.0f); }, o);
   EXPECT_EQ(r.rollouts, 2);
@@ -206,6 +208,7 @@ TEST(PlanSearch, ReplaysFlipOneDecisionAndKeepTheIncumbentsOthers) {
   o.max_rollouts = 2;  // the greedy episode and one deviation
   o.biases = {};
   o.max_replays = 0;
+  o.max_pair_replays = 0;
   const PlanSearchResult rollouts_only = SearchPlan(env, prefer_dram, o);
   const size_t steps = rollouts_only.greedy.steps;
   o.max_replays = 400;
@@ -224,6 +227,33 @@ TEST(PlanSearch, ReplaysFlipOneDecisionAndKeepTheIncumbentsOthers) {
   // 1 rollout is the greedy plan alone: no replays either.
   o.max_rollouts = 1;
   EXPECT_EQ(SearchPlan(env, prefer_dram, o).replays, 0);
+}
+
+// Pair replays start where single flips stopped improving: the same
+// search with them ends at a plan at least as fast, scored exactly, within
+// their budget.
+TEST(PlanSearch, PairReplaysGoOnFromTheSingleFlipsLocalOptimum) {
+  Workload w = Resnet();
+  PlacementEnv env(w, Config(w, 0.25));
+  // DRAM for the hot tensors, the slow tier for the others: both actions
+  // among the doubtful decisions, so that there are pairs to try.
+  ActionScores by_heat = [](const Observation& x) { return std::make_pair(x[kObsHeat], 0.5f); };
+  PlanSearchOptions o;
+  o.max_rollouts = 2;
+  o.biases = {};
+  o.max_replays = 100000;  // single flips until none improves
+  o.max_pair_replays = 0;
+  const PlanSearchResult singles = SearchPlan(env, by_heat, o);
+  EXPECT_EQ(singles.pair_replays, 0);
+  o.max_pair_replays = 300;
+  const PlanSearchResult pairs = SearchPlan(env, by_heat, o);
+  EXPECT_GE(pairs.pair_replays, 1);
+  EXPECT_LE(pairs.pair_replays, 300);
+  EXPECT_GE(pairs.replays, singles.replays);
+  EXPECT_LE(pairs.best.cost.total_ns, singles.best.cost.total_ns);
+  EXPECT_EQ(pairs.pair_improvements > 0, pairs.best.cost.total_ns < singles.best.cost.total_ns);
+  EXPECT_FALSE(pairs.best.oom);
+  EXPECT_NEAR(EvaluatePlan(w, pairs.best.plan).total_ns, pairs.best.cost.total_ns, 1e-9 * pairs.best.cost.total_ns);
 }
 
 TEST(PlanSearch, ANonFiniteScoreIsAnError) {

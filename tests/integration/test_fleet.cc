@@ -199,6 +199,37 @@ TEST(Fleet, ConfigFileMistakesAreErrors) {
   fs::remove_all(dir);
 }
 
+// `pretrain` leaves a network that `bench --checkpoint` rolls out on a model
+// it never saw; it refuses a used run directory and an unknown expert.
+TEST(Fleet, PretrainWritesANetworkThatPlacesAnUnseenModel) {
+  const std::string dir = TempDir("pretrain");
+  ChildProcess p({"pretrain", "--workloads", "synthetic:vgg:4", "synthetic:resnet:4", "--dagger-rounds", "2",
+                  "--polish-updates", "1500", "--out", dir + "/run"},
+                 dir + "/p.log");
+  ASSERT_EQ(p.Wait(std::chrono::seconds(120)), 0) << ReadFile(dir + "/p.log");
+  EXPECT_TRUE(fs::exists(dir + "/run/checkpoints/dqn.ckpt"));
+  EXPECT_TRUE(fs::exists(dir + "/run/pretrain.log"));
+  const std::string csv = ReadFile(dir + "/run/corpus.csv");
+  EXPECT_NE(csv.find("vgg-like-4"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("resnet-like-4"), std::string::npos) << csv;
+  ChildProcess b({"bench", "--workload", "synthetic:mobilenet:4", "--policies", "first-touch", "dqn",
+                  "--checkpoint", dir + "/run/checkpoints/dqn.ckpt", "--dram-fractions", "0.2", "--cost-model-only",
+                  "--out", dir + "/bench"},
+                 dir + "/b.log");
+  ASSERT_EQ(b.Wait(std::chrono::seconds(120)), 0) << ReadFile(dir + "/b.log");
+  EXPECT_NE(ReadFile(dir + "/b.log").find("dqn "), std::string::npos) << ReadFile(dir + "/b.log");
+  ChildProcess used({"pretrain", "--workloads", "synthetic:vgg:4", "--out", dir + "/run"}, dir + "/used.log");
+  EXPECT_EQ(used.Wait(std::chrono::seconds(60)), 2);
+  EXPECT_NE(ReadFile(dir + "/used.log").find("is not empty"), std::string::npos) << ReadFile(dir + "/used.log");
+  ChildProcess expert({"pretrain", "--workloads", "synthetic:vgg:4", "--demonstrations", "autotm-snyc", "--out",
+                       dir + "/expert"},
+                      dir + "/expert.log");
+  EXPECT_EQ(expert.Wait(std::chrono::seconds(60)), 2);
+  EXPECT_NE(ReadFile(dir + "/expert.log").find("unknown policy 'autotm-snyc'"), std::string::npos)
+      << ReadFile(dir + "/expert.log");
+  fs::remove_all(dir);
+}
+
 TEST(Fleet, BadCommandLinesFailWithAClearMessage) {
   const std::string dir = TempDir("cli");
   ChildProcess a({"train", "--workload", "synthetic:lenet", "--out", dir + "/a"}, dir + "/a.log");

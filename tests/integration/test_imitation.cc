@@ -204,6 +204,69 @@ TEST(Imitation, RefusesAnAgentWithoutDemonstrationsAndAnEmptyExpertList) {
 }
 
 // A learner result whose greedy plan is all-slow, with faster plans elsewhere.
+// One network for two models: each model imitates its own expert, every
+// round is rolled out on both, and the weights kept are those of the round
+// with the best mean greedy plan, so the agent's greedy plans are that
+// round's on both models.
+TEST(Imitation, ACorpusNetworkImitatesEveryModelsExpertAndKeepsTheBestMeanRound) {
+  Task resnet = ResnetTask();
+  SyntheticOptions so;
+  so.shape = SyntheticShape::kVggLike;
+  so.layers = 5;
+  Task vgg{GenerateSynthetic(so), resnet.env};
+  vgg.w.Finalize();
+  vgg.env.dram_limit_bytes = vgg.w.peak_live_bytes() / 4;
+  PlacementEnv resnet_env(resnet.w, resnet.env), vgg_env(vgg.w, vgg.env);
+  auto agent = SmallDqn();
+  const double untrained_mean = (MinCostNs(resnet.w) / Greedy(resnet_env, *agent).cost.total_ns +
+                                 MinCostNs(vgg.w) / Greedy(vgg_env, *agent).cost.total_ns) / 2;
+  PlacementPlan slow = PlacementPlan::Uniform(vgg.w, Tier::kSlow, vgg.env.dram_limit_bytes);
+  slow.produced_by = "all-slow";
+  PlacementPlan vgg_first_touch = FirstTouchPlan(vgg.w, vgg.env.dram_limit_bytes);
+  vgg_first_touch.produced_by = "first-touch";
+  ASSERT_LT(EvaluatePlan(vgg.w, vgg_first_touch).total_ns, EvaluatePlan(vgg.w, slow).total_ns);
+  ImitationConfig c;
+  c.pretrain_updates = 800;
+  c.dagger_rounds = 3;
+  c.updates_per_round = 400;
+  c.polish_updates = 1000;
+  c.polish_chunk = 500;
+  std::mt19937_64 rng(5);
+  const CorpusImitationResult r = LearnFromCorpus(
+      *agent, {{&resnet_env, {FirstTouchPlan(resnet.w, resnet.env.dram_limit_bytes)}, "resnet"},
+               {&vgg_env, {slow, vgg_first_touch}, "vgg"}},
+      c, rng);
+  ASSERT_EQ(r.tasks.size(), 2u);
+  EXPECT_EQ(r.tasks[1].expert, "first-touch");  // the faster of the two plans
+  ASSERT_EQ(r.tasks[0].rounds.size(), r.tasks[1].rounds.size());
+  EXPECT_GE(r.tasks[0].rounds.size(), 4u);  // after pre-training, 3 DAgger rounds, then polish chunks
+  EXPECT_EQ(r.tasks[0].best_round, r.best_round);
+  // The agent holds the best round's weights: its greedy plan on each model is that round's.
+  PlacementEnv* envs[] = {&resnet_env, &vgg_env};
+  const Workload* ws[] = {&resnet.w, &vgg.w};
+  double best_mean = 0;
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_DOUBLE_EQ(Greedy(*envs[i], *agent).cost.total_ns, r.tasks[i].best_cost_ns) << i;
+    best_mean += MinCostNs(*ws[i]) / r.tasks[i].best_cost_ns / 2;
+  }
+  // No round's mean beats the kept one.
+  for (size_t k = 0; k < r.tasks[0].rounds.size(); ++k) {
+    double mean = 0;
+    for (size_t i = 0; i < 2; ++i) mean += MinCostNs(*ws[i]) / r.tasks[i].rounds[k].greedy_cost_ns / 2;
+    EXPECT_LE(mean, best_mean * (1 + 1e-12)) << "round " << k;
+  }
+  EXPECT_GT(best_mean, untrained_mean);
+  // Refused: no task, a task with no expert (named), a task with no environment.
+  EXPECT_THROW(LearnFromCorpus(*agent, {}, c, rng), std::invalid_argument);
+  try {
+    LearnFromCorpus(*agent, {{&vgg_env, {}, "vgg"}}, c, rng);
+    ADD_FAILURE() << "no expert was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("no expert plan for vgg"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(LearnFromCorpus(*agent, {{nullptr, {slow}, "none"}}, c, rng), std::invalid_argument);
+}
+
 TEST(RunReport, TheFinalPlanNamesItsSourceAndTheVerdictNamesWhatBeatsIt) {
   Task t = ResnetTask();
   const PlacementPlan slow = PlacementPlan::Uniform(t.w, Tier::kSlow, t.env.dram_limit_bytes);

@@ -1,0 +1,134 @@
+#include "learner/corpus_pretraining.h"
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+#include "agents/agent.h"
+#include "common/files.h"
+#include "common/log.h"
+#include "envs/cost_model.h"
+#include "envs/workload_spec.h"
+#include "learner/training_run.h"
+
+namespace tensortier {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+double Relative(const Workload& w, const EpisodeSummary& s) {
+  return s.oom || s.cost.total_ns <= 0 ? 0 : MinCostNs(w) / s.cost.total_ns;
+}
+
+std::string Csv(const CorpusPretrainingResult& r) {
+  std::ostringstream out;
+  out << "workload,dram_limit_bytes,expert,expert_relative,greedy_relative,greedy_oom,baselines_seconds\n";
+  for (const CorpusWorkloadScore& s : r.workloads)
+    out << '"' << s.workload << "\"," << s.dram_limit_bytes << ',' << s.expert << ',' << s.expert_relative << ','
+        << s.greedy_relative << ',' << (s.greedy_oom ? 1 : 0) << ',' << s.baselines_seconds << '\n';
+  return out.str();
+}
+
+}  // namespace
+
+CorpusPretrainingResult PretrainOnCorpus(const CorpusPretrainingOptions& o,
+                                         const std::function<void(const std::string&)>& progress) {
+  if (o.workloads.empty()) throw std::invalid_argument("pretrain: no workload (--workloads)");
+  if (o.experts.empty()) throw std::invalid_argument("pretrain: no expert policy (--demonstrations)");
+  if (!(o.dram_fraction > 0 && o.dram_fraction <= 1))
+    throw std::invalid_argument("pretrain: --dram-fraction must be in (0, 1]");
+  auto say = [&](const std::string& line) {
+    LogInfo("pretrain_progress").kv("what", line);
+    if (progress) progress(line);
+  };
+  const auto start = Clock::now();
+  // The envs hold references to their workloads: neither may move.
+  std::vector<std::unique_ptr<Workload>> workloads;
+  std::vector<std::unique_ptr<PlacementEnv>> envs;
+  std::vector<ImitationTask> tasks;
+  CorpusPretrainingResult result;
+  for (const std::string& spec : o.workloads) {
+    auto w = std::make_unique<Workload>(LoadWorkloadSpec(spec));
+    // Named by its spec where the name says nothing or repeats another's
+    // (two scales of one model).
+    bool repeated = false;
+    for (const auto& other : workloads) repeated |= other->name == w->name;
+    if (w->name.empty() || repeated) w->name = spec;
+    EnvConfig env = o.env;
+    env.dram_limit_bytes = static_cast<uint64_t>(o.dram_fraction * static_cast<double>(w->peak_live_bytes()));
+    const auto solve_start = Clock::now();
+    std::vector<BaselinePlan> plans = ComputeBaselines(*w, env, o.experts, o.solver_seconds, [&](const std::string& p) {
+      say(w->name + ": " + p + "'s plan");
+    });
+    ImitationTask task;
+    for (BaselinePlan& b : plans) {
+      b.plan.produced_by = b.policy;
+      task.experts.push_back(std::move(b.plan));
+    }
+    CorpusWorkloadScore score;
+    score.workload = w->name;
+    score.dram_limit_bytes = env.dram_limit_bytes;
+    score.baselines_seconds = Since(solve_start);
+    result.workloads.push_back(score);
+    envs.push_back(std::make_unique<PlacementEnv>(*w, env));
+    task.env = envs.back().get();
+    task.name = w->name;
+    tasks.push_back(std::move(task));
+    workloads.push_back(std::move(w));
+  }
+
+  DqnConfig dqn = o.dqn;
+  dqn.observation_size = kObservationSize;
+  dqn.num_actions = 2;
+  std::unique_ptr<PlacementAgent> agent = MakeAgent("dqn", dqn.ToJson());
+  std::mt19937_64 rng(dqn.seed ^ 0x1d7a7e5eedull);
+  say("imitating on " + std::to_string(tasks.size()) + " workloads");
+  const auto imitation_start = Clock::now();
+  CorpusImitationResult im = LearnFromCorpus(*agent, tasks, o.imitation, rng);
+  result.imitation_seconds = Since(imitation_start);
+  result.best_round = im.best_round;
+  result.updates = im.updates;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    CorpusWorkloadScore& s = result.workloads[i];
+    const ImitationResult& t = im.tasks[i];
+    s.expert = t.expert;
+    s.expert_relative = t.expert_cost_ns > 0 ? MinCostNs(*workloads[i]) / t.expert_cost_ns : 0;
+    s.greedy_relative = Relative(*workloads[i], t.best_greedy);
+    s.greedy_oom = t.best_greedy.oom;
+  }
+  if (!o.out_dir.empty()) {
+    MakeDirectories(o.out_dir + "/checkpoints");
+    result.checkpoint_path = o.out_dir + "/checkpoints/dqn.ckpt";
+    agent->SaveCheckpoint(result.checkpoint_path);
+    WriteFileAtomically(o.out_dir + "/corpus.csv", Csv(result));
+    WriteFileAtomically(o.out_dir + "/corpus.md", CorpusMarkdown(result));
+  }
+  result.seconds = Since(start);
+  return result;
+}
+
+std::string CorpusMarkdown(const CorpusPretrainingResult& r) {
+  std::ostringstream out;
+  out << "| workload | DRAM limit (bytes) | expert | expert's plan | network's greedy plan | difference |\n"
+      << "|---|---:|---|---:|---:|---:|\n";
+  char line[512], greedy[32];
+  for (const CorpusWorkloadScore& s : r.workloads) {
+    std::snprintf(greedy, sizeof greedy, "%.1f%%", 100 * s.greedy_relative);
+    std::snprintf(line, sizeof line, "| %s | %llu | %s | %.1f%% | %s | %+.1f |\n", s.workload.c_str(),
+                  static_cast<unsigned long long>(s.dram_limit_bytes), s.expert.c_str(), 100 * s.expert_relative,
+                  s.greedy_oom ? "out of memory" : greedy, 100 * (s.greedy_relative - s.expert_relative));
+    out << line;
+  }
+  out << "\nPercentages: all-DRAM iteration time / the plan's, cost model. The network is the corpus round with "
+         "the best mean greedy plan (round "
+      << r.best_round << ", " << r.updates << " updates, " << static_cast<int>(r.imitation_seconds + 0.5)
+      << " s of imitation).\n";
+  return out.str();
+}
+
+}  // namespace tensortier

@@ -1,0 +1,63 @@
+// `tensortier pretrain`: one DQN network for many models (issue #15,
+// criterion 5). Each workload of a corpus gets its baselines' plans; the
+// network imitates the fastest of them on every workload at once
+// (LearnFromCorpus, learner/imitation.h) and is saved as an agent
+// checkpoint that `train --init`, `bench --checkpoint` and `export` take, so
+// that a model the network never saw is placed with no training, or
+// fine-tuned from it. The run directory:
+//   checkpoints/dqn.ckpt   the network (the corpus round with the best mean greedy plan)
+//   corpus.csv, corpus.md  per workload: its expert, the expert's plan and the network's greedy plan
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "agents/dqn_agent.h"
+#include "envs/placement_env.h"
+#include "learner/imitation.h"
+
+namespace tensortier {
+
+struct CorpusPretrainingOptions {
+  std::vector<std::string> workloads;   // workload files or synthetic:SHAPE[:LAYERS] (envs/workload_spec.h)
+  double dram_fraction = 0.2;           // each workload's DRAM limit: this x its peak live bytes
+  EnvConfig env;                        // mode, decision scope, beta; the limit comes from dram_fraction
+  DqnConfig dqn;
+  ImitationConfig imitation;
+  // The plans imitated: the fastest of these on each workload (train's
+  // --demonstrations default).
+  std::vector<std::string> experts = {"autotm-sync", "sentinel"};
+  double solver_seconds = 60;           // each ILP solve
+  std::string out_dir;
+};
+
+struct CorpusWorkloadScore {
+  std::string workload;
+  uint64_t dram_limit_bytes = 0;
+  std::string expert;                   // the plan imitated
+  double expert_relative = 0;           // all-DRAM time / the expert's plan's (cost model, as the MDP replays it)
+  double greedy_relative = 0;           // all-DRAM time / the network's greedy plan's
+  bool greedy_oom = false;
+  double baselines_seconds = 0;         // to compute the experts' plans
+};
+
+struct CorpusPretrainingResult {
+  std::vector<CorpusWorkloadScore> workloads;
+  std::string checkpoint_path;
+  int best_round = 0;
+  uint64_t updates = 0;
+  double imitation_seconds = 0;
+  double seconds = 0;
+};
+
+// Throws std::invalid_argument for no workload, an unknown expert or a
+// DRAM fraction outside (0, 1], and what loading a workload throws.
+// `progress` gets a line per step (a solve can take a minute).
+CorpusPretrainingResult PretrainOnCorpus(const CorpusPretrainingOptions& options,
+                                         const std::function<void(const std::string&)>& progress = {});
+
+std::string CorpusMarkdown(const CorpusPretrainingResult& result);
+
+}  // namespace tensortier
