@@ -98,6 +98,17 @@ struct Options {
   int self_rounds = 0;    // --holdout: rounds of search + imitation of the searched plan on each held-out model
 };
 
+ImitationConfig ImitationOf(const Options& o) {
+  ImitationConfig ic;
+  ic.pretrain_updates = o.pretrain_updates;
+  ic.dagger_rounds = o.dagger_rounds;
+  ic.updates_per_round = o.dagger_updates;
+  ic.focus_on_mistakes = o.focus_on_mistakes;
+  ic.max_demonstrations = o.max_demonstrations;
+  ic.polish_updates = o.polish_updates;
+  return ic;
+}
+
 // Fine-tuning with no baseline plan (learner/imitation.h LearnFromOwnSearches).
 // Returns the final greedy episode; *best_searched is the best searched
 // plan's percentage over the rounds.
@@ -212,13 +223,7 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
   const auto train_start = Clock::now();
   const std::string tag = experts.empty() ? "dqn" : "dqn+demos";
   if (!experts.empty()) {
-    ImitationConfig ic;
-    ic.pretrain_updates = o.pretrain_updates;
-    ic.dagger_rounds = o.dagger_rounds;
-    ic.updates_per_round = o.dagger_updates;
-    ic.focus_on_mistakes = o.focus_on_mistakes;
-    ic.max_demonstrations = o.max_demonstrations;
-    ic.polish_updates = o.polish_updates;
+    const ImitationConfig ic = ImitationOf(o);
     ImitationResult im = LearnFromPlans(agent, env, experts, ic, rng);
     const double all_dram = MinCostNs(w);
     for (const ImitationRound& r : im.rounds)
@@ -359,13 +364,7 @@ std::vector<Row> RunTransfer(const std::vector<std::string>& train, const std::v
   auto greedy = [&](const Observation& ob) { return agent->Greedy(ob.data()); };
   const auto start = Clock::now();
   // The product's corpus imitation (`tensortier pretrain`), with this bench's settings.
-  ImitationConfig ic;
-  ic.pretrain_updates = o.pretrain_updates;
-  ic.dagger_rounds = o.dagger_rounds;
-  ic.updates_per_round = o.dagger_updates;
-  ic.focus_on_mistakes = o.focus_on_mistakes;
-  ic.max_demonstrations = o.max_demonstrations;
-  ic.polish_updates = o.polish_updates;
+  const ImitationConfig ic = ImitationOf(o);
   std::vector<ImitationTask> tasks;
   for (Task& t : corpus) tasks.push_back({t.env.get(), {t.expert}, t.name});
   const CorpusImitationResult im = LearnFromCorpus(*agent, tasks, ic, rng);

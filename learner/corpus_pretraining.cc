@@ -89,7 +89,14 @@ CorpusPretrainingResult PretrainOnCorpus(const CorpusPretrainingOptions& o,
   std::mt19937_64 rng(dqn.seed ^ 0x1d7a7e5eedull);
   say("imitating on " + std::to_string(tasks.size()) + " workloads");
   const auto imitation_start = Clock::now();
-  CorpusImitationResult im = LearnFromCorpus(*agent, tasks, o.imitation, rng);
+  CorpusImitationResult im =
+      LearnFromCorpus(*agent, tasks, o.imitation, rng, [&](const ImitationRound& r, double mean_relative) {
+        char line[160];
+        std::snprintf(line, sizeof line, "%s %d: mean greedy plan %.1f%% of all-DRAM (%.0f s)",
+                      r.polish ? "polish chunk" : (r.round == 0 ? "after pre-training, round" : "DAgger round"), r.round,
+                      100 * mean_relative, r.seconds);
+        say(line);
+      });
   result.imitation_seconds = Since(imitation_start);
   result.best_round = im.best_round;
   result.updates = im.updates;

@@ -68,7 +68,8 @@ struct CorpusScore {
 };
 
 CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<ImitationTask>& tasks,
-                                      const ImitationConfig& config, std::mt19937_64& rng) {
+                                      const ImitationConfig& config, std::mt19937_64& rng,
+                                      const ImitationProgress& on_round) {
   if (tasks.empty()) throw std::invalid_argument("LearnFromPlans: no workload to imitate on");
   for (const ImitationTask& t : tasks) {
     if (!t.env) throw std::invalid_argument("LearnFromPlans: a task without an environment");
@@ -141,6 +142,11 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
                         std::make_move_iterator(d.transitions.end()));
     }
     score.mean_relative /= static_cast<double>(tasks.size());
+    if (on_round) {
+      ImitationRound told = r;
+      told.seconds = elapsed();
+      on_round(told, score.mean_relative);
+    }
     if (best_weights.empty() || score.Beats(best_score)) {
       best_weights = agent.SerializeWeights();
       best_score = score;

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -118,8 +119,12 @@ struct CorpusImitationResult {
   double seconds = 0;
 };
 
+// `on_round` (progress) is told each round's mean of all-DRAM time / greedy
+// plan time over the tasks (out-of-memory plans count 0).
+using ImitationProgress = std::function<void(const ImitationRound& round, double mean_relative)>;
 CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<ImitationTask>& tasks,
-                                      const ImitationConfig& config, std::mt19937_64& rng);
+                                      const ImitationConfig& config, std::mt19937_64& rng,
+                                      const ImitationProgress& on_round = {});
 
 // Learning from its own search (expert iteration): each round searches from
 // the agent's greedy plan (envs/plan_search.h, guided by its network) and
