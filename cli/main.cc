@@ -136,10 +136,14 @@ Workload ProfileModel(const ModelFlags& m, const std::string& slow_tier,
 // --resume RUN_DIR is the run directory, and its workload unless one is given.
 // A run directory that already holds a run is refused: its checkpoints,
 // metrics and plan would be mixed with the new run's.
+bool HoldsSomething(const std::string& dir) {
+  std::error_code ec;
+  return std::filesystem::is_directory(dir, ec) && !std::filesystem::is_empty(dir, ec);
+}
+
 void RefuseUsedRunDir(const TrainingFlags& o) {
   if (!o.resume_dir.empty() || o.force || o.out.empty()) return;
-  std::error_code ec;
-  if (std::filesystem::is_directory(o.out, ec) && !std::filesystem::is_empty(o.out, ec))
+  if (HoldsSomething(o.out))
     throw std::invalid_argument("--out " + o.out + " is not empty: continue that run with --resume " + o.out +
                                 ", choose another directory, or pass --force to write into it");
 }
@@ -487,8 +491,7 @@ int RunWorker(WorkerConfig config, const WorkerFlags& flags) {
 }
 
 int RunPretrain(const CorpusPretrainingOptions& o, bool force) {
-  std::error_code ec;
-  if (!force && std::filesystem::is_directory(o.out_dir, ec) && !std::filesystem::is_empty(o.out_dir, ec))
+  if (!force && HoldsSomething(o.out_dir))
     throw std::invalid_argument("--out " + o.out_dir + " is not empty: choose another directory, or pass --force");
   MakeDirectories(o.out_dir);
   SetLogFile(o.out_dir + "/pretrain.log");

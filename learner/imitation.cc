@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/log.h"
+#include "envs/cost_model.h"
 #include "envs/demonstration.h"
 
 namespace tensortier {
@@ -135,7 +136,7 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
       tr.greedy_oom = d.summary.oom;
       corpus.tasks[i].rounds.push_back(tr);
       score.oom += d.summary.oom;
-      score.mean_relative += d.summary.oom ? 0 : tasks[i].env->workload().total_dram_time_ns() / tr.greedy_cost_ns;
+      score.mean_relative += d.summary.oom ? 0 : MinCostNs(tasks[i].env->workload()) / tr.greedy_cost_ns;
       greedy_plans[i] = std::move(d.summary);
       if (visited)
         visited->insert(visited->end(), std::make_move_iterator(d.transitions.begin()),
