@@ -36,6 +36,7 @@
 #include "envs/demonstration.h"
 #include "envs/placement_env.h"
 #include "envs/plan_search.h"
+#include "policies/guided_ilp.h"
 #include "envs/workload_spec.h"
 #include "learner/imitation.h"
 #include "policies/policy.h"
@@ -95,6 +96,7 @@ struct Options {
   size_t max_demonstrations = ImitationConfig{}.max_demonstrations;
   int polish_updates = ImitationConfig{}.polish_updates;
   std::string save_path;  // --holdout: the corpus network as an agent checkpoint (train --init takes it)
+  std::vector<double> guided_ilp_shares;  // policies/guided_ilp.h: shares of the network's decisions fixed (none: no row)
   int self_rounds = 0;    // --holdout: rounds of search + imitation of the searched plan on each held-out model
 };
 
@@ -210,6 +212,24 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
         "plan-time search", SummaryPercent(w, r.best), r.best.oom, r.seconds);
   };
   search("untrained network");
+  auto guided_ilp = [&](const std::string& label) {
+    if (o.guided_ilp_shares.empty()) return;
+    GuidedIlpOptions g;
+    g.fixed_shares = o.guided_ilp_shares;
+    g.time_limit_seconds = o.solver_seconds;
+    GuidedIlpResult r = SolveGuidedIlp(env, ScoresOf(agent), g);
+    std::string detail = " + ILP (" + r.formulation + ", " + std::to_string(r.location_variables) + " locations;";
+    for (const GuidedIlpSolve& solve : r.solves) {
+      char one[160];
+      std::snprintf(one, sizeof one, " %.0f%%: %d fixed, %s, gap %.2f%%, %.1f s%s;", 100 * solve.fixed_share,
+                    solve.fixed_variables, solve.mip.status.c_str(), 100 * solve.mip.gap, solve.mip.seconds,
+                    solve.improved ? ", better" : "");
+      detail += one;
+    }
+    detail.back() = ')';
+    add(label + detail, "plan-time ILP", Percent(w, r.plan, nullptr), r.cost.oom, r.seconds);
+  };
+  guided_ilp("untrained network");
 
   std::vector<PlacementPlan> experts;
   for (const auto& [b, plan] : plans) {
@@ -251,6 +271,7 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
         "greedy policy", im.best_greedy.oom ? 0.0 : 100.0 * all_dram / im.best_cost_ns, im.best_greedy.oom,
         Seconds(train_start));
     search(tag);
+    guided_ilp(tag);
     if (o.self_rounds > 0) {
       const auto self_start = Clock::now();
       double best_searched = 0;
@@ -440,6 +461,14 @@ int Main(int argc, char** argv) {
   app.add_option("--search-candidates", o.search.candidates_per_round,
                  "Plan-time search: least-sure decisions tried before giving up on an incumbent")
       ->check(CLI::PositiveNumber);
+  app.add_option("--guided-ilp-shares", o.guided_ilp_shares,
+                 "Plan-time ILP guided by the network: shares of its surest decisions fixed, one solve each, "
+                 "descending (none: no such row; the product's default is " + [] {
+                   std::string d;
+                   for (double s : GuidedIlpOptions{}.fixed_shares) d += (d.empty() ? "" : " ") + std::to_string(s).substr(0, 4);
+                   return d;
+                 }() + ")")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--search-seconds", o.search.max_seconds, "Plan-time search: time limit (0 = none)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--focus-on-mistakes", o.focus_on_mistakes,

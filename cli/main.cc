@@ -626,12 +626,14 @@ int Main(int argc, char** argv) {
     for (const std::string& n : PolicyNames()) names += n + ", ";
     // No captured default: CLI11 writes a list default into config.toml as one
     // space-separated string, which would not read back as a list.
-    return names + "dqn, sac, dqn+search, sac+search, learned (every agent of --checkpoint), lookup:FILE (an "
+    return names + "dqn, sac, dqn+search, sac+search, dqn+ilp, sac+ilp (the ILP with the network's surest "
+                   "decisions fixed), learned (every agent of --checkpoint, greedy and searched), lookup:FILE (an "
                    "exported lookup, as --lookup) [default: all-slow first-touch sentinel autotm-sync "
                    "deeptm-heuristic ca-lm learned]";
   }())->check(CLI::Validator(
             [](std::string& name) -> std::string {
-              static const std::vector<std::string> learned = {"dqn", "sac", "dqn+search", "sac+search", "learned"};
+              static const std::vector<std::string> learned = {"dqn",     "sac",     "dqn+search", "sac+search",
+                                                               "dqn+ilp", "sac+ilp", "learned"};
               const std::vector<std::string>& baselines = PolicyNames();
               if (std::find(baselines.begin(), baselines.end(), name) != baselines.end() ||
                   std::find(learned.begin(), learned.end(), name) != learned.end() ||
@@ -640,7 +642,7 @@ int Main(int argc, char** argv) {
               std::string valid;
               for (const std::string& n : baselines) valid += n + ", ";
               return "unknown policy '" + name + "' (valid: " + valid +
-                     "dqn, sac, dqn+search, sac+search, learned, lookup:FILE)";
+                     "dqn, sac, dqn+search, sac+search, dqn+ilp, sac+ilp, learned, lookup:FILE)";
             },
             "POLICY"));
   bench->add_option("--dram-fractions", bench_opts.dram_fractions, "DRAM budgets as fractions of peak")
@@ -669,6 +671,11 @@ int Main(int argc, char** argv) {
       ->check(CLI::IsMember({"undisturbed", "wall"}))
       ->capture_default_str();
   bench->add_option("--ilp-time-limit", bench_opts.solver_time_limit_seconds, "Seconds per ILP solve")
+      ->capture_default_str();
+  bench->add_option("--ilp-fixed-shares", bench_opts.guided_ilp.fixed_shares,
+                    "dqn+ilp, sac+ilp: shares of the network's surest decisions whose tiers are fixed, one ILP solve "
+                    "each from the best plan so far, descending; together within --ilp-time-limit")
+      ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   bool bench_cost_model_only = false;
   bench->add_flag("--cost-model-only", bench_cost_model_only, "Do not run real iterations");

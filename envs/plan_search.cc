@@ -154,6 +154,24 @@ std::vector<size_t> Partners(const Episode& e, size_t i, size_t limit) {
 
 }  // namespace
 
+GreedyEpisode PlayGreedy(PlacementEnv& env, const ActionScores& scores) {
+  if (!scores) throw std::invalid_argument("PlayGreedy: no action scores");
+  Episode e = Play(env, scores, Episode{}, 0, 0.0f);
+  GreedyEpisode g;
+  g.decisions.reserve(e.keys.size());
+  for (size_t i = 0; i < e.keys.size(); ++i) {
+    PolicyDecision d;
+    d.kernel = static_cast<uint32_t>(e.keys[i] >> 32);
+    d.tensor = static_cast<uint32_t>(e.keys[i]);
+    d.holds_until = e.holds_until[i];
+    d.tier = e.actions[i] == 0 ? Tier::kDram : Tier::kSlow;
+    d.gap = e.gaps[i];
+    g.decisions.push_back(d);
+  }
+  g.summary = std::move(e.summary);
+  return g;
+}
+
 PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const PlanSearchOptions& options) {
   if (!scores) throw std::invalid_argument("SearchPlan: no action scores");
   if (options.max_rollouts < 1) throw std::invalid_argument("SearchPlan: max_rollouts must be at least 1");

@@ -64,6 +64,28 @@ struct PlanSearchResult {
   double seconds = 0;
 };
 
+// One decision of a policy's greedy episode: the tier it chose for `tensor`
+// at `kernel`, which holds until `holds_until` (exclusive) unless the tensor
+// is touched (PlacementEnv::decision_holds_until), and how sure the policy
+// was: the gap between its two scores.
+struct PolicyDecision {
+  uint32_t kernel = 0;
+  uint32_t tensor = 0;
+  uint32_t holds_until = 0;
+  Tier tier = Tier::kDram;
+  float gap = 0;
+};
+
+struct GreedyEpisode {
+  EpisodeSummary summary;
+  std::vector<PolicyDecision> decisions;  // in the order taken
+};
+
+// The policy's greedy episode with its decisions. `env` is reset and left
+// done. Throws what `scores` throws, and std::runtime_error for a
+// non-finite score.
+GreedyEpisode PlayGreedy(PlacementEnv& env, const ActionScores& scores);
+
 // `env` is reset and left done. Throws what `scores` throws.
 PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const PlanSearchOptions& options);
 

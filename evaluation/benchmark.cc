@@ -27,36 +27,61 @@ namespace {
 constexpr double kDramPricePerGb = 23.81;
 constexpr double kSlowPricePerGb = 7.85;
 
+// What a learned policy's name asks for at plan time: "dqn" its greedy plan,
+// "dqn+search" the plan-time search its network guides, "dqn+ilp" the ILP its
+// network guides (policies/guided_ilp.h).
+enum class PlanTime { kGreedy, kSearch, kIlp };
 constexpr const char* kSearchSuffix = "+search";
+constexpr const char* kIlpSuffix = "+ilp";
 
-bool HasSearchSuffix(const std::string& name) {
-  const std::string suffix = kSearchSuffix;
+bool HasSuffix(const std::string& name, const std::string& suffix) {
   return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+PlanTime PlanTimeOf(const std::string& name) {
+  if (HasSuffix(name, kSearchSuffix)) return PlanTime::kSearch;
+  if (HasSuffix(name, kIlpSuffix)) return PlanTime::kIlp;
+  return PlanTime::kGreedy;
 }
 
 // "dqn+search" -> "dqn".
 std::string AgentKind(const std::string& name) {
-  return HasSearchSuffix(name) ? name.substr(0, name.size() - std::string(kSearchSuffix).size()) : name;
+  switch (PlanTimeOf(name)) {
+    case PlanTime::kSearch: return name.substr(0, name.size() - std::string(kSearchSuffix).size());
+    case PlanTime::kIlp: return name.substr(0, name.size() - std::string(kIlpSuffix).size());
+    case PlanTime::kGreedy: break;
+  }
+  return name;
 }
 
 // The agent of a checkpoint, rolled out greedily on the workload at the
-// given budget: the learned policy as a baseline-like decision; with
-// `search`, improved by the plan-time search its network guides.
-PlacementPlan LearnedPlan(const PlacementAgent& agent, const Workload& w, uint64_t dram_limit, MigrationMode mode,
-                          DecisionScope scope, const PlanSearchOptions* search) {
+// given budget: the learned policy as a baseline-like decision; improved by
+// the plan-time search or the ILP its network guides where the name asks.
+PlacementPlan LearnedPlan(const PlacementAgent& agent, const Workload& w, uint64_t dram_limit,
+                          const BenchmarkOptions& o, PlanTime plan_time) {
   EnvConfig env;
   env.dram_limit_bytes = dram_limit;
-  env.mode = mode;
-  env.scope = scope;
+  env.mode = o.mode;
+  env.scope = o.scope;
   PlacementEnv placement(w, env);
-  if (search) {
-    PlanSearchResult r = SearchPlan(placement, ScoresOf(agent), *search);
-    r.best.plan.produced_by = agent.name() + kSearchSuffix;
-    return r.best.plan;
+  PlacementPlan plan;
+  switch (plan_time) {
+    case PlanTime::kSearch:
+      plan = SearchPlan(placement, ScoresOf(agent), o.search).best.plan;
+      plan.produced_by = agent.name() + kSearchSuffix;
+      return plan;
+    case PlanTime::kIlp: {
+      GuidedIlpOptions ilp = o.guided_ilp;
+      ilp.time_limit_seconds = o.solver_time_limit_seconds;
+      plan = SolveGuidedIlp(placement, ScoresOf(agent), ilp).plan;
+      plan.produced_by = agent.name() + kIlpSuffix;
+      return plan;
+    }
+    case PlanTime::kGreedy: break;
   }
-  EpisodeSummary s = RunEpisode(placement, [&](const Observation& o) { return agent.Greedy(o.data()); });
-  s.plan.produced_by = agent.name();
-  return s.plan;
+  plan = RunEpisode(placement, [&](const Observation& x) { return agent.Greedy(x.data()); }).plan;
+  plan.produced_by = agent.name();
+  return plan;
 }
 
 bool IsLearnedPolicy(const std::string& name) {
@@ -306,7 +331,7 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
             throw std::invalid_argument("policy " + name + " needs --checkpoint [" + w.name + "=]FILE holding a " +
                                         kind + " agent (a learner's checkpoints/" + kind + ".ckpt)");
           auto t0 = std::chrono::steady_clock::now();
-          plan = LearnedPlan(*it->second, w, limit, o.mode, o.scope, HasSearchSuffix(name) ? &o.search : nullptr);
+          plan = LearnedPlan(*it->second, w, limit, o, PlanTimeOf(name));
           row.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         } else if (IsLookupPolicy(name)) {
           // As a host applies the file (hostrt/apply/plan_from_lookup.h); the label says

@@ -11,6 +11,7 @@
 #include "envs/placement_plan.h"
 #include "envs/plan_search.h"
 #include "envs/workload.h"
+#include "policies/guided_ilp.h"
 
 namespace tensortier {
 
@@ -20,7 +21,10 @@ struct BenchmarkOptions {
   // Baseline names (policies/policy.h), "dqn" and "sac" (the agent of a
   // checkpoint, rolled out greedily at each budget), "dqn+search" and
   // "sac+search" (that greedy plan improved by the plan-time search the
-  // network guides, envs/plan_search.h; its time is decision time) and
+  // network guides, envs/plan_search.h; its time is decision time),
+  // "dqn+ilp" and "sac+ilp" (AutoTM's ILP with the surest share of the
+  // network's decisions fixed and its plan as the start,
+  // policies/guided_ilp.h; the solve is decision time) and
   // "learned" (every agent the checkpoints give a workload, greedy and searched)
   // and "lookup:FILE" (an exported lookup file applied as a host applies it,
   // hostrt/apply/plan_from_lookup.h: its plan table for the workload and budget when it has
@@ -57,6 +61,7 @@ struct BenchmarkOptions {
   double solver_time_limit_seconds = 60;
   uint64_t seed = 1;
   PlanSearchOptions search{64, 16, 120};  // of the "+search" policies
+  GuidedIlpOptions guided_ilp;            // of the "+ilp" policies (its time limit: solver_time_limit_seconds)
   // The MDP a checkpoint's network and a generalised lookup are rolled out
   // in: the scope they were trained in (a network rolled out in another
   // scope is asked other questions).

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <string>
 
 #include "envs/cost_model.h"
 #include "envs/first_touch.h"
@@ -100,6 +101,9 @@ AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& o) {
     g.segment_of.assign(x.free_kernel - x.alloc_kernel + 1, -1);
     for (size_t s = 0; s < g.segments.size(); ++s) {
       g.segments[s].x = mip.AddBinary(0);
+      if (o.fixed_tier)
+        if (std::optional<Tier> tier = o.fixed_tier(t, g.segments[s].first, g.segments[s].last))
+          mip.Fix(g.segments[s].x, *tier == Tier::kDram ? 1.0 : 0.0);
       for (int32_t k = g.segments[s].first; k <= g.segments[s].last; ++k) g.segment_of[k - x.alloc_kernel] = s;
     }
     const double up_ns = CopyTimeNs(w, x.size_bytes, Tier::kDram);
@@ -215,7 +219,19 @@ AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& o) {
   for (uint64_t l : limits)
     if (l > 0) tightest = tightest == 0 ? l : std::min(tightest, l);
   double warm_seconds = 0;
-  if (overlap_objective && o.dram_limit_bytes > 0) {
+  if (!o.start_values.empty()) {
+    if (o.start_values.size() != static_cast<size_t>(mip.num_variables()))
+      throw std::invalid_argument("SolveAutoTmIlp: start_values of another program (" +
+                                  std::to_string(o.start_values.size()) + " values for " +
+                                  std::to_string(mip.num_variables()) + " variables)");
+    for (int col = 0; col < mip.num_variables(); ++col)
+      if (mip.is_integer(col)) options.start.push_back({col, std::round(o.start_values[col])});
+  } else if (o.start_tier) {
+    for (uint32_t t = 0; t < T; ++t)
+      for (const Segment& s : graphs[t].segments)
+        if (std::optional<Tier> tier = o.start_tier(t, s.first, s.last))
+          options.start.push_back({s.x, *tier == Tier::kDram ? 1.0 : 0.0});
+  } else if (overlap_objective && o.dram_limit_bytes > 0) {
     AutoTmIlpOptions sync = o;
     sync.formulation = AutoTmFormulation::kSynchronous;
     sync.kernel_limits = limits;

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -42,6 +43,17 @@ struct AutoTmIlpOptions {
   int async_window = 1;
   // Tensors smaller than this are placed statically (never moved).
   uint64_t min_moved_bytes = 4096;
+  // A tensor's location over a run of kernels [first, last] in which the
+  // formulation lets it not move (one location variable), decided outside
+  // the solver (policies/guided_ilp.h): a tier, or nullopt for none.
+  using SegmentTierFn = std::function<std::optional<Tier>(uint32_t tensor, int32_t first, int32_t last)>;
+  SegmentTierFn fixed_tier;  // fixes the variable; empty: nothing fixed
+  SegmentTierFn start_tier;  // the MIP start (unset variables: CBC's); empty: first-touch's, or in
+                             // the asynchronous formulation the synchronous one's solution
+  // A solution of this same program (the same workload, formulation, mode
+  // and limits; fixed_tier may differ) whose integer values start the solve:
+  // complete, where start_tier may leave CBC to finish a start. Overrides it.
+  std::vector<double> start_values;
 };
 
 struct AutoTmIlpResult {

@@ -132,7 +132,9 @@ MipSolution MipModel::Solve(const MipOptions& options) const {
   }
   switch (Cbc_secondaryStatus(model.get())) {
     case 0: s.status = s.has_solution ? "optimal" : "infeasible"; break;
-    case 1: s.status = "infeasible"; break;
+    // 1 is also "the relaxation is no better than the cutoff": a MIP start
+    // that is already optimal ends so, with its solution proven optimal.
+    case 1: s.status = s.has_solution && Cbc_isProvenOptimal(model.get()) ? "optimal" : "infeasible"; break;
     case 2: s.status = "gap"; break;
     case 3: s.status = "node-limit"; break;
     case 4: s.status = "time-limit"; break;

@@ -36,6 +36,8 @@ class MipModel {
   int AddBinary(double objective) { return AddVariable(0, 1, objective, true); }
   // sense: 'L' (<=), 'G' (>=) or 'E' (=).
   void AddRow(const std::vector<std::pair<int, double>>& terms, char sense, double rhs);
+  // Bounds the variable to `value` alone (a decision taken outside the solver).
+  void Fix(int col, double value) { lower_.at(col) = upper_.at(col) = value; }
   void AddObjectiveConstant(double c) { objective_constant_ += c; }
   void AddToObjective(int col, double coef) { objective_.at(col) += coef; }
 

@@ -103,6 +103,28 @@ TEST(Benchmark, CostModelFilesAreCompleteAndParseable) {
   EXPECT_TRUE(std::filesystem::exists(dir + "/bench-" + a.name + ".svg"));
 }
 
+// "+ilp": AutoTM's ILP with the network's surest decisions fixed, started
+// from its plan (policies/guided_ilp.h). An untrained network is a poor
+// start; the solver's plan fits and is never slower than the greedy one.
+TEST(Benchmark, TheIlpTheNetworkGuidesStartsFromItsPlanAndNeverEndsSlower) {
+  const Workload w = LoadWorkloadSpec("synthetic:vgg:3");
+  BenchmarkOptions o;
+  o.policies = {"dqn", "dqn+ilp"};
+  o.dram_fractions = {0.3};
+  o.measure = false;
+  o.solver_time_limit_seconds = 10;
+  o.checkpoints = {SaveAgent("dqn")};
+  for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
+    o.mode = mode;
+    const std::vector<BenchmarkRow> rows = RunBenchmark(w, o);
+    ASSERT_EQ(rows.size(), 2u);
+    ASSERT_EQ(rows[1].policy, "dqn+ilp");
+    EXPECT_TRUE(rows[1].note.empty()) << rows[1].note;
+    EXPECT_LE(rows[1].dram_peak_bytes, rows[1].dram_limit_bytes);
+    EXPECT_LT(rows[1].predicted_ns, rows[0].predicted_ns) << MigrationModeName(mode);
+  }
+}
+
 TEST(Benchmark, LearnedPolicyWithoutCheckpointIsAClearError) {
   BenchmarkOptions o;
   o.policies = {"dqn"};

@@ -1,0 +1,126 @@
+#include "policies/guided_ilp.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <vector>
+
+#include "envs/cost_model.h"
+#include "policies/plan_tools.h"
+
+namespace tensortier {
+namespace {
+
+// The gap at or above which a decision is among the surest `share` of them.
+float SureGap(const std::vector<PolicyDecision>& decisions, double share) {
+  if (decisions.empty() || share <= 0) return std::numeric_limits<float>::infinity();
+  std::vector<float> gaps;
+  gaps.reserve(decisions.size());
+  for (const PolicyDecision& d : decisions) gaps.push_back(d.gap);
+  const size_t fixed = std::min(gaps.size(), static_cast<size_t>(std::ceil(share * static_cast<double>(gaps.size()))));
+  if (fixed == 0) return std::numeric_limits<float>::infinity();
+  std::nth_element(gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() - fixed), gaps.end());
+  return gaps[gaps.size() - fixed];
+}
+
+}  // namespace
+
+GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, const GuidedIlpOptions& options) {
+  if (options.fixed_shares.empty()) throw std::invalid_argument("SolveGuidedIlp: no fixed share");
+  for (size_t i = 0; i < options.fixed_shares.size(); ++i) {
+    const double share = options.fixed_shares[i];
+    if (!(share >= 0 && share <= 1)) throw std::invalid_argument("SolveGuidedIlp: fixed shares must be in [0, 1]");
+    if (i > 0 && !(share < options.fixed_shares[i - 1]))
+      throw std::invalid_argument("SolveGuidedIlp: fixed shares must descend (each solve fixes less)");
+  }
+  if (!(options.time_limit_seconds > 0)) throw std::invalid_argument("SolveGuidedIlp: the time limit must be positive");
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  const Workload& w = env.workload();
+  GuidedIlpResult result;
+  GreedyEpisode greedy = PlayGreedy(env, scores);
+  result.greedy = greedy.summary;
+  result.plan = greedy.summary.plan;
+  result.cost = greedy.summary.cost;
+
+  // Per tensor, its decisions; the tier the greedy plan really gives it at
+  // each kernel (clip-to-fit may have turned a DRAM choice into the slow tier).
+  std::vector<std::vector<const PolicyDecision*>> of_tensor(w.num_tensors());
+  for (const PolicyDecision& d : greedy.decisions) of_tensor.at(d.tensor).push_back(&d);
+  const PlanReplay replay = ReplayPlan(w, greedy.summary.plan);
+  // The greedy plan's tier over [first, last] when it does not change there.
+  auto plan_tier = [&](uint32_t t, int32_t first, int32_t last) -> std::optional<Tier> {
+    if (first > last) return std::nullopt;  // the end-of-iteration node: left to the solver
+    const Tier tier = replay.tier.at(first).at(t);
+    for (int32_t k = first + 1; k <= last; ++k)
+      if (replay.tier[k][t] != tier) return std::nullopt;
+    return tier;
+  };
+
+  AutoTmIlpOptions ilp;
+  ilp.mode = env.config().mode;
+  ilp.formulation = ilp.mode == MigrationMode::kAsync ? AutoTmFormulation::kAsynchronous : AutoTmFormulation::kSynchronous;
+  ilp.dram_limit_bytes = env.config().dram_limit_bytes;
+  ilp.mip_gap = options.mip_gap;
+  result.formulation = AutoTmFormulationName(ilp.formulation);
+  std::vector<double> best_values;  // of the best solve, when it beat the greedy plan
+  for (double share : options.fixed_shares) {
+    const double left = options.time_limit_seconds - elapsed();
+    if (left <= 0) break;
+    GuidedIlpSolve solve;
+    solve.fixed_share = share;
+    const float sure = SureGap(greedy.decisions, share);
+    int locations = 0;
+    ilp.fixed_tier = [&](uint32_t t, int32_t first, int32_t last) -> std::optional<Tier> {
+      ++locations;
+      // Fixed only where every decision of the policy that covers these
+      // kernels is sure, and at least one does.
+      bool covered = false;
+      for (const PolicyDecision* d : of_tensor[t]) {
+        if (static_cast<int32_t>(d->kernel) > last || static_cast<int32_t>(d->holds_until) <= first) continue;
+        if (!(d->gap >= sure)) return std::nullopt;
+        covered = true;
+      }
+      if (!covered) return std::nullopt;
+      std::optional<Tier> tier = plan_tier(t, first, last);
+      if (tier) ++solve.fixed_variables;
+      return tier;
+    };
+    ilp.start_tier = plan_tier;
+    ilp.start_values = best_values;
+    ilp.time_limit_seconds = left;
+    try {
+      AutoTmIlpResult solved = SolveAutoTmIlp(w, ilp);
+      PlacementPlan plan = std::move(solved.plan);
+      RepairToLimit(w, &plan);
+      CostReport cost = EvaluatePlan(w, plan);
+      solve.cost_ns = cost.oom ? 0 : cost.total_ns;
+      solve.improved = !cost.oom && (result.cost.oom || cost.total_ns < result.cost.total_ns);
+      if (solve.improved) {
+        result.plan = std::move(plan);
+        result.cost = std::move(cost);
+        result.solved = true;
+        best_values = std::move(solved.mip.values);
+      }
+      solve.mip = std::move(solved.mip);
+      solve.mip.values.clear();
+    } catch (const std::runtime_error& e) {
+      // CBC found no solution of the fixed program (the policy's plan is
+      // not one the formulation can express, and nothing else was found in
+      // time): the plan before stands.
+      solve.mip.status = "no-solution";
+    }
+    result.location_variables = locations;
+    const bool out_of_time = solve.mip.status == "time-limit";
+    result.solves.push_back(std::move(solve));
+    if (out_of_time) break;  // a solve that fixes less would not finish either
+  }
+  result.seconds = elapsed();
+  return result;
+}
+
+}  // namespace tensortier

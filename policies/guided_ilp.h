@@ -1,0 +1,60 @@
+// A learned policy's plan finished by the ILP: "neural diving" (Nair et al.
+// 2020, "Solving Mixed Integer Programs Using Neural Networks"). The
+// policy's greedy episode fixes the tier of the tensors where it was surest,
+// and CBC solves AutoTM's formulation (policies/autotm.h) for the rest,
+// starting from the policy's plan. The network decides which of the 10^3-10^5
+// location variables the solver may still change; the smaller program solves
+// faster than the whole ILP and, where the whole one stops at its time limit
+// or its gap, can end closer to its optimum. Without the network there is
+// nothing to fix (the ablation: an untrained network's decisions).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "envs/placement_env.h"
+#include "envs/plan_search.h"
+#include "policies/autotm.h"
+#include "policies/mip.h"
+
+namespace tensortier {
+
+struct GuidedIlpOptions {
+  // Solves in turn, each with the surest share of the policy's decisions
+  // (by the gap between its two scores) fixing their tensors' locations
+  // over the kernels they cover, and each starting from the best plan so
+  // far. Descending: a solve fixes a subset of what the one before fixed, so
+  // it can keep that plan. A small program first gives a plan in a second
+  // or two; the larger ones that follow use what time is left.
+  std::vector<double> fixed_shares = {0.9, 0.7, 0.5};
+  double time_limit_seconds = 60;  // all the solves together
+  double mip_gap = 0.01;
+};
+
+struct GuidedIlpSolve {
+  double fixed_share = 0;
+  int fixed_variables = 0;   // location variables fixed by the policy
+  MipSolution mip;           // status, gap, seconds (values dropped)
+  double cost_ns = 0;        // the solver's plan on the cost model (0: no plan)
+  bool improved = false;     // on the best plan before it
+};
+
+struct GuidedIlpResult {
+  EpisodeSummary greedy;   // the policy's own plan
+  PlacementPlan plan;      // the best plan: the greedy one when no solve beat it
+  CostReport cost;         // of `plan`, on the cost model
+  bool solved = false;     // a solve beat the greedy plan
+  std::string formulation; // synchronous | asynchronous
+  int location_variables = 0;  // segments of AutoTM's flow graphs
+  std::vector<GuidedIlpSolve> solves;
+  double seconds = 0;          // the greedy episode and the solves
+};
+
+// Plays `scores` greedily on `env` (reset and left done) and solves the rest
+// on env.workload() under env's DRAM limit and migration mode. Throws
+// std::invalid_argument for no share, a share outside [0, 1], shares that
+// do not descend, or a non-positive time limit; and what `scores` throws.
+GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, const GuidedIlpOptions& options);
+
+}  // namespace tensortier

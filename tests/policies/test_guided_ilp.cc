@@ -1,0 +1,132 @@
+// The ILP a policy's network guides (policies/guided_ilp.h): what it fixes,
+// where it starts, and that it never returns a plan worse than the policy's.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "envs/cost_model.h"
+#include "envs/placement_env.h"
+#include "policies/autotm.h"
+#include "policies/guided_ilp.h"
+#include "tests/policies/policy_test_util.h"
+
+namespace tensortier {
+namespace {
+
+using testing::Fraction;
+using testing::Synthetic;
+
+// A policy that always prefers DRAM, surer for larger tensors: heat order
+// and clip-to-fit make its plan (DRAM until it is full), a poor start.
+ActionScores PrefersDram() {
+  return [](const Observation& o) { return std::pair<float, float>{1.0f + o[kObsSizeOfLimit], 0.0f}; };
+}
+
+struct Case {
+  Workload w;
+  EnvConfig env;
+};
+
+Case SmallCase(MigrationMode mode) {
+  Case c{Synthetic(SyntheticShape::kVggLike, 3, 2), {}};
+  c.env.dram_limit_bytes = Fraction(c.w, 0.3);
+  c.env.mode = mode;
+  return c;
+}
+
+GuidedIlpOptions Options(double share) {
+  GuidedIlpOptions o;
+  o.fixed_shares = {share};
+  o.mip_gap = 0;
+  o.time_limit_seconds = 30;
+  return o;
+}
+
+TEST(GuidedIlp, NothingFixedSolvesTheWholeIlpFromThePolicysPlan) {
+  for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
+    Case c = SmallCase(mode);
+    PlacementEnv env(c.w, c.env);
+    const GuidedIlpResult r = SolveGuidedIlp(env, PrefersDram(), Options(0));
+    ASSERT_EQ(r.solves.size(), 1u);
+    EXPECT_EQ(r.solves[0].fixed_variables, 0);
+    EXPECT_GT(r.location_variables, 0);
+    EXPECT_EQ(r.formulation, mode == MigrationMode::kSync ? "synchronous" : "asynchronous");
+    ASSERT_TRUE(r.solved) << "the whole ILP improves on DRAM-until-full";
+    EXPECT_FALSE(r.cost.oom);
+    EXPECT_LT(r.cost.total_ns, r.greedy.cost.total_ns);
+    EXPECT_DOUBLE_EQ(r.cost.total_ns, EvaluatePlan(c.w, r.plan).total_ns);
+
+    // The same formulation solved from first-touch reaches the same optimum.
+    AutoTmIlpOptions plain;
+    plain.formulation = mode == MigrationMode::kSync ? AutoTmFormulation::kSynchronous
+                                                     : AutoTmFormulation::kAsynchronous;
+    plain.mode = mode;
+    plain.dram_limit_bytes = c.env.dram_limit_bytes;
+    plain.mip_gap = 0;
+    plain.time_limit_seconds = 30;
+    const AutoTmIlpResult whole = SolveAutoTmIlp(c.w, plain);
+    ASSERT_EQ(whole.mip.status, "optimal");
+    EXPECT_NEAR(r.cost.total_ns, EvaluatePlan(c.w, whole.plan).total_ns, 1e-6 * r.cost.total_ns);
+  }
+}
+
+TEST(GuidedIlp, FixingThePolicysSureDecisionsRestrictsTheSolver) {
+  Case c = SmallCase(MigrationMode::kSync);
+  PlacementEnv env(c.w, c.env);
+  const GuidedIlpResult free = SolveGuidedIlp(env, PrefersDram(), Options(0));
+  const GuidedIlpResult half = SolveGuidedIlp(env, PrefersDram(), Options(0.5));
+  const GuidedIlpResult all = SolveGuidedIlp(env, PrefersDram(), Options(1));
+  EXPECT_EQ(half.location_variables, free.location_variables);
+  EXPECT_GT(half.solves.at(0).fixed_variables, 0);
+  EXPECT_LT(half.solves.at(0).fixed_variables, all.solves.at(0).fixed_variables);
+  EXPECT_LE(all.solves.at(0).fixed_variables, all.location_variables);
+  // Each is solved to optimality over what it leaves free: fixing more can
+  // only cost time, and nothing is worse than the policy's own plan.
+  EXPECT_LE(free.cost.total_ns, half.cost.total_ns * (1 + 1e-9));
+  EXPECT_LE(half.cost.total_ns, all.cost.total_ns * (1 + 1e-9));
+  EXPECT_LE(all.cost.total_ns, all.greedy.cost.total_ns * (1 + 1e-9));
+  EXPECT_DOUBLE_EQ(all.greedy.cost.total_ns, free.greedy.cost.total_ns);
+}
+
+TEST(GuidedIlp, EachSolveFixesLessAndStartsFromTheBestPlanSoFar) {
+  Case c = SmallCase(MigrationMode::kSync);
+  PlacementEnv env(c.w, c.env);
+  GuidedIlpOptions o = Options(1);
+  o.fixed_shares = {1, 0.5, 0};
+  const GuidedIlpResult r = SolveGuidedIlp(env, PrefersDram(), o);
+  ASSERT_EQ(r.solves.size(), 3u);
+  EXPECT_GT(r.solves[0].fixed_variables, r.solves[1].fixed_variables);
+  EXPECT_EQ(r.solves[2].fixed_variables, 0);
+  double best = r.greedy.cost.total_ns;
+  for (const GuidedIlpSolve& s : r.solves) {
+    ASSERT_EQ(s.mip.status, "optimal");
+    // Started from the best plan so far, a solve over a superset of its
+    // freedom never ends worse than it.
+    EXPECT_LE(s.cost_ns, best * (1 + 1e-9));
+    EXPECT_EQ(s.improved, s.cost_ns < best);
+    if (s.improved) best = s.cost_ns;
+    EXPECT_TRUE(s.mip.values.empty());
+  }
+  EXPECT_DOUBLE_EQ(r.cost.total_ns, best);
+  // The last solve fixed nothing: the whole program's optimum.
+  const GuidedIlpResult whole = SolveGuidedIlp(env, PrefersDram(), Options(0));
+  EXPECT_NEAR(r.cost.total_ns, whole.cost.total_ns, 1e-6 * whole.cost.total_ns);
+}
+
+TEST(GuidedIlp, RefusesBadSharesAndNoTime) {
+  Case c = SmallCase(MigrationMode::kSync);
+  PlacementEnv env(c.w, c.env);
+  EXPECT_THROW(SolveGuidedIlp(env, PrefersDram(), Options(-0.1)), std::invalid_argument);
+  EXPECT_THROW(SolveGuidedIlp(env, PrefersDram(), Options(1.5)), std::invalid_argument);
+  GuidedIlpOptions rising = Options(0.5);
+  rising.fixed_shares = {0.5, 0.7};
+  EXPECT_THROW(SolveGuidedIlp(env, PrefersDram(), rising), std::invalid_argument);
+  rising.fixed_shares.clear();
+  EXPECT_THROW(SolveGuidedIlp(env, PrefersDram(), rising), std::invalid_argument);
+  GuidedIlpOptions no_time = Options(0.5);
+  no_time.time_limit_seconds = 0;
+  EXPECT_THROW(SolveGuidedIlp(env, PrefersDram(), no_time), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tensortier
