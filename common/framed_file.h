@@ -2,7 +2,7 @@
 // a torn, corrupt, appended-to or other-version one before parsing it:
 //   magic (6 bytes) | format version (2 decimal digits) | payload length (u64 LE) |
 //   FNV-1a 64 of the payload (u64 LE) | payload
-// The learner's checkpoints ("TTCKPT" 01) and the agents' ("TTAGNT" 01)
+// The learner's checkpoints ("TTCKPT" 02) and the agents' ("TTAGNT" 01)
 // use it.
 #pragma once
 

@@ -11,7 +11,7 @@
 namespace tensortier {
 namespace {
 
-constexpr FileFrame kFrame{"TTCKPT", 1, "learner checkpoint"};  // "TTCKPT01"
+constexpr FileFrame kFrame{"TTCKPT", kCheckpointFormatVersion, "learner checkpoint"};  // "TTCKPT02"
 constexpr const char* kPrefix = "learner-";
 constexpr const char* kSuffix = ".ttckpt";
 

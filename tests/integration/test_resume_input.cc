@@ -33,7 +33,7 @@ TEST(ResumeInput, AMissingOrBrokenCheckpointExitsWithBadInput) {
   EXPECT_NE(none.find("--force instead of --resume"), std::string::npos) << none;
 
   // Only a corrupt one.
-  WriteFileAtomically(run + "/checkpoints/learner-000000000010.ttckpt", "TTCKPT01 torn");
+  WriteFileAtomically(run + "/checkpoints/learner-000000000010.ttckpt", "TTCKPT02 torn");
   EXPECT_EQ(train("corrupt.log"), 3) << ReadFile(dir + "/corrupt.log");
   const std::string corrupt = ReadFile(dir + "/corrupt.log");
   EXPECT_NE(corrupt.find("tensortier: error: no usable checkpoint in " + run + "/checkpoints"), std::string::npos)
