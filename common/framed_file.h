@@ -23,6 +23,8 @@ std::string FramePayload(const FileFrame& frame, const std::string& payload);
 
 // Whether `file` starts with the frame's magic (of any version).
 bool HasFrameMagic(const FileFrame& frame, const std::string& file);
+// Whether `file` starts with the frame's magic and version.
+bool IsFrameVersion(const FileFrame& frame, const std::string& file);
 
 // The verified payload of `file` (read from `path`). Throws
 // std::runtime_error: "<path>: not a <what> (...)", "...: <what> format

@@ -160,6 +160,7 @@ FoundCheckpoint FindCheckpoint(const LearnerConfig& config, const std::string& c
   CheckpointStore store(checkpoint_dir);
   FoundCheckpoint found;
   std::string mismatch;  // a good checkpoint of another run says more than "none usable"
+  std::string newest_refusal;
   for (const std::string& path : store.List()) {
     try {
       std::string payload = CheckpointStore::ReadVerified(path);
@@ -173,7 +174,7 @@ FoundCheckpoint FindCheckpoint(const LearnerConfig& config, const std::string& c
       mismatch = path + ": " + e.what();
       LogWarn("checkpoint_rejected").kv("path", path).kv("detail", e.what());
     } catch (const std::exception& e) {
-      ++found.rejected;
+      if (found.rejected++ == 0) newest_refusal = e.what();
       LogWarn("checkpoint_rejected").kv("path", path).kv("detail", e.what());
     }
   }
@@ -182,7 +183,7 @@ FoundCheckpoint FindCheckpoint(const LearnerConfig& config, const std::string& c
   if (found.rejected == 0)
     throw CheckpointError("no checkpoint in " + checkpoint_dir +
                           " (the run ended before its first one): start it again with --force instead of --resume");
-  throw CheckpointError("no usable checkpoint in " + checkpoint_dir);
+  throw CheckpointError("no usable checkpoint in " + checkpoint_dir + "; the newest: " + newest_refusal);
 }
 
 }  // namespace tensortier

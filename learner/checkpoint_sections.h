@@ -50,7 +50,8 @@ std::vector<EpisodeRecord> LoadRecords(capnp::List<schema::EpisodeRecord>::Reade
 
 // The newest checkpoint in checkpoint_dir whose file verifies and whose
 // agent loads for `config`. Throws when there is none (saying why, if a
-// good checkpoint belonged to another run).
+// good checkpoint belonged to another run or the newest one is of a format
+// this build does not read).
 struct FoundCheckpoint {
   std::string path;
   std::string payload;

@@ -6,7 +6,8 @@
 // learner-<sequence>.ttckpt, and only the newest `keep` are kept: a crash
 // while writing leaves the previous ones intact, and a file that is torn or
 // corrupt anyway (bad magic, length or checksum) is skipped in favour of
-// the one before it.
+// the one before it. Version 01 (a positional byte stream, before the
+// schema) is refused saying so.
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,8 @@
 // The learner checkpoint's own sections: the agent comes back with its
 // weights and settings, a checkpoint of another run is refused saying why,
-// counters and records round-trip, and a resume finds the newest
-// checkpoint that verifies and reads, past torn files, garbage and messages
-// without an agent.
+// counters and records round-trip, a version-01 file (before the schema)
+// is refused saying why, and a resume finds the newest checkpoint that
+// verifies and reads, past torn files, garbage and messages without an agent.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -11,6 +11,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "common/files.h"
+#include "common/framed_file.h"
 #include "envs/workload_capnp.h"
 #include "learner/checkpoint_message.h"
 #include "learner/checkpoint_sections.h"
@@ -153,6 +155,28 @@ TEST_F(LearnerCheckpointSections, RecordsRoundTrip) {
   EXPECT_EQ(back[1].episode, 2u);
   EXPECT_EQ(back[1].loss, 0.125);
   EXPECT_FALSE(back[1].oom);
+}
+
+// Run directories of the release before hold version-01 files: the refusal
+// says what they are and what to do, for `inspect` and for `--resume`.
+TEST_F(LearnerCheckpointSections, AVersionOneFileIsRefusedSayingWhy) {
+  const std::string path = dir() + "/learner-000000000010.ttckpt";
+  WriteFileAtomically(path, FramePayload(FileFrame{"TTCKPT", 1, "learner checkpoint"}, std::string(64, '\1')));
+  const std::string why = path +
+                          ": learner checkpoint format version 1 (before the Cap'n Proto schema); this build reads "
+                          "version 2: start a new run directory or resume with the release that wrote it";
+  try {
+    CheckpointStore::ReadVerified(path);
+    ADD_FAILURE() << "a version-01 file was read";
+  } catch (const CheckpointError& e) {
+    EXPECT_EQ(e.what(), why);
+  }
+  try {
+    FindCheckpoint(config_, dir());
+    ADD_FAILURE() << "resumed from a version-01 file";
+  } catch (const CheckpointError& e) {
+    EXPECT_EQ(e.what(), "no usable checkpoint in " + dir() + "; the newest: " + why);
+  }
 }
 
 TEST_F(LearnerCheckpointSections, APayloadThatIsNoLearnerCheckpointWithAnAgentIsACheckpointError) {
