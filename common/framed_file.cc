@@ -34,10 +34,14 @@ bool HasFrameMagic(const FileFrame& frame, const std::string& file) {
   return file.size() >= 6 && std::memcmp(file.data(), frame.magic, 6) == 0;
 }
 
+bool IsFrameVersion(const FileFrame& frame, const std::string& file) {
+  return file.compare(0, 8, Magic(frame, frame.version)) == 0;
+}
+
 std::string VerifiedPayload(const FileFrame& frame, const std::string& file, const std::string& path) {
   if (file.size() < kFrameHeaderBytes || !HasFrameMagic(frame, file))
     throw std::runtime_error(path + ": not a " + frame.what + " (bad magic or shorter than its header)");
-  if (file.compare(0, 8, Magic(frame, frame.version)) != 0)
+  if (!IsFrameVersion(frame, file))
     throw std::runtime_error(path + ": a " + frame.what + " of format version \"" + file.substr(6, 2) +
                              "\"; this build reads version " + Magic(frame, frame.version).substr(6, 2));
   uint64_t length = 0, sum = 0;

@@ -2,7 +2,7 @@
 // a torn, corrupt, appended-to or other-version one before parsing it:
 //   magic (6 bytes) | format version (2 decimal digits) | payload length (u64 LE) |
 //   FNV-1a 64 of the payload (u64 LE) | payload
-// The learner's checkpoints ("TTCKPT" 01) and the agents' ("TTAGNT" 01)
+// The learner's checkpoints ("TTCKPT" 02) and the agents' ("TTAGNT" 01)
 // use it.
 #pragma once
 
@@ -23,6 +23,8 @@ std::string FramePayload(const FileFrame& frame, const std::string& payload);
 
 // Whether `file` starts with the frame's magic (of any version).
 bool HasFrameMagic(const FileFrame& frame, const std::string& file);
+// Whether `file` starts with the frame's magic and version.
+bool IsFrameVersion(const FileFrame& frame, const std::string& file);
 
 // The verified payload of `file` (read from `path`). Throws
 // std::runtime_error: "<path>: not a <what> (...)", "...: <what> format

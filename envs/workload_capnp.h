@@ -1,6 +1,7 @@
 // Conversions between the domain types and their Cap'n Proto form
-// (protocol/tensortier.capnp). Internal to the file readers and the protocol
-// codec; nothing else should need the generated types.
+// (protocol/tensortier.capnp). Internal to the file formats (workload and
+// plan files, the learner checkpoint) and the protocol codec; nothing else
+// should need the generated types.
 //
 // The *FromCapnp functions treat the reader as untrusted: unknown enum values
 // and unsupported format versions throw std::invalid_argument, and a workload
@@ -22,6 +23,12 @@ inline std::string TextToString(capnp::Text::Reader text) {
 }
 inline capnp::Text::Reader StringToText(const std::string& s) {
   return capnp::Text::Reader(s.data(), s.size());
+}
+inline capnp::Data::Reader BytesToData(const std::string& s) {
+  return capnp::Data::Reader(reinterpret_cast<const kj::byte*>(s.data()), s.size());
+}
+inline std::string DataToBytes(capnp::Data::Reader data) {
+  return std::string(reinterpret_cast<const char*>(data.begin()), data.size());
 }
 
 void WorkloadToCapnp(const Workload& w, schema::Workload::Builder out);

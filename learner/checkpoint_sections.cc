@@ -1,39 +1,41 @@
 #include "learner/checkpoint_sections.h"
 
-#include <cstdio>
 #include <stdexcept>
 
-#include "common/files.h"
 #include "common/log.h"
+#include "envs/workload_capnp.h"
+#include "learner/checkpoint_message.h"
 
 namespace tensortier {
 
-void SaveAgentSection(ByteWriter& w, const PlacementAgent& agent, const std::string& checkpoint_dir,
-                      uint64_t workload_signature, uint64_t dram_limit_bytes) {
+void SaveAgentSection(schema::AgentSection::Builder out, const PlacementAgent& agent,
+                      const std::string& checkpoint_dir, uint64_t workload_signature, uint64_t dram_limit_bytes) {
   // The agent's own checkpoint file stays where `tensortier export` looks
   // (checkpoints/<agent>.ckpt); the learner's checkpoint embeds its state.
   const std::string state = agent.SaveState();
   WriteAgentCheckpoint(checkpoint_dir + "/" + agent.name() + ".ckpt", state);
-  w.U64(kCheckpointPayloadVersion);
-  w.String(agent.name());
-  w.String(agent.config_json());
-  w.String(state);
-  w.U64(workload_signature);
-  w.U64(dram_limit_bytes);
+  out.setAgent(StringToText(agent.name()));
+  out.setConfigJson(StringToText(agent.config_json()));
+  out.setState(BytesToData(state));
+  out.setWorkloadSignature(workload_signature);
+  out.setDramLimitBytes(dram_limit_bytes);
 }
 
-AgentSection LoadAgentSection(ByteReader& r) {
+AgentSection LoadAgentSection(schema::AgentSection::Reader in) {
   AgentSection s;
-  s.payload_version = r.U64();
-  if (s.payload_version < 1 || s.payload_version > kCheckpointPayloadVersion)
-    throw CheckpointError("checkpoint payload version " + std::to_string(s.payload_version) +
-                          "; this learner reads 1 to " + std::to_string(kCheckpointPayloadVersion));
-  s.agent = r.String();
-  s.agent_config_json = r.String();
-  s.agent_checkpoint = r.String();
-  s.workload_signature = r.U64();
-  s.dram_limit_bytes = r.U64();
+  s.agent = TextToString(in.getAgent());
+  s.agent_config_json = TextToString(in.getConfigJson());
+  s.agent_checkpoint = DataToBytes(in.getState());
+  s.workload_signature = in.getWorkloadSignature();
+  s.dram_limit_bytes = in.getDramLimitBytes();
   return s;
+}
+
+AgentSection ReadAgentSection(const std::string& payload) {
+  return ReadCheckpoint(payload, [](schema::LearnerCheckpoint::Reader checkpoint) {
+    RequireSection(checkpoint.hasAgent(), "agent");
+    return LoadAgentSection(checkpoint.getAgent());
+  });
 }
 
 std::unique_ptr<PlacementAgent> RestoreAgent(const AgentSection& s, LearnerConfig& c,
@@ -58,41 +60,96 @@ std::unique_ptr<PlacementAgent> RestoreAgent(const AgentSection& s, LearnerConfi
   return a;
 }
 
-void SaveRecords(ByteWriter& w, const std::vector<EpisodeRecord>& records) {
-  w.U64(records.size());
-  for (const EpisodeRecord& r : records) {
-    w.U64(r.episode);
-    w.Pod(r.worker_id);
-    w.U64(r.worker_episode);
-    w.U64(r.policy_version);
-    w.Pod(r.steps);
-    for (double v : {r.step_reward_sum, r.episodic_reward, r.normalised_cost, r.runtime_ns}) w.F64(v);
-    w.Bool(r.oom);
-    for (double v : {r.epsilon, r.loss, r.mean_q, r.best_runtime_ns, r.wall_seconds}) w.F64(v);
-    w.String(r.backend);
+void SaveCounters(const CheckpointedCounters& c, schema::Counters::Builder out) {
+  out.setFramesReceived(c.frames_received);
+  out.setMalformedFrames(c.malformed_frames);
+  out.setOversizedFrames(c.oversized_frames);
+  out.setWrongVersionFrames(c.wrong_version_frames);
+  out.setUnknownWorkerFrames(c.unknown_worker_frames);
+  out.setDuplicateBatches(c.duplicate_batches);
+  out.setTransitionsIngested(c.transitions_ingested);
+  out.setWorkersRegistered(c.workers_registered);
+  out.setWorkersExpired(c.workers_expired);
+  out.setHeartbeatsReceived(c.heartbeats_received);
+  out.setUnexpectedMessages(c.unexpected_messages);
+  out.setWorkerErrors(c.worker_errors);
+  out.setDuplicateReports(c.duplicate_reports);
+  out.setEpisodesAcked(c.episodes_acked);
+  out.setCheckpointsWritten(c.checkpoints_written);
+  out.setCheckpointsRejected(c.checkpoints_rejected);
+  out.setMeasurementCacheHits(c.measurement_cache_hits);
+  out.setMeasurementCacheMisses(c.measurement_cache_misses);
+  out.setMeasurementCacheRedundant(c.measurement_cache_redundant);
+}
+
+CheckpointedCounters LoadCounters(schema::Counters::Reader in) {
+  CheckpointedCounters c;
+  c.frames_received = in.getFramesReceived();
+  c.malformed_frames = in.getMalformedFrames();
+  c.oversized_frames = in.getOversizedFrames();
+  c.wrong_version_frames = in.getWrongVersionFrames();
+  c.unknown_worker_frames = in.getUnknownWorkerFrames();
+  c.duplicate_batches = in.getDuplicateBatches();
+  c.transitions_ingested = in.getTransitionsIngested();
+  c.workers_registered = in.getWorkersRegistered();
+  c.workers_expired = in.getWorkersExpired();
+  c.heartbeats_received = in.getHeartbeatsReceived();
+  c.unexpected_messages = in.getUnexpectedMessages();
+  c.worker_errors = in.getWorkerErrors();
+  c.duplicate_reports = in.getDuplicateReports();
+  c.episodes_acked = in.getEpisodesAcked();
+  c.checkpoints_written = in.getCheckpointsWritten();
+  c.checkpoints_rejected = in.getCheckpointsRejected();
+  c.measurement_cache_hits = in.getMeasurementCacheHits();
+  c.measurement_cache_misses = in.getMeasurementCacheMisses();
+  c.measurement_cache_redundant = in.getMeasurementCacheRedundant();
+  return c;
+}
+
+void SaveRecords(const std::vector<EpisodeRecord>& records, capnp::List<schema::EpisodeRecord>::Builder out) {
+  for (size_t i = 0; i < records.size(); ++i) {
+    const EpisodeRecord& r = records[i];
+    schema::EpisodeRecord::Builder o = out[i];
+    o.setEpisode(r.episode);
+    o.setWorkerId(r.worker_id);
+    o.setWorkerEpisode(r.worker_episode);
+    o.setPolicyVersion(r.policy_version);
+    o.setSteps(r.steps);
+    o.setStepRewardSum(r.step_reward_sum);
+    o.setEpisodicReward(r.episodic_reward);
+    o.setNormalisedCost(r.normalised_cost);
+    o.setRuntimeNs(r.runtime_ns);
+    o.setOom(r.oom);
+    o.setEpsilon(r.epsilon);
+    o.setLoss(r.loss);
+    o.setMeanQ(r.mean_q);
+    o.setBestRuntimeNs(r.best_runtime_ns);
+    o.setWallSeconds(r.wall_seconds);
+    o.setBackend(StringToText(r.backend));
   }
 }
 
-std::vector<EpisodeRecord> LoadRecords(ByteReader& r) {
+std::vector<EpisodeRecord> LoadRecords(capnp::List<schema::EpisodeRecord>::Reader in) {
   std::vector<EpisodeRecord> records;
-  for (uint64_t n = r.U64(); n > 0; --n) {
+  records.reserve(in.size());
+  for (schema::EpisodeRecord::Reader r : in) {
     EpisodeRecord e;
-    e.episode = r.U64();
-    e.worker_id = r.Pod<uint32_t>();
-    e.worker_episode = r.U64();
-    e.policy_version = r.U64();
-    e.steps = r.Pod<uint32_t>();
-    e.step_reward_sum = r.F64();
-    e.episodic_reward = r.F64();
-    e.normalised_cost = r.F64();
-    e.runtime_ns = r.F64();
-    e.oom = r.Bool();
-    e.epsilon = r.F64();
-    e.loss = r.F64();
-    e.mean_q = r.F64();
-    e.best_runtime_ns = r.F64();
-    e.wall_seconds = r.F64();
-    e.backend = r.String();
+    e.episode = r.getEpisode();
+    e.worker_id = r.getWorkerId();
+    e.worker_episode = r.getWorkerEpisode();
+    e.policy_version = r.getPolicyVersion();
+    e.steps = r.getSteps();
+    e.step_reward_sum = r.getStepRewardSum();
+    e.episodic_reward = r.getEpisodicReward();
+    e.normalised_cost = r.getNormalisedCost();
+    e.runtime_ns = r.getRuntimeNs();
+    e.oom = r.getOom();
+    e.epsilon = r.getEpsilon();
+    e.loss = r.getLoss();
+    e.mean_q = r.getMeanQ();
+    e.best_runtime_ns = r.getBestRuntimeNs();
+    e.wall_seconds = r.getWallSeconds();
+    e.backend = TextToString(r.getBackend());
     records.push_back(std::move(e));
   }
   return records;
@@ -103,12 +160,12 @@ FoundCheckpoint FindCheckpoint(const LearnerConfig& config, const std::string& c
   CheckpointStore store(checkpoint_dir);
   FoundCheckpoint found;
   std::string mismatch;  // a good checkpoint of another run says more than "none usable"
+  std::string newest_refusal;
   for (const std::string& path : store.List()) {
     try {
       std::string payload = CheckpointStore::ReadVerified(path);
-      ByteReader r(payload);
       LearnerConfig probe_config = config;
-      RestoreAgent(LoadAgentSection(r), probe_config, checkpoint_dir);  // throws on a payload that does not load
+      RestoreAgent(ReadAgentSection(payload), probe_config, checkpoint_dir);  // throws on a payload that does not load
       found.path = path;
       found.payload = std::move(payload);
       return found;
@@ -117,7 +174,7 @@ FoundCheckpoint FindCheckpoint(const LearnerConfig& config, const std::string& c
       mismatch = path + ": " + e.what();
       LogWarn("checkpoint_rejected").kv("path", path).kv("detail", e.what());
     } catch (const std::exception& e) {
-      ++found.rejected;
+      if (found.rejected++ == 0) newest_refusal = e.what();
       LogWarn("checkpoint_rejected").kv("path", path).kv("detail", e.what());
     }
   }
@@ -126,7 +183,7 @@ FoundCheckpoint FindCheckpoint(const LearnerConfig& config, const std::string& c
   if (found.rejected == 0)
     throw CheckpointError("no checkpoint in " + checkpoint_dir +
                           " (the run ended before its first one): start it again with --force instead of --resume");
-  throw CheckpointError("no usable checkpoint in " + checkpoint_dir);
+  throw CheckpointError("no usable checkpoint in " + checkpoint_dir + "; the newest: " + newest_refusal);
 }
 
 }  // namespace tensortier

@@ -11,7 +11,11 @@
 namespace tensortier {
 namespace {
 
-constexpr FileFrame kFrame{"TTCKPT", 1, "learner checkpoint"};  // "TTCKPT01"
+constexpr FileFrame kFrame{"TTCKPT", kCheckpointFormatVersion, "learner checkpoint"};  // "TTCKPT02"
+// The frame framed_file.h would call "of another format version": this one
+// deserves the why and what to do, since every run directory of the release
+// before has it.
+constexpr FileFrame kPositionalFrame{"TTCKPT", 1, "learner checkpoint"};
 constexpr const char* kPrefix = "learner-";
 constexpr const char* kSuffix = ".ttckpt";
 
@@ -64,6 +68,10 @@ std::string CheckpointStore::ReadVerified(const std::string& path) {
   } catch (const std::exception& e) {
     throw CheckpointError(e.what());
   }
+  if (IsFrameVersion(kPositionalFrame, file))
+    throw CheckpointError(path + ": learner checkpoint format version 1 (before the Cap'n Proto schema); this build "
+                          "reads version " + std::to_string(kCheckpointFormatVersion) +
+                          ": start a new run directory or resume with the release that wrote it");
   try {
     return VerifiedPayload(kFrame, file, path);
   } catch (const std::runtime_error& e) {

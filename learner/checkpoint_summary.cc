@@ -10,9 +10,8 @@
 #include "agents/agent.h"
 #include "common/files.h"
 #include "envs/describe.h"
+#include "learner/checkpoint_message.h"
 #include "learner/checkpoint_sections.h"
-#include "learner/checkpoint_store.h"
-#include "learner/fleet_registry.h"
 #include "learner/scoreboard.h"
 
 namespace tensortier {
@@ -84,35 +83,33 @@ std::string DescribeAgentState(const std::string& state, const std::string& what
 }  // namespace
 
 LearnerCheckpointHead ReadLearnerCheckpointHead(const std::string& payload) {
-  ByteReader r(payload);
-  LearnerCheckpointHead h;
-  AgentSection agent = LoadAgentSection(r);
-  h.payload_version = agent.payload_version;
-  h.agent = agent.agent;
-  h.agent_config_json = agent.agent_config_json;
-  h.agent_state = std::move(agent.agent_checkpoint);
-  h.workload_signature = agent.workload_signature;
-  h.dram_limit_bytes = agent.dram_limit_bytes;
-  h.episodes = r.U64();
-  h.weights_version = r.U64();
-  h.evaluations = r.U64();
-  FleetRegistry(1).LoadNextIds(r);
-  h.seconds = r.F64();
-  h.counters = r.Pod<CheckpointedCounters>();
-  const Workload none;
-  Scoreboard scores(none, 0, 0);
-  try {
-    scores.LoadBestPlan(r);
-  } catch (const CheckpointError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw CheckpointError(std::string("the best plan does not parse: ") + e.what());
-  }
-  h.has_best_plan = scores.has_best_plan();
-  h.best_plan = scores.best_plan();
-  h.best_runtime_ns = scores.best_runtime_ns();
-  h.records = LoadRecords(r);
-  return h;
+  return ReadCheckpoint(payload, [](schema::LearnerCheckpoint::Reader c) {
+    RequireSection(c.hasAgent(), "agent");
+    RequireSection(c.hasRun(), "run");
+    RequireSection(c.hasCounters(), "counters");
+    RequireSection(c.hasScoreboard(), "scoreboard");
+    LearnerCheckpointHead h;
+    AgentSection agent = LoadAgentSection(c.getAgent());
+    h.agent = agent.agent;
+    h.agent_config_json = agent.agent_config_json;
+    h.agent_state = std::move(agent.agent_checkpoint);
+    h.workload_signature = agent.workload_signature;
+    h.dram_limit_bytes = agent.dram_limit_bytes;
+    const schema::RunSection::Reader run = c.getRun();
+    h.episodes = run.getEpisodes();
+    h.weights_version = run.getWeightsVersion();
+    h.evaluations = run.getEvaluations();
+    h.seconds = run.getElapsedSeconds();
+    h.records = LoadRecords(run.getRecords());
+    h.counters = LoadCounters(c.getCounters());
+    const Workload none;
+    Scoreboard scores(none, 0, 0);
+    scores.Load(c.getScoreboard());
+    h.has_best_plan = scores.has_best_plan();
+    h.best_plan = scores.best_plan();
+    h.best_runtime_ns = scores.best_runtime_ns();
+    return h;
+  });
 }
 
 bool LooksLikeAgentCheckpoint(const std::string& head) { return head.rfind("TTAGNT", 0) == 0; }
@@ -133,8 +130,9 @@ std::string DescribeLearnerCheckpoint(const std::string& path) {
     throw CheckpointError(path + ": " + e.what());
   }
   std::ostringstream out;
-  out << Row("learner checkpoint", path) << Row("payload", "version " + std::to_string(h.payload_version) + ", " +
-                                                               FormatBytes(static_cast<double>(payload.size())));
+  out << Row("learner checkpoint", path)
+      << Row("payload", "format version " + std::to_string(kCheckpointFormatVersion) + ", " +
+                            FormatBytes(static_cast<double>(payload.size())));
   out << DescribeAgentState(h.agent_state, path);
   out << Row("workload", "signature " + Hex(h.workload_signature))
       << Row("DRAM limit", FormatBytes(static_cast<double>(h.dram_limit_bytes)))

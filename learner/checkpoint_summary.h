@@ -1,5 +1,5 @@
 // `tensortier inspect` for checkpoints: what an agent checkpoint (.ckpt,
-// "TTAGNT01") and a learner checkpoint (.ttckpt, "TTCKPT01") hold. The file
+// "TTAGNT01") and a learner checkpoint (.ttckpt, "TTCKPT02") hold. The file
 // is verified first (common/framed_file.h); a torn, corrupt or foreign file
 // throws CheckpointError (or std::runtime_error) naming it and the problem.
 #pragma once
@@ -13,11 +13,9 @@
 
 namespace tensortier {
 
-// The head of a learner checkpoint's payload: every section up to the
-// episode records, in learner/payload.cc's order (the replay, ledgers and
-// the rest after them are not read).
+// What `inspect` shows of a learner checkpoint: its agent, run, counters
+// and best plan sections (the replay, ledgers and the rest are not read).
 struct LearnerCheckpointHead {
-  uint64_t payload_version = 0;
   std::string agent;               // "dqn", "sac"
   std::string agent_config_json;
   std::string agent_state;         // the agent's own checkpoint, whole
@@ -34,7 +32,8 @@ struct LearnerCheckpointHead {
   std::vector<EpisodeRecord> records;
 };
 
-// Throws CheckpointError when the payload is not a learner checkpoint's.
+// Throws CheckpointError when the payload is not a learner checkpoint's
+// or lacks one of those sections.
 LearnerCheckpointHead ReadLearnerCheckpointHead(const std::string& payload);
 
 // Whether `head` (a file's first bytes) starts as an agent or a learner

@@ -10,7 +10,7 @@
 #include <map>
 #include <set>
 
-#include "learner/checkpoint_store.h"
+#include "learner/checkpoint_message.h"
 
 namespace tensortier {
 
@@ -32,21 +32,22 @@ class EpisodeLedger {
     return episode <= it->second.watermark || it->second.above.count(episode) > 0;
   }
 
-  void Save(ByteWriter& w) const {
-    w.U64(entries_.size());
+  void Save(schema::EpisodeLedger::Builder out) const {
+    auto incarnations = out.initIncarnations(static_cast<unsigned>(entries_.size()));
+    unsigned i = 0;
     for (const auto& [incarnation, e] : entries_) {
-      w.U64(incarnation);
-      w.U64(e.watermark);
-      w.U64(e.above.size());
-      for (uint64_t id : e.above) w.U64(id);
+      schema::IncarnationEpisodes::Builder o = incarnations[i++];
+      o.setIncarnation(incarnation);
+      o.setWatermark(e.watermark);
+      FillList(e.above, o.initAbove(static_cast<unsigned>(e.above.size())));
     }
   }
-  void Load(ByteReader& r) {
+  void Load(schema::EpisodeLedger::Reader in) {
     entries_.clear();
-    for (uint64_t n = r.U64(); n > 0; --n) {
-      Entry& e = entries_[r.U64()];
-      e.watermark = r.U64();
-      for (uint64_t k = r.U64(); k > 0; --k) e.above.insert(r.U64());
+    for (schema::IncarnationEpisodes::Reader o : in.getIncarnations()) {
+      Entry& e = entries_[o.getIncarnation()];
+      e.watermark = o.getWatermark();
+      for (uint64_t id : o.getAbove()) e.above.insert(id);
     }
   }
 

@@ -90,30 +90,25 @@ std::vector<WorkerState> FleetRegistry::ExpireSilent(Clock::time_point now, Cloc
   return expired;
 }
 
-void FleetRegistry::SaveNextIds(ByteWriter& w) const {
-  w.Pod(next_worker_id_);
-  w.Pod(next_exploration_index_);
-}
-
-void FleetRegistry::LoadNextIds(ByteReader& r) {
-  next_worker_id_ = r.Pod<uint32_t>();
-  next_exploration_index_ = r.Pod<uint32_t>();
-}
-
-void FleetRegistry::SaveSlots(ByteWriter& w) const {
-  w.U64(slots_.size());
+void FleetRegistry::Save(schema::FleetSection::Builder out) const {
+  out.setNextWorkerId(next_worker_id_);
+  out.setNextExplorationIndex(next_exploration_index_);
+  auto slots = out.initSlots(static_cast<unsigned>(slots_.size()));
+  unsigned i = 0;
   for (const auto& [incarnation, slot] : slots_) {
-    w.U64(incarnation);
-    w.Pod(slot);
+    slots[i].setIncarnation(incarnation);
+    slots[i].setWorkerId(slot.id);
+    slots[i].setExplorationIndex(slot.exploration_index);
+    ++i;
   }
 }
 
-void FleetRegistry::LoadSlots(ByteReader& r) {
+void FleetRegistry::Load(schema::FleetSection::Reader in) {
+  next_worker_id_ = in.getNextWorkerId();
+  next_exploration_index_ = in.getNextExplorationIndex();
   slots_.clear();
-  for (uint64_t n = r.U64(); n > 0; --n) {
-    const uint64_t incarnation = r.U64();
-    slots_[incarnation] = r.Pod<Slot>();
-  }
+  for (schema::WorkerSlot::Reader slot : in.getSlots())
+    slots_[slot.getIncarnation()] = Slot{slot.getWorkerId(), slot.getExplorationIndex()};
 }
 
 }  // namespace tensortier

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "learner/checkpoint_store.h"
+#include "learner/checkpoint.capnp.h"
 #include "protocol/messages.h"
 
 namespace tensortier {
@@ -72,16 +72,12 @@ class FleetRegistry {
   // Routing ids given up on and not registered since.
   const std::set<std::string>& expired_peers() const { return expired_peers_; }
 
-  // Checkpoint sections, in the places the learner's payload has them:
-  // the next ids, then (further on) each incarnation's id and index.
-  void SaveNextIds(ByteWriter& w) const;
-  void LoadNextIds(ByteReader& r);
-  void SaveSlots(ByteWriter& w) const;
-  void LoadSlots(ByteReader& r);
+  // Checkpoint section: the next ids and each incarnation's id and index.
+  void Save(schema::FleetSection::Builder out) const;
+  void Load(schema::FleetSection::Reader in);
 
  private:
-  // Where a worker incarnation sits in the fleet (its bytes are the
-  // checkpoint's format: keep the layout).
+  // Where a worker incarnation sits in the fleet.
   struct Slot {
     uint32_t id = 0;
     uint32_t exploration_index = 0;

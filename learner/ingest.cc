@@ -147,33 +147,28 @@ bool Ingest::OnInserted(const InsertedBatch& b) {
   return true;
 }
 
-void Ingest::SaveLedgers(ByteWriter& w) const {
-  batches_inserted_.Save(w);
-  reports_in_.Save(w);
+void Ingest::Save(schema::IngestSection::Builder out, const EpisodeRows& partly_in_replay) const {
+  batches_inserted_.Save(out.initEpisodesInReplay());
+  reports_in_.Save(out.initReportsCounted());
+  auto partly = out.initPartlyInReplay(static_cast<unsigned>(partly_in_replay.size()));
+  unsigned i = 0;
+  for (const auto& [key, rows] : partly_in_replay) {
+    schema::PartialEpisode::Builder p = partly[i++];
+    p.setIncarnation(key.first);
+    p.setEpisode(key.second);
+    p.setRowsInReplay(rows);
+  }
 }
 
-void Ingest::LoadLedgers(ByteReader& r) {
-  batches_in_.Load(r);
-  reports_in_.Load(r);
+void Ingest::Load(schema::IngestSection::Reader in) {
+  // What was staged but not in replay is not in the checkpoint: the
+  // episodes in replay are all that was taken.
+  batches_in_.Load(in.getEpisodesInReplay());
   batches_inserted_ = batches_in_;
-}
-
-void Ingest::SavePartlyInReplay(ByteWriter& w, const EpisodeRows& rows) {
-  w.U64(rows.size());
-  for (const auto& [key, n] : rows) {
-    w.U64(key.first);
-    w.U64(key.second);
-    w.U64(n);
-  }
-}
-
-void Ingest::LoadPartlyInReplay(ByteReader& r, uint64_t payload_version) {
+  reports_in_.Load(in.getReportsCounted());
   partly_in_replay_.clear();
-  if (payload_version < 3) return;
-  for (uint64_t n = r.U64(); n > 0; --n) {
-    const uint64_t incarnation = r.U64(), episode = r.U64();
-    partly_in_replay_[{incarnation, episode}] = r.U64();
-  }
+  for (schema::PartialEpisode::Reader p : in.getPartlyInReplay())
+    partly_in_replay_[{p.getIncarnation(), p.getEpisode()}] = p.getRowsInReplay();
 }
 
 }  // namespace tensortier

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "learner/checkpoint_store.h"
+#include "learner/checkpoint.capnp.h"
 #include "learner/episode_ledger.h"
 #include "learner/fleet_registry.h"
 #include "learner/staged_batch.h"
@@ -56,14 +56,12 @@ class Ingest {
   // Rows of episodes replay holds in part (of their inserted batches).
   const EpisodeRows& partly_in_replay() const { return partly_in_replay_; }
 
-  // Checkpoint sections, in the places the learner's payload has them: the
-  // ledgers of episodes in replay and of reports, and (further on) the
-  // episodes partly in replay. What was staged but not yet in replay is
-  // not in the checkpoint: a resend after a resume is taken again.
-  void SaveLedgers(ByteWriter& w) const;
-  void LoadLedgers(ByteReader& r);
-  static void SavePartlyInReplay(ByteWriter& w, const EpisodeRows& rows);
-  void LoadPartlyInReplay(ByteReader& r, uint64_t payload_version);
+  // Checkpoint section: the ledgers of episodes in replay and of reports,
+  // and the episodes replay holds in part: `partly_in_replay` with the rows
+  // of the batches the trainer has started on. What was staged but not yet
+  // in replay is not in the checkpoint: a resend after a resume is taken again.
+  void Save(schema::IngestSection::Builder out, const EpisodeRows& partly_in_replay) const;
+  void Load(schema::IngestSection::Reader in);
 
   // Partial episodes kept per incarnation: flow control keeps a worker to
   // two episodes in flight, so more were abandoned (the worker restarted

@@ -63,8 +63,7 @@ struct Learner::Impl {
       payload = std::move(found.payload);
     }
     if (payload) {
-      ByteReader r(*payload);
-      agent = RestoreAgent(LoadAgentSection(r), config, CheckpointDir());
+      agent = RestoreAgent(ReadAgentSection(*payload), config, CheckpointDir());
     } else {
       StartingPolicy start = StartPolicy(config, result);  // learner/starting_policy.h
       agent = std::move(start.agent);
@@ -542,7 +541,7 @@ struct Learner::Impl {
 
   void RestoreStateFrom(const std::string& payload) {
     LearnerParts parts = Parts();
-    seconds_before = LoadPayload(payload, config, parts);
+    seconds_before = LoadPayload(payload, parts);
     result.counters.checkpoints_rejected += rejected_checkpoints;
     result.resumed = true;
     result.resumed_at_episode = result.episodes;

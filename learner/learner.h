@@ -165,8 +165,9 @@ struct EpisodeRecord {
   std::string backend;
 };
 
-// The counters a checkpoint holds, as one block of bytes (ByteWriter::Pod):
-// add nothing here without a new checkpoint payload version.
+// The counters a checkpoint holds, each a field of the checkpoint's
+// Counters (learner/checkpoint.capnp; checkpoint_sections.cc copies them):
+// a new one here needs its field there too.
 struct CheckpointedCounters {
   uint64_t frames_received = 0;
   uint64_t malformed_frames = 0;

@@ -1,8 +1,8 @@
 #include "learner/measurement_cache.h"
 
-#include <variant>
-
+#include "learner/checkpoint_store.h"
 #include "protocol/codec.h"
+#include "protocol/messages_capnp.h"
 
 namespace tensortier {
 
@@ -42,16 +42,13 @@ MeasurementCacheMsg MeasurementCache::All() const {
   return m;
 }
 
-void MeasurementCache::Save(ByteWriter& w) const { w.String(EncodeMessage(All())); }
+void MeasurementCache::Save(schema::MeasurementCache::Builder out) const { MeasurementsToCapnp(All(), out); }
 
-void MeasurementCache::Load(ByteReader& r) {
-  const std::string frame = r.String();
-  DecodeResult cache = DecodeMessage(frame.data(), frame.size());
-  if (!std::holds_alternative<Message>(cache) ||
-      !std::holds_alternative<MeasurementCacheMsg>(std::get<Message>(cache)))
-    throw CheckpointError("checkpoint measurement cache does not decode");
-  for (CachedMeasurement& e : std::get<MeasurementCacheMsg>(std::get<Message>(cache)).entries)
-    entries_[{e.plan_hash, e.backend}] = std::move(e);
+void MeasurementCache::Load(schema::MeasurementCache::Reader in) {
+  MeasurementCacheMsg cache = MeasurementsFromCapnp(in);
+  if (const char* field = NonFiniteFieldOf(cache))
+    throw CheckpointError(std::string("the checkpoint's measurement cache has a ") + field + " that is not finite");
+  for (CachedMeasurement& e : cache.entries) entries_[{e.plan_hash, e.backend}] = std::move(e);
 }
 
 }  // namespace tensortier

@@ -11,7 +11,7 @@
 #include <string>
 #include <utility>
 
-#include "learner/checkpoint_store.h"
+#include "learner/checkpoint.capnp.h"
 #include "protocol/messages.h"
 
 namespace tensortier {
@@ -38,9 +38,11 @@ class MeasurementCache {
   // The whole cache as one message.
   MeasurementCacheMsg All() const;
 
-  // Checkpoint section: the whole cache, encoded as its message.
-  void Save(ByteWriter& w) const;
-  void Load(ByteReader& r);
+  // Checkpoint section: the whole cache, as the message workers receive.
+  // Load throws CheckpointError for a value that is not finite (workers
+  // would refuse the cache frame that carries it).
+  void Save(schema::MeasurementCache::Builder out) const;
+  void Load(schema::MeasurementCache::Reader in);
 
  private:
   MeasurementCacheMsg Empty() const;

@@ -1,7 +1,7 @@
-// The learner checkpoint's payload (docs/file-formats.md): the sections of
-// every part in the one order the format has. Each part saves and loads
-// its own section; this is the only place that knows their order, so that
-// a new format (a schema) changes this file and the parts' sections only.
+// The learner checkpoint's payload (docs/file-formats.md): a LearnerCheckpoint
+// message (learner/checkpoint.capnp) composed of every part's section. Each
+// part saves and loads its own section; this is the only place that knows
+// them all.
 #pragma once
 
 #include <string>
@@ -35,8 +35,10 @@ struct LearnerParts {
 // checkpoint file into checkpoint_dir as well (checkpoint_sections.h).
 std::string SavePayload(const LearnerParts& parts, const LearnerConfig& config, double elapsed_seconds,
                         const std::string& checkpoint_dir);
-// Every section after the agent's (the agent is restored from the same
-// payload first: RestoreAgent). Returns the seconds the run had taken.
-double LoadPayload(const std::string& payload, const LearnerConfig& config, LearnerParts& parts);
+// Every section but the agent's (the agent is restored from the same
+// payload first: ReadAgentSection, RestoreAgent). Returns the seconds the
+// run had taken. Throws CheckpointError for a payload that is not a whole
+// learner checkpoint, std::invalid_argument for one of another run.
+double LoadPayload(const std::string& payload, LearnerParts& parts);
 
 }  // namespace tensortier

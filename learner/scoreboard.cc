@@ -1,7 +1,8 @@
 #include "learner/scoreboard.h"
 
 #include "envs/cost_model.h"
-#include "envs/workload_io.h"
+#include "envs/workload_capnp.h"
+#include "learner/checkpoint_store.h"
 #include "learner/convergence.h"
 
 namespace tensortier {
@@ -36,30 +37,34 @@ std::optional<double> Scoreboard::best_evaluation_reward() const {
   return best_reward_;
 }
 
-void Scoreboard::SaveBestPlan(ByteWriter& w) const {
-  w.Bool(has_best_plan_);
-  w.String(has_best_plan_ ? SerializePlan(best_plan_) : std::string());
-  w.F64(best_runtime_ns_);
+void Scoreboard::Save(schema::ScoreboardSection::Builder out) const {
+  if (has_best_plan_) PlanToCapnp(best_plan_, out.initBestPlan());
+  out.setBestRuntimeNs(best_runtime_ns_);
+  auto evaluations = out.initEvaluations(static_cast<unsigned>(rewards_.size()));
+  for (size_t i = 0; i < rewards_.size(); ++i) {
+    evaluations[i].setReward(rewards_[i]);
+    evaluations[i].setUpdates(updates_[i]);
+  }
+  out.setBestEvaluationReward(best_reward_);
 }
 
-void Scoreboard::LoadBestPlan(ByteReader& r) {
-  has_best_plan_ = r.Bool();
-  const std::string plan = r.String();
-  if (has_best_plan_) best_plan_ = ParsePlan(plan);
-  best_runtime_ns_ = r.F64();
-}
-
-void Scoreboard::SaveEvaluations(ByteWriter& w) const {
-  w.PodVector(rewards_);
-  w.PodVector(updates_);
-  w.F64(best_reward_);
-}
-
-void Scoreboard::LoadEvaluations(ByteReader& r) {
-  rewards_ = r.PodVector<double>();
-  updates_ = r.PodVector<uint64_t>();
-  if (updates_.size() != rewards_.size()) throw CheckpointError("checkpoint evaluations do not line up");
-  best_reward_ = r.F64();
+void Scoreboard::Load(schema::ScoreboardSection::Reader in) {
+  has_best_plan_ = in.hasBestPlan();
+  if (has_best_plan_) {
+    try {
+      best_plan_ = PlanFromCapnp(in.getBestPlan());
+    } catch (const std::invalid_argument& e) {
+      throw CheckpointError(std::string("the checkpoint's best plan does not parse: ") + e.what());
+    }
+  }
+  best_runtime_ns_ = in.getBestRuntimeNs();
+  rewards_.clear();
+  updates_.clear();
+  for (schema::Evaluation::Reader e : in.getEvaluations()) {
+    rewards_.push_back(e.getReward());
+    updates_.push_back(e.getUpdates());
+  }
+  best_reward_ = in.getBestEvaluationReward();
 }
 
 }  // namespace tensortier

@@ -12,7 +12,7 @@
 
 #include "envs/placement_plan.h"
 #include "envs/workload.h"
-#include "learner/checkpoint_store.h"
+#include "learner/checkpoint.capnp.h"
 
 namespace tensortier {
 
@@ -42,11 +42,10 @@ class Scoreboard {
   std::optional<double> best_evaluation_reward() const;
   bool converged() const { return converged_; }
 
-  // Checkpoint sections, in the places the learner's payload has them.
-  void SaveBestPlan(ByteWriter& w) const;
-  void LoadBestPlan(ByteReader& r);
-  void SaveEvaluations(ByteWriter& w) const;
-  void LoadEvaluations(ByteReader& r);
+  // Checkpoint section: the best plan and the evaluations. Load throws
+  // CheckpointError for a best plan that does not parse.
+  void Save(schema::ScoreboardSection::Builder out) const;
+  void Load(schema::ScoreboardSection::Reader in);
 
  private:
   const Workload& workload_;

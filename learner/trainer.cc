@@ -7,26 +7,91 @@
 #include <stdexcept>
 
 #include "common/log.h"
+#include "envs/workload_capnp.h"
+#include "learner/checkpoint_message.h"
 
 namespace tensortier {
 namespace {
 
-void SaveTransition(ByteWriter& w, const Transition& t) {
-  w.PodVector(t.observation);
-  w.Pod<uint8_t>(t.action);
-  w.Pod<float>(t.reward);
-  w.PodVector(t.next_observation);
-  w.Bool(t.done);
+constexpr size_t kObservationFloats = static_cast<size_t>(kObservationSize);
+// Step(0) places in DRAM, Step(1) in the slow tier (envs/placement_env.h);
+// ingest admits no other action into replay.
+constexpr uint8_t kPlacementActions = 2;
+
+// Column by column: a replay of 100,000 transitions is five flat lists.
+void SaveTransitions(const std::vector<Transition>& items, schema::Transitions::Builder out) {
+  const auto n = static_cast<unsigned>(items.size()), floats = static_cast<unsigned>(n * kObservationFloats);
+  capnp::List<float>::Builder observations = out.initObservations(floats), next = out.initNextObservations(floats);
+  capnp::List<uint8_t>::Builder actions = out.initActions(n);
+  capnp::List<float>::Builder rewards = out.initRewards(n);
+  capnp::List<bool>::Builder done = out.initDone(n);
+  for (unsigned i = 0; i < n; ++i) {
+    const Transition& t = items[i];
+    if (t.observation.size() != kObservationFloats || t.next_observation.size() != kObservationFloats)
+      throw std::logic_error("replay holds a transition whose observations are not of " +
+                             std::to_string(kObservationFloats) + " floats");
+    for (unsigned k = 0; k < kObservationFloats; ++k) {
+      observations.set(i * kObservationFloats + k, t.observation[k]);
+      next.set(i * kObservationFloats + k, t.next_observation[k]);
+    }
+    actions.set(i, t.action);
+    rewards.set(i, t.reward);
+    done.set(i, t.done);
+  }
 }
 
-Transition LoadTransition(ByteReader& r) {
-  Transition t;
-  t.observation = r.PodVector<float>();
-  t.action = r.Pod<uint8_t>();
-  t.reward = r.Pod<float>();
-  t.next_observation = r.PodVector<float>();
-  t.done = r.Bool();
-  return t;
+// Transition i's observation: floats [i * kObservationFloats, (i + 1) * kObservationFloats).
+std::vector<float> ObservationAt(capnp::List<float>::Reader floats, size_t i) {
+  std::vector<float> observation(kObservationFloats);
+  for (size_t k = 0; k < kObservationFloats; ++k) {
+    observation[k] = floats[static_cast<unsigned>(i * kObservationFloats + k)];
+    if (!std::isfinite(observation[k]))
+      throw CheckpointError("the checkpoint's replay has an observation that is not finite");
+  }
+  return observation;
+}
+
+// Refuses what ingest would never have let into replay: columns of
+// different lengths, observations of another size, an unknown action, an
+// observation or reward that is not finite.
+std::vector<Transition> LoadTransitions(schema::Transitions::Reader in) {
+  const capnp::List<float>::Reader observations = in.getObservations(), next = in.getNextObservations();
+  const capnp::List<uint8_t>::Reader actions = in.getActions();
+  const capnp::List<float>::Reader rewards = in.getRewards();
+  const capnp::List<bool>::Reader done = in.getDone();
+  const size_t n = actions.size();
+  if (rewards.size() != n || done.size() != n)
+    throw CheckpointError("the checkpoint's replay has " + std::to_string(n) + " actions, " +
+                          std::to_string(rewards.size()) + " rewards and " + std::to_string(done.size()) +
+                          " done flags");
+  for (const capnp::List<float>::Reader& floats : {observations, next})
+    if (floats.size() != n * kObservationFloats)
+      throw CheckpointError("the checkpoint's replay has " + std::to_string(floats.size()) +
+                            " observation floats for " + std::to_string(n) + " transitions of " +
+                            std::to_string(kObservationFloats));
+  std::vector<Transition> items(n);
+  for (size_t i = 0; i < n; ++i) {
+    Transition& t = items[i];
+    const auto row = static_cast<unsigned>(i);
+    t.observation = ObservationAt(observations, i);
+    t.next_observation = ObservationAt(next, i);
+    t.action = actions[row];
+    t.reward = rewards[row];
+    t.done = done[row];
+    if (t.action >= kPlacementActions)
+      throw CheckpointError("the checkpoint's replay has an action " + std::to_string(t.action));
+    if (!std::isfinite(t.reward)) throw CheckpointError("the checkpoint's replay has a reward that is not finite");
+  }
+  return items;
+}
+
+ReplayKind ReplayKindOf(schema::ReplayKind kind) {
+  switch (kind) {
+    case schema::ReplayKind::UNIFORM: return ReplayKind::kUniform;
+    case schema::ReplayKind::PRIORITIZED: return ReplayKind::kPrioritized;
+  }
+  throw CheckpointError("the checkpoint's replay is of an unknown kind (" +
+                        std::to_string(static_cast<uint16_t>(kind)) + ")");
 }
 
 }  // namespace
@@ -314,77 +379,95 @@ void Trainer::Loop() {
 
 // ------------------------------------------------------------ checkpoints
 
-void Trainer::SaveReplay(ByteWriter& w) const {
-  if (uniform_) {
-    w.U64(uniform_->items().size());
-    for (const Transition& t : uniform_->items()) SaveTransition(w, t);
-    w.U64(uniform_->next_slot());
-    w.U64(uniform_->total_added());
-  } else {
-    w.U64(prioritized_->items().size());
-    for (const Transition& t : prioritized_->items()) SaveTransition(w, t);
-    w.PodVector(prioritized_->priorities());
-    w.U64(prioritized_->next_slot());
-    w.U64(prioritized_->total_added());
-  }
-  w.Bool(limiter_ != nullptr);
-  if (limiter_) {
-    w.Pod(limiter_->counters());
-    w.F64(limiter_->credit());
-    w.F64(samples_per_insert_);
-    w.PodVector(std::vector<uint32_t>(recent_steps_.begin(), recent_steps_.end()));
-  }
+void Trainer::Save(schema::TrainerSection::Builder out) const {
+  SaveReplay(out.initReplay());
+  if (limiter_) SaveLimiter(out.initLimiter());
+  std::ostringstream rng_state;
+  rng_state << rng_;
+  out.setSamplingRng(StringToText(rng_state.str()));
 }
 
-void Trainer::LoadReplay(ByteReader& r, uint64_t payload_version) {
-  std::vector<Transition> items(r.U64());
-  for (Transition& t : items) t = LoadTransition(r);
-  if (uniform_) {
-    const uint64_t next = r.U64(), total = r.U64();
-    uniform_->Restore(std::move(items), next, total);
-  } else {
-    std::vector<double> priorities = r.PodVector<double>();
-    const uint64_t next = r.U64(), total = r.U64();
-    prioritized_->Restore(std::move(items), std::move(priorities), next, total);
+void Trainer::Load(schema::TrainerSection::Reader in) {
+  LoadReplay(in.getReplay());
+  LoadLimiter(in);
+  std::istringstream rng_state(TextToString(in.getSamplingRng()));
+  rng_state >> rng_;
+  if (rng_state.fail()) throw CheckpointError("the checkpoint's sampling generator state does not parse");
+}
+
+void Trainer::SaveReplay(schema::Replay::Builder out) const {
+  out.setKind(prioritized_ ? schema::ReplayKind::PRIORITIZED : schema::ReplayKind::UNIFORM);
+  SaveTransitions(uniform_ ? uniform_->items() : prioritized_->items(), out.initTransitions());
+  if (prioritized_) {
+    const std::vector<double>& priorities = prioritized_->priorities();
+    FillList(priorities, out.initPriorities(static_cast<unsigned>(priorities.size())));
   }
-  if (r.Bool()) {
-    const RateLimiterCounters counters = r.Pod<RateLimiterCounters>();
-    std::optional<double> credit;
-    if (payload_version >= 2) {
-      credit = r.F64();
-      const double saved_rate = r.F64();
-      const std::vector<uint32_t> steps = r.PodVector<uint32_t>();
-      if (limiter_ && derive_rate_) {
-        // Resume at the ratio the run had reached, not the start-up guess.
-        recent_steps_.assign(steps.begin(), steps.end());
-        recent_steps_sum_ = std::accumulate(recent_steps_.begin(), recent_steps_.end(), uint64_t{0});
-        if (std::isfinite(saved_rate) && saved_rate > 0) {
-          samples_per_insert_ = saved_rate;
-          limiter_->SetSamplesPerInsert(samples_per_insert_, ErrorBufferFor(samples_per_insert_));
-        }
-      }
+  out.setNextSlot(uniform_ ? uniform_->next_slot() : prioritized_->next_slot());
+  out.setTotalAdded(uniform_ ? uniform_->total_added() : prioritized_->total_added());
+}
+
+void Trainer::LoadReplay(schema::Replay::Reader in) {
+  const ReplayKind saved = ReplayKindOf(in.getKind());
+  const ReplayKind ours = prioritized_ ? ReplayKind::kPrioritized : ReplayKind::kUniform;
+  if (saved != ours)
+    throw std::invalid_argument("the checkpoint holds a " + ReplayKindName(saved) + " replay, not " +
+                                ReplayKindName(ours));
+  std::vector<Transition> items = LoadTransitions(in.getTransitions());
+  try {
+    if (uniform_) {
+      uniform_->Restore(std::move(items), in.getNextSlot(), in.getTotalAdded());
+    } else {
+      prioritized_->Restore(std::move(items), VectorOf(in.getPriorities()), in.getNextSlot(), in.getTotalAdded());
     }
-    if (limiter_) limiter_->Restore(counters, credit);
-  } else if (limiter_) {
+  } catch (const std::invalid_argument& e) {
+    throw CheckpointError(std::string("the checkpoint's replay does not fit: ") + e.what());
+  }
+  replay_items_.store(replay_size());
+}
+
+void Trainer::SaveLimiter(schema::RateLimiterState::Builder out) const {
+  const RateLimiterCounters c = limiter_->counters();
+  out.setInserts(c.inserts);
+  out.setSamples(c.samples);
+  out.setDeletes(c.deletes);
+  out.setBlockedInserts(c.blocked_inserts);
+  out.setBlockedSamples(c.blocked_samples);
+  out.setCredit(limiter_->credit());
+  out.setSamplesPerInsert(samples_per_insert_);
+  FillList(recent_steps_, out.initRecentEpisodeSteps(static_cast<unsigned>(recent_steps_.size())));
+}
+
+void Trainer::LoadLimiter(schema::TrainerSection::Reader in) {
+  if (!in.hasLimiter()) {
+    if (!limiter_) return;
     // Started without a limiter: count what replay holds as inserted and
     // trained on, so that training picks up at the configured rate.
     RateLimiterCounters counters;
     counters.inserts = replay_size();
     counters.samples = static_cast<uint64_t>(samples_per_insert_ * static_cast<double>(replay_size()));
     limiter_->Restore(counters);
+    return;
   }
-  replay_items_.store(replay_size());
-}
-
-void Trainer::SaveRng(ByteWriter& w) const {
-  std::ostringstream rng_state;
-  rng_state << rng_;
-  w.String(rng_state.str());
-}
-
-void Trainer::LoadRng(ByteReader& r) {
-  std::istringstream rng_state(r.String());
-  rng_state >> rng_;
+  const schema::RateLimiterState::Reader saved = in.getLimiter();
+  if (!limiter_) return;
+  if (derive_rate_) {
+    // Resume at the ratio the run had reached, not the start-up guess.
+    const std::vector<uint32_t> steps = VectorOf(saved.getRecentEpisodeSteps());
+    recent_steps_.assign(steps.begin(), steps.end());
+    recent_steps_sum_ = std::accumulate(recent_steps_.begin(), recent_steps_.end(), uint64_t{0});
+    const double saved_rate = saved.getSamplesPerInsert();
+    if (std::isfinite(saved_rate) && saved_rate > 0) {
+      samples_per_insert_ = saved_rate;
+      limiter_->SetSamplesPerInsert(samples_per_insert_, ErrorBufferFor(samples_per_insert_));
+    }
+  }
+  RateLimiterCounters counters;
+  counters.inserts = saved.getInserts();
+  counters.samples = saved.getSamples();
+  counters.deletes = saved.getDeletes();
+  counters.blocked_inserts = saved.getBlockedInserts();
+  counters.blocked_samples = saved.getBlockedSamples();
+  limiter_->Restore(counters, saved.getCredit());
 }
 
 }  // namespace tensortier

@@ -24,7 +24,7 @@
 #include "replay/replay_buffer.h"
 #include "envs/placement_env.h"
 #include "envs/workload.h"
-#include "learner/checkpoint_store.h"
+#include "learner/checkpoint.capnp.h"
 #include "learner/learner.h"
 #include "learner/staged_batch.h"
 
@@ -108,12 +108,12 @@ class Trainer {
   // holds them, the inserted batches do not say so yet.
   EpisodeRows RowsOfStartedBatches();
 
-  // Checkpoint sections, in the places the learner's payload has them:
-  // replay and limiter, and (further on) the sampling generator.
-  void SaveReplay(ByteWriter& w) const;
-  void LoadReplay(ByteReader& r, uint64_t payload_version);
-  void SaveRng(ByteWriter& w) const;
-  void LoadRng(ByteReader& r);
+  // Checkpoint section: replay, the limiter and its derived ratio, the
+  // sampling generator. Load throws std::invalid_argument for a replay of
+  // the other kind (the run's settings differ), CheckpointError for one
+  // that is not whole or does not fit.
+  void Save(schema::TrainerSection::Builder out) const;
+  void Load(schema::TrainerSection::Reader in);
 
  private:
   void Loop();
@@ -123,6 +123,10 @@ class Trainer {
   bool InsertAllowed(bool hurry);
   double DerivedRate(double steps_per_episode) const;
   double ErrorBufferFor(double rate) const;
+  void SaveReplay(schema::Replay::Builder out) const;
+  void LoadReplay(schema::Replay::Reader in);
+  void SaveLimiter(schema::RateLimiterState::Builder out) const;
+  void LoadLimiter(schema::TrainerSection::Reader in);
 
   PlacementAgent& agent_;
   const TrainerSettings settings_;

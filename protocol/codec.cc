@@ -14,20 +14,13 @@
 #include <string>
 
 #include "envs/workload_capnp.h"
+#include "protocol/messages_capnp.h"
 #include "tensortier.capnp.h"
 
 namespace tensortier {
 namespace {
 
 using Body = schema::Envelope::Body;
-
-capnp::Data::Reader BytesToData(const std::string& s) {
-  return capnp::Data::Reader(reinterpret_cast<const kj::byte*>(s.data()), s.size());
-}
-
-std::string DataToBytes(capnp::Data::Reader data) {
-  return std::string(reinterpret_cast<const char*>(data.begin()), data.size());
-}
 
 void FloatsToCapnp(const std::vector<float>& values, capnp::List<float>::Builder out) {
   for (size_t i = 0; i < values.size(); ++i) out.set(i, values[i]);
@@ -162,23 +155,7 @@ void EncodeBody(const EpisodeReportMsg& m, Body::Builder body) {
   out.setMaxRuntimeNs(m.max_runtime_ns);
 }
 
-void EncodeBody(const MeasurementCacheMsg& m, Body::Builder body) {
-  auto out = body.initMeasurements();
-  out.setWorkloadSignature(m.workload_signature);
-  out.setDramLimitBytes(m.dram_limit_bytes);
-  auto entries = out.initEntries(m.entries.size());
-  for (size_t i = 0; i < m.entries.size(); ++i) {
-    const CachedMeasurement& e = m.entries[i];
-    auto o = entries[i];
-    o.setPlanHash(e.plan_hash);
-    o.setBackend(StringToText(e.backend));
-    o.setRuntimeNs(e.runtime_ns);
-    o.setMinRuntimeNs(e.min_runtime_ns);
-    o.setMaxRuntimeNs(e.max_runtime_ns);
-    o.setOom(e.oom);
-    CountersToCapnp(e.counters, o.initCounters());
-  }
-}
+void EncodeBody(const MeasurementCacheMsg& m, Body::Builder body) { MeasurementsToCapnp(m, body.initMeasurements()); }
 
 void EncodeBody(const ErrorMsg& m, Body::Builder body) {
   auto out = body.initError();
@@ -309,19 +286,6 @@ EpisodeReportMsg EpisodeReportFromCapnp(schema::EpisodeReport::Reader in) {
   return m;
 }
 
-MeasurementCacheMsg MeasurementsFromCapnp(schema::MeasurementCache::Reader in) {
-  MeasurementCacheMsg m;
-  m.workload_signature = in.getWorkloadSignature();
-  m.dram_limit_bytes = in.getDramLimitBytes();
-  auto entries = in.getEntries();
-  m.entries.reserve(entries.size());
-  for (auto e : entries)
-    m.entries.push_back(CachedMeasurement{e.getPlanHash(), TextToString(e.getBackend()), e.getRuntimeNs(),
-                                          e.getMinRuntimeNs(), e.getMaxRuntimeNs(), e.getOom(),
-                                          CountersFromCapnp(e.getCounters())});
-  return m;
-}
-
 // Unknown codes are kept: a newer peer may send codes this build lacks, and
 // the reason text still says what went wrong.
 ErrorMsg ErrorFromCapnp(schema::Error::Reader in) {
@@ -420,6 +384,38 @@ DecodeResult DecodeWords(kj::ArrayPtr<const capnp::word> words, const CodecLimit
 }
 
 }  // namespace
+
+void MeasurementsToCapnp(const MeasurementCacheMsg& m, schema::MeasurementCache::Builder out) {
+  out.setWorkloadSignature(m.workload_signature);
+  out.setDramLimitBytes(m.dram_limit_bytes);
+  auto entries = out.initEntries(m.entries.size());
+  for (size_t i = 0; i < m.entries.size(); ++i) {
+    const CachedMeasurement& e = m.entries[i];
+    auto o = entries[i];
+    o.setPlanHash(e.plan_hash);
+    o.setBackend(StringToText(e.backend));
+    o.setRuntimeNs(e.runtime_ns);
+    o.setMinRuntimeNs(e.min_runtime_ns);
+    o.setMaxRuntimeNs(e.max_runtime_ns);
+    o.setOom(e.oom);
+    CountersToCapnp(e.counters, o.initCounters());
+  }
+}
+
+MeasurementCacheMsg MeasurementsFromCapnp(schema::MeasurementCache::Reader in) {
+  MeasurementCacheMsg m;
+  m.workload_signature = in.getWorkloadSignature();
+  m.dram_limit_bytes = in.getDramLimitBytes();
+  auto entries = in.getEntries();
+  m.entries.reserve(entries.size());
+  for (auto e : entries)
+    m.entries.push_back(CachedMeasurement{e.getPlanHash(), TextToString(e.getBackend()), e.getRuntimeNs(),
+                                          e.getMinRuntimeNs(), e.getMaxRuntimeNs(), e.getOom(),
+                                          CountersFromCapnp(e.getCounters())});
+  return m;
+}
+
+const char* NonFiniteFieldOf(const Message& m) { return NonFiniteField(m); }
 
 const char* DecodeErrorReasonName(DecodeErrorReason r) {
   switch (r) {

@@ -37,6 +37,11 @@ using DecodeResult = std::variant<Message, DecodeError>;
 std::string EncodeMessage(const Message& m);
 DecodeResult DecodeMessage(const void* data, size_t size, const CodecLimits& limits = {});
 
+// The name of the first NaN or infinite value of `m` where the learner needs
+// a finite one, or null: what DecodeMessage refuses as kNonFinite, for the
+// files that embed a message (the learner checkpoint's measurement cache).
+const char* NonFiniteFieldOf(const Message& m);
+
 // A TransitionBatch checked and copied out of its frame, for the learner's
 // ingest: the network thread opens it, the training thread copies its rows
 // into replay's rows, and nothing after Open reads Cap'n Proto (a peer's

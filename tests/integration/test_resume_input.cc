@@ -1,5 +1,5 @@
 // `--resume` of a directory that cannot be resumed is bad input (exit 3,
-// README: Exit codes), not a failed run (4). The real binary.
+// README: Exit codes), not a failed run (4), and says why. The real binary.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -33,11 +33,21 @@ TEST(ResumeInput, AMissingOrBrokenCheckpointExitsWithBadInput) {
   EXPECT_NE(none.find("--force instead of --resume"), std::string::npos) << none;
 
   // Only a corrupt one.
-  WriteFileAtomically(run + "/checkpoints/learner-000000000010.ttckpt", "TTCKPT01 torn");
+  WriteFileAtomically(run + "/checkpoints/learner-000000000010.ttckpt", "TTCKPT02 torn");
   EXPECT_EQ(train("corrupt.log"), 3) << ReadFile(dir + "/corrupt.log");
   const std::string corrupt = ReadFile(dir + "/corrupt.log");
   EXPECT_NE(corrupt.find("tensortier: error: no usable checkpoint in " + run + "/checkpoints"), std::string::npos)
       << corrupt;
+
+  // One of the release before the checkpoint schema: the error says so.
+  WriteFileAtomically(run + "/checkpoints/learner-000000000020.ttckpt", "TTCKPT01" + std::string(64, '\0'));
+  EXPECT_EQ(train("version1.log"), 3) << ReadFile(dir + "/version1.log");
+  const std::string version1 = ReadFile(dir + "/version1.log");
+  EXPECT_NE(version1.find("learner-000000000020.ttckpt: learner checkpoint format version 1 (before the Cap'n Proto "
+                          "schema); this build reads version 2: start a new run directory or resume with the release "
+                          "that wrote it"),
+            std::string::npos)
+      << version1;
 
   // A directory that is not there.
   fs::remove_all(run);

@@ -2,6 +2,9 @@
 // the learner's own): a small workload and a small agent on the CPU.
 #pragma once
 
+#include <capnp/message.h>
+
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -9,6 +12,7 @@
 #include "agents/dqn_agent.h"
 #include "envs/placement_env.h"
 #include "envs/workload_spec.h"
+#include "learner/checkpoint_message.h"
 
 namespace tensortier::testing {
 
@@ -47,5 +51,30 @@ inline Transition Row(float value, uint8_t action, float reward = 0, bool done =
 inline std::unique_ptr<PlacementAgent> SmallAgent(uint64_t seed) {
   return MakeAgent("dqn", SmallDqn(seed).ToJson());
 }
+
+// `words` words of Cap'n Proto framing that is sound (one segment, its
+// size right) around garbage: what a checksum cannot tell from a checkpoint.
+inline std::string GarbageMessage(uint32_t words) {
+  std::string payload(8 * static_cast<size_t>(words), '\x5a');
+  const uint32_t table[2] = {0, words - 1};  // one segment, of the words after the table
+  std::memcpy(&payload[0], table, sizeof table);
+  return payload;
+}
+
+// A part's checkpoint section in a message of its own: what a part's test
+// saves and loads without the rest of a payload.
+template <typename Section>
+class SectionMessage {
+ public:
+  typename Section::Builder Init() { return message_->initRoot<Section>(); }
+  typename Section::Builder Get() { return message_->getRoot<Section>(); }  // to spoil what was saved
+  typename Section::Reader Read() { return message_->getRoot<Section>().asReader(); }
+  std::string Bytes() { return PayloadOf(*message_); }
+
+ private:
+  // Behind a pointer: a message builder's destructor may throw, a test
+  // fixture's may not.
+  std::unique_ptr<capnp::MallocMessageBuilder> message_ = std::make_unique<capnp::MallocMessageBuilder>();
+};
 
 }  // namespace tensortier::testing

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "learner/fleet_registry.h"
+#include "tests/learner/learner_parts.h"
 
 namespace tensortier {
 namespace {
@@ -100,13 +101,10 @@ TEST(LearnerFleetRegistry, ACheckpointKeepsIdsAcrossALearnerRestart) {
   const Clock::time_point t0{};
   before.Register("a", Hello(111), t0);
   before.Register("b", Hello(222), t0);
-  ByteWriter w;
-  before.SaveNextIds(w);
-  before.SaveSlots(w);
-  ByteReader r(w.bytes());
+  testing::SectionMessage<schema::FleetSection> section;
+  before.Save(section.Init());
   FleetRegistry after(1);
-  after.LoadNextIds(r);
-  after.LoadSlots(r);
+  after.Load(section.Read());
   auto b = after.Register("b-new", Hello(222), t0);
   EXPECT_FALSE(b.new_worker);
   EXPECT_EQ(b.worker->id, 2u);

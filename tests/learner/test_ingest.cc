@@ -151,15 +151,13 @@ TEST(LearnerIngest, ACheckpointKeepsLedgersAndSkipsRowsReplayHoldsOnAResend) {
   before.OnReport(77, 1);
   TransitionBatchMsg staged_only = Batch(1, 2, 10);
   before.OnBatch(w, staged_only);  // staged, not in replay when the checkpoint is written
-  ByteWriter wr;
-  before.SaveLedgers(wr);
-  EpisodeRows partly = {{{77, 3}, 7}};  // 7 rows of episode 3 in the saved replay
-  Ingest::SavePartlyInReplay(wr, partly);
+  testing::SectionMessage<schema::IngestSection> section;
+  const EpisodeRows partly = {{{77, 3}, 7}};  // 7 rows of episode 3 in the saved replay
+  before.Save(section.Init(), partly);
 
   Ingest after;
-  ByteReader r(wr.bytes());
-  after.LoadLedgers(r);
-  after.LoadPartlyInReplay(r, /*payload_version=*/3);
+  after.Load(section.Read());
+  EXPECT_EQ(after.partly_in_replay(), partly);
   EXPECT_TRUE(after.Acknowledgeable(77, 1));
   TransitionBatchMsg resent1 = Batch(1, 1, 10), resent2 = Batch(1, 2, 10), resent3 = Batch(1, 3, 5, 0, 2),
                      resent3b = Batch(1, 3, 5, 1, 2);

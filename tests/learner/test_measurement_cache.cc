@@ -3,7 +3,10 @@
 // its checkpoint section.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "learner/measurement_cache.h"
+#include "tests/learner/learner_parts.h"
 
 namespace tensortier {
 namespace {
@@ -51,22 +54,31 @@ TEST(LearnerMeasurementCache, ACheckpointKeepsEveryEntry) {
   MeasurementCache before(1, 2);
   before.Record(Measured(0, "memkind", 1000));
   before.Record(Measured(1, "memkind", 2000));
-  ByteWriter w;
-  before.Save(w);
+  testing::SectionMessage<schema::MeasurementCache> section;
+  before.Save(section.Init());
   MeasurementCache after(1, 2);
-  ByteReader r(w.bytes());
-  after.Load(r);
-  EXPECT_TRUE(r.done());
+  after.Load(section.Read());
   EXPECT_EQ(after.size(), 2u);
+  ASSERT_EQ(after.All().entries.size(), 2u);
+  EXPECT_EQ(after.All().entries[1].runtime_ns, 2000);
+  EXPECT_EQ(after.All().entries[1].max_runtime_ns, 4000);
   EXPECT_EQ(after.Record(Measured(1, "memkind", 2000)).seen, Seen::kRedundant);
 }
 
-TEST(LearnerMeasurementCache, ASectionThatDoesNotDecodeIsRefused) {
-  ByteWriter w;
-  w.String("not a frame");
-  MeasurementCache cache(1, 2);
-  ByteReader r(w.bytes());
-  EXPECT_THROW(cache.Load(r), CheckpointError);
+// Workers refuse a cache frame with a value that is not finite; a
+// checkpoint must not bring one back.
+TEST(LearnerMeasurementCache, ASectionWithARuntimeThatIsNotFiniteIsRefused) {
+  MeasurementCache before(1, 2);
+  before.Record(Measured(0, "memkind", std::nan("")));
+  testing::SectionMessage<schema::MeasurementCache> section;
+  before.Save(section.Init());
+  MeasurementCache after(1, 2);
+  try {
+    after.Load(section.Read());
+    ADD_FAILURE() << "a NaN runtime was loaded";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("runtime_ns that is not finite"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -62,14 +62,11 @@ TEST(LearnerScoreboard, ACheckpointKeepsThePlanAndTheEvaluations) {
   before.ConsiderPlan(PlacementPlan::Uniform(w, Tier::kSlow, SmallEnv(w).dram_limit_bytes));
   before.BookEvaluation(-3, 1);
   before.BookEvaluation(-4, 2);
-  ByteWriter wr;
-  before.SaveBestPlan(wr);
-  before.SaveEvaluations(wr);
+  testing::SectionMessage<schema::ScoreboardSection> section;
+  before.Save(section.Init());
   Scoreboard after(w, 2, 0.01);
-  ByteReader r(wr.bytes());
-  after.LoadBestPlan(r);
-  after.LoadEvaluations(r);
-  EXPECT_TRUE(r.done());
+  after.Load(section.Read());
+  EXPECT_TRUE(after.has_best_plan());
   EXPECT_EQ(after.best_plan(), before.best_plan());
   EXPECT_EQ(after.best_runtime_ns(), before.best_runtime_ns());
   EXPECT_EQ(after.evaluation_rewards(), before.evaluation_rewards());

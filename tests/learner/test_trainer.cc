@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <stdexcept>
 #include <vector>
 
 #include "learner/trainer.h"
@@ -116,25 +118,119 @@ TEST(LearnerTrainer, ReplayLimiterAndRatioSurviveACheckpoint) {
   before.Start();
   for (uint64_t e = 1; e <= 3; ++e) before.Stage(Batch(7, e, 20));
   before.Stop();
-  ByteWriter w;
-  before.SaveReplay(w);
-  before.SaveRng(w);
+  testing::SectionMessage<schema::TrainerSection> saved;
+  before.Save(saved.Init());
 
   std::unique_ptr<PlacementAgent> agent2 = SmallAgent(1);
   Trainer after(*agent2, s);
-  ByteReader r(w.bytes());
-  after.LoadReplay(r, /*payload_version=*/3);
-  after.LoadRng(r);
+  after.Load(saved.Read());
   EXPECT_EQ(after.replay_size(), 60u);
   EXPECT_EQ(after.replay_items(), 60u);
   EXPECT_DOUBLE_EQ(after.samples_per_insert(), before.samples_per_insert());
   EXPECT_EQ(after.limiter_counters().inserts, before.limiter_counters().inserts);
   EXPECT_EQ(after.limiter_counters().samples, before.limiter_counters().samples);
   // Saved again, the same bytes: nothing was lost or reordered.
-  ByteWriter again;
-  after.SaveReplay(again);
-  after.SaveRng(again);
-  EXPECT_EQ(again.bytes(), w.bytes());
+  testing::SectionMessage<schema::TrainerSection> again;
+  after.Save(again.Init());
+  EXPECT_EQ(again.Bytes(), saved.Bytes());
+}
+
+TEST(LearnerTrainer, PrioritizedReplayKeepsItsPrioritiesAcrossACheckpoint) {
+  std::unique_ptr<PlacementAgent> agent = SmallAgent(1);
+  TrainerSettings s = Settings(2.0);
+  s.prioritized = true;
+  Trainer before(*agent, s);
+  before.Start();
+  for (uint64_t e = 1; e <= 3; ++e) before.Stage(Batch(7, e, 20));
+  before.Stop();
+  ASSERT_GT(before.prioritized_updates(), 0u);  // the priorities are not all the initial ones
+  testing::SectionMessage<schema::TrainerSection> saved;
+  before.Save(saved.Init());
+  ASSERT_EQ(saved.Read().getReplay().getPriorities().size(), 60u);
+
+  std::unique_ptr<PlacementAgent> agent2 = SmallAgent(1);
+  Trainer after(*agent2, s);
+  after.Load(saved.Read());
+  EXPECT_EQ(after.replay_size(), 60u);
+  EXPECT_EQ(after.replay_max_priority(), before.replay_max_priority());
+  testing::SectionMessage<schema::TrainerSection> again;
+  after.Save(again.Init());
+  EXPECT_EQ(again.Bytes(), saved.Bytes());
+}
+
+// What ingest would never have let into replay does not come back from a
+// checkpoint either: the trainer refuses it saying what is wrong.
+class LearnerTrainerCheckpoint : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Trainer before(*agent_, Settings(2.0));
+    before.Start();
+    before.Stage(Batch(7, 1, 20));
+    before.Stop();
+    before.Save(saved_.Init());
+  }
+  schema::Replay::Builder replay() { return saved_.Get().getReplay(); }
+  // The error Load throws, "" if none.
+  template <typename Error = CheckpointError>
+  std::string Refusal() {
+    Trainer after(*agent_, Settings(2.0));
+    try {
+      after.Load(saved_.Read());
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  std::unique_ptr<PlacementAgent> agent_ = SmallAgent(1);
+  testing::SectionMessage<schema::TrainerSection> saved_;
+};
+
+TEST_F(LearnerTrainerCheckpoint, ASavedReplayLoads) { EXPECT_EQ(Refusal(), ""); }
+
+TEST_F(LearnerTrainerCheckpoint, ObservationsOfAnotherSizeAreRefused) {
+  replay().getTransitions().initObservations(20 * (kObservationSize - 1));
+  EXPECT_EQ(Refusal(), "the checkpoint's replay has " + std::to_string(20 * (kObservationSize - 1)) +
+                           " observation floats for 20 transitions of " + std::to_string(kObservationSize));
+}
+
+TEST_F(LearnerTrainerCheckpoint, ColumnsOfDifferentLengthsAreRefused) {
+  replay().getTransitions().initRewards(19);
+  EXPECT_EQ(Refusal(), "the checkpoint's replay has 20 actions, 19 rewards and 20 done flags");
+}
+
+TEST_F(LearnerTrainerCheckpoint, AnActionThePlacementMdpDoesNotHaveIsRefused) {
+  replay().getTransitions().getActions().set(3, 2);
+  EXPECT_EQ(Refusal(), "the checkpoint's replay has an action 2");
+}
+
+TEST_F(LearnerTrainerCheckpoint, ARewardOrObservationThatIsNotFiniteIsRefused) {
+  replay().getTransitions().getRewards().set(0, std::numeric_limits<float>::infinity());
+  EXPECT_EQ(Refusal(), "the checkpoint's replay has a reward that is not finite");
+  replay().getTransitions().getRewards().set(0, 0);
+  replay().getTransitions().getNextObservations().set(5, std::nanf(""));
+  EXPECT_EQ(Refusal(), "the checkpoint's replay has an observation that is not finite");
+}
+
+TEST_F(LearnerTrainerCheckpoint, AnUnknownReplayKindIsRefused) {
+  replay().setKind(static_cast<schema::ReplayKind>(7));
+  EXPECT_EQ(Refusal(), "the checkpoint's replay is of an unknown kind (7)");
+}
+
+TEST_F(LearnerTrainerCheckpoint, AReplayOfTheOtherKindBelongsToAnotherRun) {
+  replay().setKind(schema::ReplayKind::PRIORITIZED);
+  EXPECT_EQ(Refusal<std::invalid_argument>(), "the checkpoint holds a prioritized replay, not uniform");
+}
+
+TEST_F(LearnerTrainerCheckpoint, ARingThatDoesNotAddUpIsRefused) {
+  replay().setNextSlot(3);  // 20 items in a ring of 100,000: the next slot is 20
+  EXPECT_NE(Refusal().find("the checkpoint's replay does not fit: ReplayBuffer::Restore: next slot 3"),
+            std::string::npos);
+}
+
+TEST_F(LearnerTrainerCheckpoint, ASamplingGeneratorThatDoesNotParseIsRefused) {
+  saved_.Get().setSamplingRng("not a generator");
+  EXPECT_EQ(Refusal(), "the checkpoint's sampling generator state does not parse");
 }
 
 TEST(LearnerTrainer, PrioritizedReplayNeedsAnAgentWithAPrioritisedUpdateAndTrainsOnIt) {
