@@ -27,7 +27,7 @@ struct GuidedIlpOptions {
   // far. Descending: a solve fixes a subset of what the one before fixed, so
   // it can keep that plan. A small program first gives a plan in a second
   // or two; the larger ones that follow use what time is left.
-  std::vector<double> fixed_shares = {0.9, 0.7, 0.5};
+  std::vector<double> fixed_shares = {0.9, 0.7, 0.5, 0.3, 0.1};
   double time_limit_seconds = 60;  // all the solves together
   double mip_gap = 0.01;
 };

@@ -19,6 +19,7 @@ status=0
 for dir in */; do
   dir=${dir%/}
   [[ $outside == *" $dir "* ]] && continue
+  git check-ignore -q "$dir" 2>/dev/null && continue  # a build tree of another name (build-*/ is ignored)
   find "$dir" \( -name '*.h' -o -name '*.cc' \) | grep -q . || continue  # no C++ sources
   if [[ -z ${rank[$dir]+x} ]]; then
     echo "check_layers: folder '$dir' has C++ sources and no layer; add it to tests/structure/check_layers.sh"
