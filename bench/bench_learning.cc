@@ -463,11 +463,8 @@ int Main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--guided-ilp-shares", o.guided_ilp_shares,
                  "Plan-time ILP guided by the network: shares of its surest decisions fixed, one solve each, "
-                 "descending (none: no such row; the product's default is " + [] {
-                   std::string d;
-                   for (double s : GuidedIlpOptions{}.fixed_shares) d += (d.empty() ? "" : " ") + std::to_string(s).substr(0, 4);
-                   return d;
-                 }() + ")")
+                 "descending (none: no such row; the product's default is " +
+                     SharesText(GuidedIlpOptions{}.fixed_shares) + ")")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--search-seconds", o.search.max_seconds, "Plan-time search: time limit (0 = none)")
       ->check(CLI::NonNegativeNumber);

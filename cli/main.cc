@@ -674,9 +674,9 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   bench->add_option("--ilp-fixed-shares", bench_opts.guided_ilp.fixed_shares,
                     "dqn+ilp, sac+ilp: shares of the network's surest decisions whose tiers are fixed, one ILP solve "
-                    "each from the best plan so far, descending; together within --ilp-time-limit")
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
+                    "each from the best plan so far, descending; together within --ilp-time-limit [default: " +
+                        SharesText(GuidedIlpOptions{}.fixed_shares) + "]")
+      ->check(CLI::Range(0.0, 1.0));
   bool bench_cost_model_only = false;
   bench->add_flag("--cost-model-only", bench_cost_model_only, "Do not run real iterations");
   bench->add_option("--out", bench_out, "Directory for bench.{csv,json,md} and plots")->capture_default_str();

@@ -223,6 +223,17 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
                   "decisions of opposite directions over overlapping kernels (0 = none)")
       ->check(CLI::Range(0, 100000000))
       ->capture_default_str();
+  cmd->add_option("--ilp-seconds", c.plan_ilp.time_limit_seconds,
+                  "After the search: AutoTM's ILP with the same network's surest decisions fixed, from its greedy "
+                  "plan (CBC solves the rest; 0 = none)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  // No captured default: CLI11 writes a list default into config.toml as one
+  // string, which would not read back as a list.
+  cmd->add_option("--ilp-fixed-shares", c.plan_ilp.fixed_shares,
+                  "That ILP: shares of the network's surest decisions fixed, one solve each from the best plan so far, "
+                  "descending [default: " + SharesText(GuidedIlpOptions{}.fixed_shares) + "]")
+      ->check(CLI::Range(0.0, 1.0));
 
   PutInHelpGroups(cmd, {
       {"What to train on, and the run", {"--workload", "--dram-fraction", "--dram-limit-bytes", "--episodes", "--out",
@@ -237,7 +248,7 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
                                    "--polish-updates", "--self-imitation-rounds", "--lr-after-imitation"}},
       {"Evaluation, convergence and the final search",
        {"--eval-every", "--converge-window", "--converge-tolerance", "--search-rollouts",
-        "--search-replays", "--search-pair-replays"}},
+        "--search-replays", "--search-pair-replays", "--ilp-seconds", "--ilp-fixed-shares"}},
       {"Fleet and metrics", {"--heartbeat-ms", "--metrics-address"}},
   });
 }

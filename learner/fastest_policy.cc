@@ -32,6 +32,21 @@ PlanSearchResult FastestPolicy::Search(const Workload& workload, const EnvConfig
   return r;
 }
 
+GuidedIlpResult FastestPolicy::SolveIlp(const Workload& workload, const EnvConfig& env, const std::string& agent_name,
+                                       const std::string& agent_json, const GuidedIlpOptions& options) const {
+  if (weights_.empty()) throw std::logic_error("FastestPolicy::SolveIlp: no policy was considered");
+  std::unique_ptr<PlacementAgent> agent = MakeAgent(agent_name, agent_json, "cpu");
+  agent->LoadWeights(weights_);
+  PlacementEnv ilp_env(workload, env);
+  GuidedIlpResult r = SolveGuidedIlp(ilp_env, ScoresOf(*agent), options);
+  r.greedy.plan.produced_by = name_;
+  r.plan.produced_by = name_ + "+ilp";
+  LogInfo("plan_ilp_finished").kv("policy", name_).kv("formulation", r.formulation).kv("solves", r.solves.size())
+      .kv("improved", r.solved).kv("greedy_runtime_ns", r.greedy.cost.total_ns)
+      .kv("runtime_ns", r.cost.total_ns).kv("seconds", r.seconds);
+  return r;
+}
+
 void FastestPolicy::SaveCheckpoint(const std::string& path, const std::string& agent_name,
                                    const std::string& agent_json) const {
   if (weights_.empty()) throw std::logic_error("FastestPolicy::SaveCheckpoint: no policy was considered");

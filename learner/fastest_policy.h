@@ -11,6 +11,7 @@
 #include "envs/placement_env.h"
 #include "envs/plan_search.h"
 #include "envs/workload.h"
+#include "policies/guided_ilp.h"
 
 namespace tensortier {
 
@@ -27,6 +28,10 @@ class FastestPolicy {
   // given kind loaded with the kept weights. Plans are named after the policy.
   PlanSearchResult Search(const Workload& workload, const EnvConfig& env, const std::string& agent_name,
                           const std::string& agent_json, const PlanSearchOptions& options) const;
+  // The ILP this policy's network guides (policies/guided_ilp.h), from its
+  // greedy plan, on a fresh CPU agent; the plan is named "<policy>+ilp".
+  GuidedIlpResult SolveIlp(const Workload& workload, const EnvConfig& env, const std::string& agent_name,
+                           const std::string& agent_json, const GuidedIlpOptions& options) const;
   // An agent checkpoint (.ckpt) of this policy: what `export` takes from a
   // run directory. Its optimiser state is fresh; its weights are the kept ones.
   void SaveCheckpoint(const std::string& path, const std::string& agent_name, const std::string& agent_json) const;

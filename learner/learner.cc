@@ -54,6 +54,7 @@ struct Learner::Impl {
       throw std::invalid_argument("Ape-X exploration needs 0 < epsilon <= 1 and alpha >= 0");
     if (config.converge_window > 0 && !(config.converge_tolerance >= 0))
       throw std::invalid_argument("converge tolerance must be >= 0");
+    if (config.plan_ilp.time_limit_seconds > 0) ValidateGuidedIlpOptions(config.plan_ilp);
 
     std::optional<std::string> payload;
     if (config.resume) {
@@ -653,6 +654,11 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
     m.result.search = m.fastest.Search(m.config.workload, m.config.env, m.agent->name(), m.agent->config_json(),
                                        m.config.plan_search);
     m.result.searched = true;
+  }
+  if (m.config.plan_ilp.time_limit_seconds > 0 && !m.fastest.empty() && !stop_.load()) {
+    m.result.ilp = m.fastest.SolveIlp(m.config.workload, m.config.env, m.agent->name(), m.agent->config_json(),
+                                      m.config.plan_ilp);
+    m.result.ilp_solved = true;
   }
   m.result.updates = m.agent->updates();
   m.result.agent = m.agent->name();

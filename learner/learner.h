@@ -26,6 +26,7 @@
 #include "envs/placement_env.h"
 #include "envs/placement_plan.h"
 #include "envs/plan_search.h"
+#include "policies/guided_ilp.h"
 #include "envs/workload.h"
 #include "learner/imitation.h"
 #include "protocol/messages.h"
@@ -139,6 +140,9 @@ struct LearnerConfig {
   // After training: a limited-discrepancy search guided by the final network
   // (envs/plan_search.h) from its greedy plan. max_rollouts 1 = none.
   PlanSearchOptions plan_search{64, 16, 120};
+  // Then AutoTM's ILP with the same network's surest decisions fixed, from
+  // its greedy plan (policies/guided_ilp.h). time_limit_seconds 0 = none.
+  GuidedIlpOptions plan_ilp;
   // Runs on the evaluation thread before each periodic greedy rollout (in
   // its span). Tests make evaluations as slow as they need with it, so that
   // what they show does not depend on how fast the machine rolls out.
@@ -236,6 +240,10 @@ struct LearnerResult {
   // best equals greedy_summary when nothing beat it).
   bool searched = false;
   PlanSearchResult search;
+  // The guided ILP from the same policy (LearnerConfig::plan_ilp); its plan
+  // is the greedy one when no solve beat it.
+  bool ilp_solved = false;
+  GuidedIlpResult ilp;
   bool imitated = false;            // LearnerConfig::expert_plans were learned from
   ImitationResult imitation;
   LearnerCounters counters;

@@ -15,6 +15,8 @@ std::string FinalPlanMeaning(const std::string& source) {
     return "the trained network's own plan: each tensor placed by the action it values most";
   if (source == "plan-time search")
     return "the network's greedy plan, improved after training by a search the network guides";
+  if (source == "plan-time ILP")
+    return "AutoTM's ILP with the network's surest decisions fixed, solved by CBC from its greedy plan";
   if (source == "best episode seen in training")
     return "the fastest plan any training episode or evaluation produced, not what the final network does";
   return "";

@@ -49,6 +49,7 @@ nlohmann::json ScoreJson(const PolicyScore& s) {
 
 constexpr const char* kGreedy = "greedy policy";
 constexpr const char* kSearch = "plan-time search";
+constexpr const char* kIlp = "plan-time ILP";
 constexpr const char* kExplored = "best episode seen in training";
 constexpr const char* kFinalMark = " (final plan)";
 
@@ -59,7 +60,7 @@ PlacementPlan BestTrainingPlan(const LearnerResult& result) {
 }
 
 bool IsLearned(const PolicyScore& s) {
-  return s.source.rfind(kGreedy, 0) == 0 || s.source.rfind(kSearch, 0) == 0;
+  return s.source.rfind(kGreedy, 0) == 0 || s.source.rfind(kSearch, 0) == 0 || s.source.rfind(kIlp, 0) == 0;
 }
 
 }  // namespace
@@ -89,6 +90,7 @@ std::vector<PolicyScore> ComparePlans(const Workload& w, const EnvConfig& env, c
   if (result.searched && !(result.search.greedy.plan == result.greedy_plan))
     mark(result.search.greedy.plan, result.search.greedy.plan.produced_by, kGreedy);
   if (result.searched) mark(result.search.best.plan, result.search.best.plan.produced_by, kSearch);
+  if (result.ilp_solved) mark(result.ilp.plan, result.ilp.plan.produced_by, kIlp);
   if (result.has_best_plan) {
     const PlacementPlan explored = BestTrainingPlan(result);
     mark(explored, explored.produced_by, kExplored);
@@ -146,6 +148,7 @@ FinalPlanChoice ChooseFinalPlan(const Workload& w, const LearnerResult& result) 
   };
   if (result.searched) consider(result.search.greedy.plan, kGreedy);
   if (result.searched) consider(result.search.best.plan, kSearch);
+  if (result.ilp_solved) consider(result.ilp.plan, kIlp);
   if (result.has_best_plan) {
     consider(BestTrainingPlan(result), kExplored);
   }
@@ -213,6 +216,17 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
                             {"wall_seconds", result.converged_at_seconds}};
   summary["final_plan"] = {{"produced_by", final_plan.produced_by}, {"source", final_choice.source},
                            {"hash", final_plan.Hash()}, {"verdict", ComparisonVerdict(comparison)}};
+  if (result.ilp_solved) {
+    nlohmann::json solves = nlohmann::json::array();
+    for (const GuidedIlpSolve& s : result.ilp.solves)
+      solves.push_back({{"fixed_share", s.fixed_share}, {"fixed_variables", s.fixed_variables},
+                        {"status", s.mip.status}, {"gap", s.mip.gap}, {"seconds", s.mip.seconds},
+                        {"runtime_ns", s.cost_ns}, {"improved", s.improved}});
+    summary["plan_ilp"] = {{"formulation", result.ilp.formulation}, {"location_variables", result.ilp.location_variables},
+                           {"solves", solves}, {"seconds", result.ilp.seconds},
+                           {"greedy_runtime_ns", result.ilp.greedy.cost.total_ns},
+                           {"runtime_ns", result.ilp.cost.total_ns}};
+  }
   if (result.searched)
     summary["plan_search"] = {{"rollouts", result.search.rollouts}, {"improvements", result.search.improvements},
                               {"deviations", result.search.deviations}, {"seconds", result.search.seconds},

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <vector>
 
@@ -28,15 +29,25 @@ float SureGap(const std::vector<PolicyDecision>& decisions, double share) {
 
 }  // namespace
 
-GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, const GuidedIlpOptions& options) {
-  if (options.fixed_shares.empty()) throw std::invalid_argument("SolveGuidedIlp: no fixed share");
+std::string SharesText(const std::vector<double>& shares) {
+  std::ostringstream out;
+  for (size_t i = 0; i < shares.size(); ++i) out << (i ? " " : "") << shares[i];
+  return out.str();
+}
+
+void ValidateGuidedIlpOptions(const GuidedIlpOptions& options) {
+  if (options.fixed_shares.empty()) throw std::invalid_argument("guided ILP: no fixed share");
   for (size_t i = 0; i < options.fixed_shares.size(); ++i) {
     const double share = options.fixed_shares[i];
-    if (!(share >= 0 && share <= 1)) throw std::invalid_argument("SolveGuidedIlp: fixed shares must be in [0, 1]");
+    if (!(share >= 0 && share <= 1)) throw std::invalid_argument("guided ILP: fixed shares must be in [0, 1]");
     if (i > 0 && !(share < options.fixed_shares[i - 1]))
-      throw std::invalid_argument("SolveGuidedIlp: fixed shares must descend (each solve fixes less)");
+      throw std::invalid_argument("guided ILP: fixed shares must descend (each solve fixes less)");
   }
-  if (!(options.time_limit_seconds > 0)) throw std::invalid_argument("SolveGuidedIlp: the time limit must be positive");
+  if (!(options.time_limit_seconds > 0)) throw std::invalid_argument("guided ILP: the time limit must be positive");
+}
+
+GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, const GuidedIlpOptions& options) {
+  ValidateGuidedIlpOptions(options);
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };

@@ -51,10 +51,16 @@ struct GuidedIlpResult {
   double seconds = 0;          // the greedy episode and the solves
 };
 
+// "0.9 0.7 0.5": shares as a command line takes them (for help texts).
+std::string SharesText(const std::vector<double>& shares);
+
+// Throws std::invalid_argument for no share, a share outside [0, 1], shares
+// that do not descend, or a non-positive time limit.
+void ValidateGuidedIlpOptions(const GuidedIlpOptions& options);
+
 // Plays `scores` greedily on `env` (reset and left done) and solves the rest
-// on env.workload() under env's DRAM limit and migration mode. Throws
-// std::invalid_argument for no share, a share outside [0, 1], shares that
-// do not descend, or a non-positive time limit; and what `scores` throws.
+// on env.workload() under env's DRAM limit and migration mode. Throws what
+// ValidateGuidedIlpOptions and `scores` throw.
 GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, const GuidedIlpOptions& options);
 
 }  // namespace tensortier

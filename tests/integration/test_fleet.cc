@@ -99,7 +99,9 @@ TEST(Fleet, LearnerAndTwoWorkerProcessesTrainEndToEnd) {
   }
   EXPECT_EQ(finals, 1);
   EXPECT_EQ(sources, (std::set<std::string>{"reference", "baseline", "greedy policy", "plan-time search",
-                                            "best episode seen in training"}));
+                                            "plan-time ILP", "best episode seen in training"}));
+  ASSERT_TRUE(summary.contains("plan_ilp"));
+  EXPECT_FALSE(summary["plan_ilp"]["solves"].empty());
   EXPECT_EQ(summary["final_plan"]["source"].get<std::string>().empty(), false);
   EXPECT_TRUE(summary["imitation"].contains("expert"));
   fs::remove_all(dir);

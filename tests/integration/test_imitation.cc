@@ -13,6 +13,7 @@
 #include "envs/synthetic.h"
 #include "learner/imitation.h"
 #include "learner/run_report.h"
+#include "policies/autotm.h"
 
 namespace tensortier {
 namespace {
@@ -309,6 +310,25 @@ TEST(RunReport, TheFinalPlanNamesItsSourceAndTheVerdictNamesWhatBeatsIt) {
   final_plan = ChooseFinalPlan(t.w, r);
   scores = ComparePlans(t.w, t.env, r, final_plan, {oracle});
   EXPECT_NE(ComparisonVerdict(scores).find("is the fastest"), std::string::npos) << ComparisonVerdict(scores);
+
+  // The ILP the network guides, faster than every other plan: the final
+  // plan, named as a plan-time ILP, and a learned plan in the verdict.
+  r.greedy_plan = slow;
+  r.greedy_plan.produced_by = "dqn-greedy v11";
+  r.greedy_summary.cost = EvaluatePlan(t.w, r.greedy_plan);
+  AutoTmIlpOptions whole;
+  whole.dram_limit_bytes = t.env.dram_limit_bytes;
+  r.ilp.plan = SolveAutoTmIlp(t.w, whole).plan;
+  r.ilp.plan.produced_by = "dqn-greedy v11+ilp";
+  ASSERT_LT(EvaluatePlan(t.w, r.ilp.plan).total_ns, EvaluatePlan(t.w, first_touch).total_ns);
+  r.ilp_solved = true;
+  final_plan = ChooseFinalPlan(t.w, r);
+  EXPECT_EQ(final_plan.source, "plan-time ILP");
+  scores = ComparePlans(t.w, t.env, r, final_plan, {oracle});
+  EXPECT_NE(ComparisonMarkdown(scores).find("| dqn-greedy v11+ilp | plan-time ILP (final plan) |"), std::string::npos)
+      << ComparisonMarkdown(scores);
+  EXPECT_NE(ComparisonVerdict(scores).find("the learned plan (plan-time ILP (final plan)"), std::string::npos)
+      << ComparisonVerdict(scores);
 }
 
 }  // namespace
