@@ -289,6 +289,12 @@ class PlacementEnv {
   EpisodeSummary summary_;             // its plan is built as the episode goes
 };
 
+// The episodic reward (eq. 11-13, both terms scaled by R_fix) of a plan's
+// normalised cost and DRAM peak, on a workload whose live bytes peak at
+// `peak_live_bytes`; both environments score their episodes with it.
+double EpisodicReward(double normalised_cost, uint64_t dram_peak_bytes, uint64_t peak_live_bytes, double beta,
+                      double reward_fix);
+
 // Runs `policy(observation) -> action` through one episode and returns it.
 template <typename Policy>
 EpisodeSummary RunEpisode(PlacementEnv& env, Policy&& policy) {
