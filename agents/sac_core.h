@@ -104,6 +104,19 @@ struct HostMlp {
   }
 };
 
+// Validation of the settings SacCore is built from, which the configs of
+// both SAC agents (SacConfig, HeatSacConfig) carry under the same names.
+template <typename Config>
+void CheckSacCoreSettings(const char* who, const Config& c) {
+  CheckHidden(who, c.hidden);
+  CheckPositive(who, "actor_learning_rate", c.actor_learning_rate);
+  CheckPositive(who, "critic_learning_rate", c.critic_learning_rate);
+  CheckPositive(who, "alpha_learning_rate", c.alpha_learning_rate);
+  CheckPositive(who, "initial_alpha", c.initial_alpha);
+  if (!(c.gamma >= 0 && c.gamma <= 1)) BadConfig(who, "gamma must be in [0, 1]");
+  if (!(c.tau > 0 && c.tau <= 1)) BadConfig(who, "tau must be in (0, 1]");
+}
+
 std::unique_ptr<torch::optim::Adam> MakeAdam(std::vector<torch::Tensor> params, double lr);
 // exp(log alpha) on the host, computed the same way wherever it is refreshed
 // (so that a restored agent reports exactly the alpha it was saved with).
