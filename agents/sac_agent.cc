@@ -332,13 +332,7 @@ TrainStats SacAgent::Update(const std::vector<const Transition*>& batch, const s
   for (int64_t i = 0; i < B; ++i) {
     const Transition& t = *batch[i];
     CheckObservation(who, t.observation, n, "an observation");
-    std::memcpy(&m.h_obs[i * n], t.observation.data(), n * sizeof(float));
-    if (t.next_observation.size() == static_cast<size_t>(n))
-      std::memcpy(&m.h_next[i * n], t.next_observation.data(), n * sizeof(float));
-    else if (t.done && t.next_observation.empty())
-      std::memset(&m.h_next[i * n], 0, n * sizeof(float));
-    else
-      CheckObservation(who, t.next_observation, n, "a next observation");
+    StageObservations(who, t.observation, t.next_observation, t.done, n, &m.h_obs[i * n], &m.h_next[i * n]);
     if (t.action >= A)
       throw std::invalid_argument(std::string(who) + ": a transition has action " + std::to_string(t.action) +
                                   " but the agent has " + std::to_string(A) + " actions");
