@@ -77,26 +77,30 @@ std::unique_ptr<PlacementAgent> MakeAgent(const std::string& name, const std::st
   throw std::invalid_argument("unknown agent '" + name + "' (dqn, sac)");
 }
 
+namespace {
+
+// An `Agent` of the settings `state` was saved with, on `device`; null, with
+// the reason in `error`, when `state` is not that agent's.
+template <typename Agent>
+std::unique_ptr<PlacementAgent> AgentForState(const std::string& state, const std::string& device,
+                                              const std::string& what, std::string* error) {
+  try {
+    auto c = Agent::StateConfig(state, what);
+    c.device = device;
+    return std::make_unique<Agent>(c);
+  } catch (const std::exception& e) {
+    *error = e.what();
+    return nullptr;
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<PlacementAgent> LoadAgentState(const std::string& state, const std::string& device,
                                                const std::string& what) {
   std::string dqn_error, sac_error;
-  std::unique_ptr<PlacementAgent> agent;
-  try {
-    DqnConfig c = DqnAgent::StateConfig(state, what);
-    c.device = device;
-    agent = std::make_unique<DqnAgent>(c);
-  } catch (const std::exception& e) {
-    dqn_error = e.what();
-  }
-  if (!agent) {
-    try {
-      SacConfig c = SacAgent::StateConfig(state, what);
-      c.device = device;
-      agent = std::make_unique<SacAgent>(c);
-    } catch (const std::exception& e) {
-      sac_error = e.what();
-    }
-  }
+  std::unique_ptr<PlacementAgent> agent = AgentForState<DqnAgent>(state, device, what, &dqn_error);
+  if (!agent) agent = AgentForState<SacAgent>(state, device, what, &sac_error);
   if (!agent)
     throw std::runtime_error(what + " is not an agent's state (as DQN: " + dqn_error + "; as SAC: " + sac_error + ")");
   // A network of another MDP would read past or short of the observations

@@ -52,9 +52,7 @@ void Validate(const DqnConfig& c) {
   if (c.observation_size < 1) BadConfig("observation_size must be at least 1");
   if (c.num_actions < 1 || c.num_actions > 256)
     BadConfig("num_actions must be in [1, 256] (actions are stored as uint8)");
-  if (c.hidden.empty()) BadConfig("hidden must list at least one layer size");
-  for (int h : c.hidden)
-    if (h < 1) BadConfig("hidden layer sizes must be at least 1");
+  CheckHidden("DqnConfig", c.hidden);
   if (!(c.learning_rate > 0) || !std::isfinite(c.learning_rate))
     BadConfig("learning_rate must be positive");
   if (!(c.gamma >= 0 && c.gamma <= 1)) BadConfig("gamma must be in [0, 1]");
@@ -74,7 +72,7 @@ void Validate(const DqnConfig& c) {
   if (!(c.demo_loss_weight >= 0) || !std::isfinite(c.demo_loss_weight))
     BadConfig("demo_loss_weight must be finite and >= 0");
   if (!(c.demo_class_balance >= 0 && c.demo_class_balance <= 1)) BadConfig("demo_class_balance must be in [0, 1]");
-  if (!ValidDevice(c.device)) BadConfig("device '" + c.device + "' is not one of auto, cpu, cuda, cuda:N");
+  CheckDevice("DqnConfig", c.device);
 }
 
 std::vector<int64_t> NetworkShape(const DqnConfig& c) { return MlpShape(c.observation_size, c.hidden, c.num_actions); }

@@ -26,26 +26,16 @@ void Validate(const HeatSacConfig& c) {
   const char* who = "HeatSacConfig";
   if (c.observation_size < 1) BadConfig(who, "observation_size must be at least 1");
   if (c.action_size < 1) BadConfig(who, "action_size must be at least 1");
-  if (c.hidden.empty()) BadConfig(who, "hidden must list at least one layer size");
-  for (int h : c.hidden)
-    if (h < 1) BadConfig(who, "hidden layer sizes must be at least 1");
-  CheckPositive(who, "actor_learning_rate", c.actor_learning_rate);
-  CheckPositive(who, "critic_learning_rate", c.critic_learning_rate);
-  CheckPositive(who, "alpha_learning_rate", c.alpha_learning_rate);
-  CheckPositive(who, "initial_alpha", c.initial_alpha);
-  if (!(c.gamma >= 0 && c.gamma <= 1)) BadConfig(who, "gamma must be in [0, 1]");
-  if (!(c.tau > 0 && c.tau <= 1)) BadConfig(who, "tau must be in (0, 1]");
+  CheckSacCoreSettings(who, c);
   if (c.batch_size < 1) BadConfig(who, "batch_size must be at least 1");
   if (c.actor_update_interval < 1) BadConfig(who, "actor_update_interval must be at least 1");
   if (!std::isfinite(c.target_entropy)) BadConfig(who, "target_entropy must be finite");
   if (!(c.log_std_min < c.log_std_max) || !std::isfinite(c.log_std_min) || !std::isfinite(c.log_std_max))
     BadConfig(who, "need log_std_min < log_std_max");
-  if (!ValidDevice(c.device)) BadConfig(who, "device '" + c.device + "' is not one of auto, cpu, cuda, cuda:N");
+  CheckDevice(who, c.device);
 }
 
-}  // namespace
 
-namespace {
 
 const ConfigJson<HeatSacConfig>& JsonFields() {
   static const ConfigJson<HeatSacConfig> fields("HeatSacConfig", {
@@ -194,13 +184,7 @@ TrainStats HeatWeightAgent::Update(const std::vector<const ContinuousTransition*
     const ContinuousTransition& t = *batch[i];
     CheckObservation(who, t.observation, n, "an observation");
     CheckObservation(who, t.action, A, "an action");
-    std::memcpy(&m.h_obs[i * n], t.observation.data(), n * sizeof(float));
-    if (t.next_observation.size() == static_cast<size_t>(n))
-      std::memcpy(&m.h_next[i * n], t.next_observation.data(), n * sizeof(float));
-    else if (t.done && t.next_observation.empty())
-      std::memset(&m.h_next[i * n], 0, n * sizeof(float));
-    else
-      CheckObservation(who, t.next_observation, n, "a next observation");
+    StageObservations(who, t.observation, t.next_observation, t.done, n, &m.h_obs[i * n], &m.h_next[i * n]);
     for (int64_t k = 0; k < A; ++k) m.h_action[i * A + k] = std::clamp(t.action[k], -1.0f, 1.0f);
     m.h_reward[i] = t.reward;
     m.h_discount[i] = t.done ? 0.0f : static_cast<float>(config_.gamma);

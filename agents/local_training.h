@@ -40,8 +40,7 @@ void TrainLocally(PlacementAgent& agent, PlacementEnv& env, ReplayT& replay, con
     while (!env.done()) {
       const int a = agent.Act(obs.data(), epsilon, rng);
       StepResult r = env.Step(a);
-      replay.Add({std::vector<float>(obs.begin(), obs.end()), static_cast<uint8_t>(a), static_cast<float>(r.reward),
-                  std::vector<float>(r.observation.begin(), r.observation.end()), r.done});
+      replay.Add(TransitionOf(obs, a, r));
       obs = r.observation;
     }
     if (replay.size() >= s.learning_starts)

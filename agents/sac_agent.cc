@@ -34,15 +34,7 @@ void Validate(const SacConfig& c) {
   if (c.observation_size < 1) BadConfig(who, "observation_size must be at least 1");
   if (c.num_actions < 2 || c.num_actions > 256)
     BadConfig(who, "num_actions must be in [2, 256] (actions are stored as uint8)");
-  if (c.hidden.empty()) BadConfig(who, "hidden must list at least one layer size");
-  for (int h : c.hidden)
-    if (h < 1) BadConfig(who, "hidden layer sizes must be at least 1");
-  CheckPositive(who, "actor_learning_rate", c.actor_learning_rate);
-  CheckPositive(who, "critic_learning_rate", c.critic_learning_rate);
-  CheckPositive(who, "alpha_learning_rate", c.alpha_learning_rate);
-  CheckPositive(who, "initial_alpha", c.initial_alpha);
-  if (!(c.gamma >= 0 && c.gamma <= 1)) BadConfig(who, "gamma must be in [0, 1]");
-  if (!(c.tau > 0 && c.tau <= 1)) BadConfig(who, "tau must be in (0, 1]");
+  CheckSacCoreSettings(who, c);
   if (c.target_update_interval < 1) BadConfig(who, "target_update_interval must be at least 1");
   if (c.actor_update_interval < 1) BadConfig(who, "actor_update_interval must be at least 1");
   if (c.batch_size < 1) BadConfig(who, "batch_size must be at least 1");
@@ -54,13 +46,10 @@ void Validate(const SacConfig& c) {
   if (c.replay_capacity < 1) BadConfig(who, "replay_capacity must be at least 1");
   if (c.learning_starts < 0) BadConfig(who, "learning_starts must not be negative");
   if (c.updates_per_episode < 0) BadConfig(who, "updates_per_episode must not be negative");
-  if (!ValidDevice(c.device)) BadConfig(who, "device '" + c.device + "' is not one of auto, cpu, cuda, cuda:N");
+  CheckDevice(who, c.device);
 }
 
-}  // namespace
 
-
-namespace {
 
 const ConfigJson<SacConfig>& JsonFields() {
   static const ConfigJson<SacConfig> fields("SacConfig", {
@@ -343,13 +332,7 @@ TrainStats SacAgent::Update(const std::vector<const Transition*>& batch, const s
   for (int64_t i = 0; i < B; ++i) {
     const Transition& t = *batch[i];
     CheckObservation(who, t.observation, n, "an observation");
-    std::memcpy(&m.h_obs[i * n], t.observation.data(), n * sizeof(float));
-    if (t.next_observation.size() == static_cast<size_t>(n))
-      std::memcpy(&m.h_next[i * n], t.next_observation.data(), n * sizeof(float));
-    else if (t.done && t.next_observation.empty())
-      std::memset(&m.h_next[i * n], 0, n * sizeof(float));
-    else
-      CheckObservation(who, t.next_observation, n, "a next observation");
+    StageObservations(who, t.observation, t.next_observation, t.done, n, &m.h_obs[i * n], &m.h_next[i * n]);
     if (t.action >= A)
       throw std::invalid_argument(std::string(who) + ": a transition has action " + std::to_string(t.action) +
                                   " but the agent has " + std::to_string(A) + " actions");

@@ -61,5 +61,16 @@ void CheckObservation(const char* who, const std::vector<float>& v, int64_t size
                                 std::to_string(v.size()) + " floats, expected " + std::to_string(size));
 }
 
+void StageObservations(const char* who, const std::vector<float>& observation, const std::vector<float>& next,
+                       bool done, int64_t n, float* observation_row, float* next_row) {
+  std::memcpy(observation_row, observation.data(), n * sizeof(float));
+  if (next.size() == static_cast<size_t>(n))
+    std::memcpy(next_row, next.data(), n * sizeof(float));
+  else if (done && next.empty())
+    std::memset(next_row, 0, n * sizeof(float));
+  else
+    CheckObservation(who, next, n, "a next observation");
+}
+
 }  // namespace agents_internal
 }  // namespace tensortier

@@ -104,6 +104,19 @@ struct HostMlp {
   }
 };
 
+// Validation of the settings SacCore is built from, which the configs of
+// both SAC agents (SacConfig, HeatSacConfig) carry under the same names.
+template <typename Config>
+void CheckSacCoreSettings(const char* who, const Config& c) {
+  CheckHidden(who, c.hidden);
+  CheckPositive(who, "actor_learning_rate", c.actor_learning_rate);
+  CheckPositive(who, "critic_learning_rate", c.critic_learning_rate);
+  CheckPositive(who, "alpha_learning_rate", c.alpha_learning_rate);
+  CheckPositive(who, "initial_alpha", c.initial_alpha);
+  if (!(c.gamma >= 0 && c.gamma <= 1)) BadConfig(who, "gamma must be in [0, 1]");
+  if (!(c.tau > 0 && c.tau <= 1)) BadConfig(who, "tau must be in (0, 1]");
+}
+
 std::unique_ptr<torch::optim::Adam> MakeAdam(std::vector<torch::Tensor> params, double lr);
 // exp(log alpha) on the host, computed the same way wherever it is refreshed
 // (so that a restored agent reports exactly the alpha it was saved with).
@@ -208,21 +221,17 @@ struct SacCore {
     target_flat->value.lerp_(critic_flat->value, tau);
   }
 
-  void StepCritic(const torch::Tensor& loss, double clip) {
-    critic_flat->grad.zero_();
+  // One autograd step of `loss` on the networks whose parameters `params`
+  // holds; `clip` 0 leaves the gradient's norm as it is.
+  static void Step(FlatParams& params, torch::optim::Adam& opt, const torch::Tensor& loss, double clip) {
+    params.grad.zero_();
     loss.backward();
-    critic_flat->CheckGradients();
-    if (clip > 0) critic_flat->ClipGradNorm(clip);
-    critic_opt->step();
+    params.CheckGradients();
+    if (clip > 0) params.ClipGradNorm(clip);
+    opt.step();
   }
-
-  void StepActor(const torch::Tensor& loss, double clip) {
-    actor_flat->grad.zero_();
-    loss.backward();
-    actor_flat->CheckGradients();
-    if (clip > 0) actor_flat->ClipGradNorm(clip);
-    actor_opt->step();
-  }
+  void StepCritic(const torch::Tensor& loss, double clip) { Step(*critic_flat, *critic_opt, loss, clip); }
+  void StepActor(const torch::Tensor& loss, double clip) { Step(*actor_flat, *actor_opt, loss, clip); }
 
   void StepAlpha(const torch::Tensor& loss) {
     alpha_opt->zero_grad();
@@ -308,6 +317,11 @@ struct SacCore {
 torch::Tensor Stage(std::vector<float>& v, std::vector<int64_t> shape, torch::Device device);
 // Throws std::invalid_argument unless `v` holds `size` floats.
 void CheckObservation(const char* who, const std::vector<float>& v, int64_t size, const char* field);
+// Copies a transition's observation (already checked to hold n floats) and
+// its next observation into staging rows of n floats; a terminal
+// transition may leave the next observation empty (zeros are staged).
+void StageObservations(const char* who, const std::vector<float>& observation, const std::vector<float>& next,
+                       bool done, int64_t n, float* observation_row, float* next_row);
 
 }  // namespace agents_internal
 }  // namespace tensortier

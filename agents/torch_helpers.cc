@@ -77,6 +77,16 @@ void CheckPositive(const char* who, const char* key, double v) {
   if (!(v > 0) || !std::isfinite(v)) BadConfig(who, std::string(key) + " must be positive");
 }
 
+void CheckHidden(const char* who, const std::vector<int>& hidden) {
+  if (hidden.empty()) BadConfig(who, "hidden must list at least one layer size");
+  for (int h : hidden)
+    if (h < 1) BadConfig(who, "hidden layer sizes must be at least 1");
+}
+
+void CheckDevice(const char* who, const std::string& device) {
+  if (!ValidDevice(device)) BadConfig(who, "device '" + device + "' is not one of auto, cpu, cuda, cuda:N");
+}
+
 bool ValidDevice(const std::string& device) {
   if (device == "auto" || device == "cpu" || device == "cuda") return true;
   return device.rfind("cuda:", 0) == 0 && device.size() > 5 && device.size() <= 8 &&

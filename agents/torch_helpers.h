@@ -33,6 +33,7 @@ bool AsBool(const char* who, const std::string& key, const Json& v);
 std::string AsString(const char* who, const std::string& key, const Json& v);
 std::vector<int> AsIntList(const char* who, const std::string& key, const Json& v);
 void CheckPositive(const char* who, const char* key, double v);  // finite and > 0
+void CheckHidden(const char* who, const std::vector<int>& hidden);  // one layer or more, each >= 1
 
 // A config's JSON form from one list of (key, member): ToJson writes every
 // member, FromJson reads the keys present (the others keep their defaults)
@@ -86,6 +87,7 @@ class ConfigJson {
 // Devices: "auto" (CUDA when present), "cpu", "cuda", "cuda:N".
 
 bool ValidDevice(const std::string& device);
+void CheckDevice(const char* who, const std::string& device);  // BadConfig unless ValidDevice
 // Throws std::runtime_error (prefixed by `who`) when CUDA is asked for and
 // missing, or the device index does not exist. `name` must be ValidDevice.
 torch::Device ResolveDevice(const char* who, const std::string& name);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iterator>
 #include <stdexcept>
+#include <string>
 
 namespace tensortier {
 
@@ -96,28 +97,30 @@ size_t PageRegion::NewPagesOf(const void* p, size_t bytes) const {
   return n;
 }
 
-size_t PageRegion::Commit(void* p, size_t bytes) {
+PageRegion::BlockPages PageRegion::PagesOf(void* p, size_t bytes, const char* op) const {
   Chunk* c = ChunkOf(p);
-  if (c == nullptr) throw std::logic_error("PageRegion::Commit: not in the region");
+  if (c == nullptr) throw std::logic_error(std::string("PageRegion::") + op + ": not in the region");
   const size_t off = static_cast<char*>(p) - c->base;
   const size_t last = off + (bytes == 0 ? 1 : bytes) - 1;
+  return {c, off, off / kPageBytes, last / kPageBytes};
+}
+
+size_t PageRegion::Commit(void* p, size_t bytes) {
+  const BlockPages b = PagesOf(p, bytes, "Commit");
   size_t n = 0;
-  for (size_t pg = off / kPageBytes; pg <= last / kPageBytes; ++pg) n += c->blocks_on_page[pg]++ == 0;
+  for (size_t pg = b.first_page; pg <= b.last_page; ++pg) n += b.chunk->blocks_on_page[pg]++ == 0;
   committed_bytes_ += Footprint(bytes == 0 ? 1 : bytes);
   pages_in_use_ += n;
   return n;
 }
 
 size_t PageRegion::Release(void* p, size_t bytes) {
-  Chunk* c = ChunkOf(p);
-  if (c == nullptr) throw std::logic_error("PageRegion::Release: not in the region");
-  const size_t off = static_cast<char*>(p) - c->base;
-  const size_t last = off + (bytes == 0 ? 1 : bytes) - 1;
+  const BlockPages b = PagesOf(p, bytes, "Release");
   size_t n = 0;
-  for (size_t pg = off / kPageBytes; pg <= last / kPageBytes; ++pg) n += --c->blocks_on_page[pg] == 0;
+  for (size_t pg = b.first_page; pg <= b.last_page; ++pg) n += --b.chunk->blocks_on_page[pg] == 0;
   committed_bytes_ -= Footprint(bytes == 0 ? 1 : bytes);
   pages_in_use_ -= n;
-  GiveBack(*c, off, Footprint(bytes == 0 ? 1 : bytes));
+  GiveBack(*b.chunk, b.offset, Footprint(bytes == 0 ? 1 : bytes));
   return n;
 }
 

@@ -66,6 +66,14 @@ class PageRegion {
     std::vector<uint32_t> blocks_on_page;   // committed blocks overlapping each page
   };
   Chunk* ChunkOf(const void* p) const;
+  // A committed block's place: its chunk, its offset there and the pages it
+  // overlaps (a zero-byte block takes one byte). Throws std::logic_error
+  // naming `op` when `p` is not in the region.
+  struct BlockPages {
+    Chunk* chunk;
+    size_t offset, first_page, last_page;
+  };
+  BlockPages PagesOf(void* p, size_t bytes, const char* op) const;
   void* TakeFrom(Chunk& c, size_t footprint);
   void GiveBack(Chunk& c, size_t offset, size_t footprint);
 

@@ -157,9 +157,7 @@ std::vector<Transition> RecordTransitions(const Workload& workload, size_t count
     while (!env.done() && out.size() < count) {
       const int action = static_cast<int>(rng() >> 63);
       StepResult r = env.Step(action);
-      out.push_back({std::vector<float>(obs.begin(), obs.end()), static_cast<uint8_t>(action),
-                     static_cast<float>(r.reward), std::vector<float>(r.observation.begin(), r.observation.end()),
-                     r.done});
+      out.push_back(TransitionOf(obs, action, r));
       obs = r.observation;
     }
   }

@@ -88,13 +88,7 @@ std::vector<Transition> Record(const TaskMsg& task, size_t count, uint64_t seed,
     while (!env.done() && out.size() < count) {
       const int action = static_cast<int>(rng() >> 63);
       StepResult r = env.Step(action);
-      Transition t;
-      t.observation.assign(obs.begin(), obs.end());
-      t.action = static_cast<uint8_t>(action);
-      t.reward = static_cast<float>(r.reward);
-      t.next_observation.assign(r.observation.begin(), r.observation.end());
-      t.done = r.done;
-      out.push_back(std::move(t));
+      out.push_back(TransitionOf(obs, action, r));
       obs = r.observation;
       ++steps;
     }

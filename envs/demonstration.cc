@@ -44,9 +44,7 @@ Demonstration Play(PlacementEnv& env, const PlacementPlan& plan,
     const int action = act ? act(obs) : label;
     StepResult r = env.Step(action);
     if (action == label)
-      demo.transitions.push_back({std::vector<float>(obs.begin(), obs.end()), static_cast<uint8_t>(label),
-                                  static_cast<float>(r.reward),
-                                  std::vector<float>(r.observation.begin(), r.observation.end()), r.done});
+      demo.transitions.push_back(TransitionOf(obs, label, r));
     else
       demo.transitions.push_back({std::vector<float>(obs.begin(), obs.end()), static_cast<uint8_t>(label),
                                   static_cast<float>(r.reward), {}, true});

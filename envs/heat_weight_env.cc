@@ -254,10 +254,8 @@ HeatStepResult HeatWeightEnv::StepWithHeats(const std::vector<double>& heat, dou
 }
 
 double HeatWeightEnv::EpisodicReward(double normalised_cost, uint64_t dram_peak_bytes) const {
-  double c = std::clamp(normalised_cost, 0.0, 2.0);
-  double peak = static_cast<double>(w_.peak_live_bytes());
-  double price = peak > 0 ? std::clamp(1.0 - static_cast<double>(dram_peak_bytes) / peak, 0.0, 1.0) : 0.0;
-  return config_.reward_fix * (config_.beta * (1.0 - c) + (1.0 - config_.beta) * price);
+  return tensortier::EpisodicReward(normalised_cost, dram_peak_bytes, w_.peak_live_bytes(), config_.beta,
+                                    config_.reward_fix);
 }
 
 void HeatWeightEnv::FinishEpisode() {

@@ -578,14 +578,20 @@ StepResult PlacementEnv::Step(int action) {
   return result;
 }
 
-double PlacementEnv::EpisodicReward(double normalised_cost, uint64_t dram_peak_bytes) const {
+double EpisodicReward(double normalised_cost, uint64_t dram_peak_bytes, uint64_t peak_live_bytes, double beta,
+                      double reward_fix) {
   // eq. 13 with both terms scaled by R_fix (docs/mdp.md): performance
   // 1 - C_normal, and P_normal, the memory price saved against all-DRAM,
   // which with linear prices reduces to the share of the peak kept out of DRAM.
   double c = std::clamp(normalised_cost, 0.0, 2.0);
-  double peak = static_cast<double>(w_.peak_live_bytes());
+  double peak = static_cast<double>(peak_live_bytes);
   double price = peak > 0 ? std::clamp(1.0 - static_cast<double>(dram_peak_bytes) / peak, 0.0, 1.0) : 0.0;
-  return config_.reward_fix * (config_.beta * (1.0 - c) + (1.0 - config_.beta) * price);
+  return reward_fix * (beta * (1.0 - c) + (1.0 - beta) * price);
+}
+
+double PlacementEnv::EpisodicReward(double normalised_cost, uint64_t dram_peak_bytes) const {
+  return tensortier::EpisodicReward(normalised_cost, dram_peak_bytes, w_.peak_live_bytes(), config_.beta,
+                                    config_.reward_fix);
 }
 
 void PlacementEnv::FinishEpisode(bool oom) {

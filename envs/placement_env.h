@@ -20,6 +20,7 @@
 #include "envs/cost_model.h"
 #include "envs/heat.h"
 #include "envs/placement_plan.h"
+#include "envs/transition.h"
 #include "envs/workload.h"
 
 namespace tensortier {
@@ -129,6 +130,12 @@ struct StepResult {
   double reward = 0;          // step reward (eq. 8), plus the episodic reward on the last step
   bool done = false;
 };
+
+// The experience of taking `action` in `observation`, as replay stores it.
+inline Transition TransitionOf(const Observation& observation, int action, const StepResult& r) {
+  return {std::vector<float>(observation.begin(), observation.end()), static_cast<uint8_t>(action),
+          static_cast<float>(r.reward), std::vector<float>(r.observation.begin(), r.observation.end()), r.done};
+}
 
 struct EpisodeSummary {
   uint32_t steps = 0;
@@ -288,6 +295,12 @@ class PlacementEnv {
   bool in_kernel_ = false;             // kernel_'s decisions have begun
   EpisodeSummary summary_;             // its plan is built as the episode goes
 };
+
+// The episodic reward (eq. 11-13, both terms scaled by R_fix) of a plan's
+// normalised cost and DRAM peak, on a workload whose live bytes peak at
+// `peak_live_bytes`; both environments score their episodes with it.
+double EpisodicReward(double normalised_cost, uint64_t dram_peak_bytes, uint64_t peak_live_bytes, double beta,
+                      double reward_fix);
 
 // Runs `policy(observation) -> action` through one episode and returns it.
 template <typename Policy>

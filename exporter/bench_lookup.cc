@@ -61,8 +61,7 @@ Fixture* MakeFixture(const std::string& spec, int hidden, int episodes) {
     while (!env.done()) {
       int a = f->agent->Act(obs.data(), epsilon, rng);
       StepResult r = env.Step(a);
-      replay.Add({std::vector<float>(obs.begin(), obs.end()), static_cast<uint8_t>(a), static_cast<float>(r.reward),
-                  std::vector<float>(r.observation.begin(), r.observation.end()), r.done});
+      replay.Add(TransitionOf(obs, a, r));
       obs = r.observation;
     }
     if (replay.size() >= 512)

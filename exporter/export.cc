@@ -37,6 +37,13 @@ bool Exists(const std::string& path) {
   return f.good();
 }
 
+void CheckPlacementShape(int observation_size, int num_actions) {
+  if (observation_size != kObservationSize || num_actions != 2)
+    throw std::invalid_argument("export: the agent does not match the placement MDP (observation " +
+                                std::to_string(observation_size) + " floats, " + std::to_string(num_actions) +
+                                " actions)");
+}
+
 std::string ShapeText(const std::vector<int>& hidden) {
   std::string s = std::to_string(kObservationSize);
   for (int h : hidden) s += "-" + std::to_string(h);
@@ -198,10 +205,7 @@ ExportReport ExportLookup(const ExportOptions& o) {
 
 ExportReport ExportLookupFrom(const DqnAgent& agent, const Workload& w, const PlacementPlan& plan,
                               const ExportOptions& o) {
-  if (agent.config().observation_size != kObservationSize || agent.config().num_actions != 2)
-    throw std::invalid_argument("export: the agent does not match the placement MDP (observation " +
-                                std::to_string(agent.config().observation_size) + " floats, " +
-                                std::to_string(agent.config().num_actions) + " actions)");
+  CheckPlacementShape(agent.config().observation_size, agent.config().num_actions);
   const GreedyPolicy greedy = [&agent](const float* observation) {
     thread_local std::mt19937_64 unused(0);  // epsilon 0: Act draws nothing
     return agent.Act(observation, 0.0, unused);
@@ -211,10 +215,7 @@ ExportReport ExportLookupFrom(const DqnAgent& agent, const Workload& w, const Pl
 
 ExportReport ExportLookupFrom(const SacAgent& agent, const Workload& w, const PlacementPlan& plan,
                               const ExportOptions& o) {
-  if (agent.config().observation_size != kObservationSize || agent.config().num_actions != 2)
-    throw std::invalid_argument("export: the agent does not match the placement MDP (observation " +
-                                std::to_string(agent.config().observation_size) + " floats, " +
-                                std::to_string(agent.config().num_actions) + " actions)");
+  CheckPlacementShape(agent.config().observation_size, agent.config().num_actions);
   const GreedyPolicy greedy = [&agent](const float* observation) {
     thread_local std::mt19937_64 unused(0);  // greedy: Act draws nothing
     return agent.Act(observation, SacActMode::kGreedy, unused);

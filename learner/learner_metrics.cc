@@ -11,6 +11,7 @@
 #include "envs/cost_model.h"
 #include "envs/first_touch.h"
 #include "metrics/metrics_server.h"
+#include "metrics/service_metrics.h"
 #include "transport/security.h"
 
 namespace tensortier {
@@ -28,14 +29,6 @@ constexpr size_t kMovingWindow = 100;  // episodes in the moving averages
 
 double UnixSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-// Runtimes from a fraction of a millisecond (small synthetic graphs on the
-// cost model) to a minute (large models on a slow tier).
-Histogram::BucketBoundaries RuntimeBuckets() {
-  Histogram::BucketBoundaries b;
-  for (double s = 0.00025; s < 100; s *= 2) b.push_back(s);
-  return b;
 }
 
 struct MovingAverage {
@@ -169,12 +162,7 @@ struct LearnerMetrics::Impl {
     if (it != runtime.end()) return *it->second;
     Labels l = base;
     l["backend"] = backend;
-    return *(runtime[backend] = &runtime_family->Add(l, RuntimeBuckets()));
-  }
-
-  static void Advance(Counter* c, uint64_t now, uint64_t& before) {
-    if (now > before) c->Increment(static_cast<double>(now - before));
-    before = now;
+    return *(runtime[backend] = &runtime_family->Add(l, DurationBuckets()));
   }
 
   prometheus::Registry& registry;
@@ -255,26 +243,26 @@ void LearnerMetrics::Sync(const LearnerCounters& c, size_t workers_connected, si
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mu);
   LearnerCounters& s = m.seen;
-  Impl::Advance(m.frames, c.frames_received, s.frames_received);
-  Impl::Advance(m.heartbeats, c.heartbeats_received, s.heartbeats_received);
-  Impl::Advance(m.transitions, c.transitions_ingested, s.transitions_ingested);
-  Impl::Advance(m.workers_registered, c.workers_registered, s.workers_registered);
-  Impl::Advance(m.workers_expired, c.workers_expired, s.workers_expired);
-  Impl::Advance(m.error["malformed"], c.malformed_frames, s.malformed_frames);
-  Impl::Advance(m.error["oversized"], c.oversized_frames, s.oversized_frames);
-  Impl::Advance(m.error["wrong_version"], c.wrong_version_frames, s.wrong_version_frames);
-  Impl::Advance(m.error["amplified"], c.amplified_frames, s.amplified_frames);
-  Impl::Advance(m.error["non_finite"], c.non_finite_frames, s.non_finite_frames);
-  Impl::Advance(m.error["multipart"], c.multipart_frames, s.multipart_frames);
-  Impl::Advance(m.error["unknown_worker"], c.unknown_worker_frames, s.unknown_worker_frames);
-  Impl::Advance(m.error["duplicate_batch"], c.duplicate_batches, s.duplicate_batches);
-  Impl::Advance(m.error["unexpected_message"], c.unexpected_messages, s.unexpected_messages);
-  Impl::Advance(m.error["worker_error"], c.worker_errors, s.worker_errors);
-  Impl::Advance(m.updates, updates, m.updates_seen);
+  AdvanceCounter(m.frames, c.frames_received, s.frames_received);
+  AdvanceCounter(m.heartbeats, c.heartbeats_received, s.heartbeats_received);
+  AdvanceCounter(m.transitions, c.transitions_ingested, s.transitions_ingested);
+  AdvanceCounter(m.workers_registered, c.workers_registered, s.workers_registered);
+  AdvanceCounter(m.workers_expired, c.workers_expired, s.workers_expired);
+  AdvanceCounter(m.error["malformed"], c.malformed_frames, s.malformed_frames);
+  AdvanceCounter(m.error["oversized"], c.oversized_frames, s.oversized_frames);
+  AdvanceCounter(m.error["wrong_version"], c.wrong_version_frames, s.wrong_version_frames);
+  AdvanceCounter(m.error["amplified"], c.amplified_frames, s.amplified_frames);
+  AdvanceCounter(m.error["non_finite"], c.non_finite_frames, s.non_finite_frames);
+  AdvanceCounter(m.error["multipart"], c.multipart_frames, s.multipart_frames);
+  AdvanceCounter(m.error["unknown_worker"], c.unknown_worker_frames, s.unknown_worker_frames);
+  AdvanceCounter(m.error["duplicate_batch"], c.duplicate_batches, s.duplicate_batches);
+  AdvanceCounter(m.error["unexpected_message"], c.unexpected_messages, s.unexpected_messages);
+  AdvanceCounter(m.error["worker_error"], c.worker_errors, s.worker_errors);
+  AdvanceCounter(m.updates, updates, m.updates_seen);
   const AuthStats auth = ProcessAuthStats();
-  Impl::Advance(m.handshake["accepted"], auth.accepted, m.auth_seen.accepted);
-  Impl::Advance(m.handshake["refused"], auth.refused, m.auth_seen.refused);
-  Impl::Advance(m.handshake["refused_unknown_key"], auth.refused_unknown_key, m.auth_seen.refused_unknown_key);
+  AdvanceCounter(m.handshake["accepted"], auth.accepted, m.auth_seen.accepted);
+  AdvanceCounter(m.handshake["refused"], auth.refused, m.auth_seen.refused);
+  AdvanceCounter(m.handshake["refused_unknown_key"], auth.refused_unknown_key, m.auth_seen.refused_unknown_key);
   m.workers_connected->Set(static_cast<double>(workers_connected));
   m.replay_size->Set(static_cast<double>(replay_size));
   m.policy_version->Set(static_cast<double>(policy_version));

@@ -259,35 +259,31 @@ std::string SvgLineChart(const std::string& title, const std::string& x_label, c
     << Escape(y_label) << "</text></g>\n";
   o << "<rect class=\"frame\" fill=\"none\" stroke=\"#afb8c1\" x=\"" << L << "\" y=\"" << T << "\" width=\""
     << W - L - R << "\" height=\"" << kPlotH << "\"/>\n";
-  char buf[96];
+  // Writes `format` (x then y in pixels, two %.1f) for every finite point.
+  auto write_points = [&](const std::vector<std::pair<double, double>>& points, const char* format) {
+    char buf[96];
+    for (const auto& [x, y] : points) {
+      if (!std::isfinite(x) || !std::isfinite(y)) continue;
+      std::snprintf(buf, sizeof buf, format, px(x), py(y));
+      o << buf;
+    }
+  };
   for (const ChartSeries& s : series) {
     if (s.dots) {
       o << "<g fill=\"" << s.color << "\" fill-opacity=\"0.35\">";
-      for (const auto& [x, y] : Thin(s.points, 3000)) {
-        if (!std::isfinite(x) || !std::isfinite(y)) continue;
-        std::snprintf(buf, sizeof buf, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"1.6\"/>", px(x), py(y));
-        o << buf;
-      }
+      write_points(Thin(s.points, 3000), "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"1.6\"/>");
       o << "</g>\n";
       continue;
     }
     const std::vector<std::pair<double, double>> pts = Thin(s.points, 2000);
     if (pts.size() > 1) {
       o << "<polyline fill=\"none\" stroke=\"" << s.color << "\" stroke-width=\"1.8\" points=\"";
-      for (const auto& [x, y] : pts) {
-        if (!std::isfinite(x) || !std::isfinite(y)) continue;
-        std::snprintf(buf, sizeof buf, "%.1f,%.1f ", px(x), py(y));
-        o << buf;
-      }
+      write_points(pts, "%.1f,%.1f ");
       o << "\"/>\n";
     }
     if (s.points.size() <= kMarkedPoints) {
       o << "<g class=\"markers\" fill=\"" << s.color << "\" stroke=\"#ffffff\" stroke-width=\"0.8\">";
-      for (const auto& [x, y] : pts) {
-        if (!std::isfinite(x) || !std::isfinite(y)) continue;
-        std::snprintf(buf, sizeof buf, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\"/>", px(x), py(y));
-        o << buf;
-      }
+      write_points(pts, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\"/>");
       o << "</g>\n";
     }
   }

@@ -41,6 +41,21 @@ bool ValueOf(const std::string& line, const std::string& key, std::string* value
   return true;
 }
 
+// Calls `each(line)` for every line of a key file or allow-list, trimmed,
+// that is neither blank nor a # comment.
+template <typename Each>
+void ForEachKeyLine(const std::string& text, Each&& each) {
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    std::string line = Trim(text.substr(pos, nl - pos));
+    pos = nl + 1;
+    if (line.empty() || line[0] == '#') continue;
+    each(line);
+  }
+}
+
 std::string Z85Binary(const std::string& z85) {
   uint8_t out[32];
   if (!IsZ85Key(z85) || zmq_z85_decode(out, z85.c_str()) == nullptr) return "";
@@ -255,13 +270,7 @@ std::string FormatPublicKeyFile(const std::string& z85_public, const std::string
 
 CurveKeyPair ParseKeyFile(const std::string& text, const std::string& origin) {
   CurveKeyPair pair;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string::npos) nl = text.size();
-    std::string line = Trim(text.substr(pos, nl - pos));
-    pos = nl + 1;
-    if (line.empty() || line[0] == '#') continue;
+  ForEachKeyLine(text, [&](const std::string& line) {
     std::string v;
     if (ValueOf(line, "public-key", &v)) {
       if (!IsZ85Key(v)) throw std::runtime_error(origin + ": public-key is not a 40-character Z85 key");
@@ -275,7 +284,7 @@ CurveKeyPair ParseKeyFile(const std::string& text, const std::string& origin) {
       throw std::runtime_error(origin + ": cannot read the line '" + line.substr(0, 60) +
                                "' (expected public-key = \"Z85\" or secret-key = \"Z85\")");
     }
-  }
+  });
   if (pair.public_key.empty() && pair.secret_key.empty()) throw std::runtime_error(origin + ": holds no key");
   if (!pair.secret_key.empty()) {
     const std::string derived = CurvePublicKey(pair.secret_key);
@@ -332,14 +341,7 @@ std::set<std::string> ReadAuthorizedKeys(const std::string& path) {
   std::set<std::string> keys;
   auto add_file = [&](const std::string& file) {
     // One file may list many keys: read it line by line.
-    const std::string text = ReadFile(file, 16 << 20);
-    size_t pos = 0;
-    while (pos <= text.size()) {
-      size_t nl = text.find('\n', pos);
-      if (nl == std::string::npos) nl = text.size();
-      std::string line = Trim(text.substr(pos, nl - pos));
-      pos = nl + 1;
-      if (line.empty() || line[0] == '#') continue;
+    ForEachKeyLine(ReadFile(file, 16 << 20), [&](const std::string& line) {
       std::string v;
       if (ValueOf(line, "public-key", &v) || (IsZ85Key(line) && (v = line, true))) {
         if (!IsZ85Key(v)) throw std::runtime_error(file + ": '" + v.substr(0, 60) + "' is not a Z85 public key");
@@ -349,7 +351,7 @@ std::set<std::string> ReadAuthorizedKeys(const std::string& path) {
       } else {
         throw std::runtime_error(file + ": cannot read the line '" + line.substr(0, 60) + "'");
       }
-    }
+    });
   };
   if (S_ISDIR(st.st_mode)) {
     DIR* d = ::opendir(path.c_str());

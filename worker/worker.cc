@@ -322,13 +322,7 @@ struct Worker::Impl {
       }
       int action = agent->Act(obs.data(), epsilon, rng);
       StepResult r = env->Step(action);
-      Transition t;
-      t.observation.assign(obs.begin(), obs.end());
-      t.action = static_cast<uint8_t>(action);
-      t.reward = static_cast<float>(r.reward);
-      t.next_observation.assign(r.observation.begin(), r.observation.end());
-      t.done = r.done;
-      batch.transitions.push_back(std::move(t));
+      batch.transitions.push_back(TransitionOf(obs, action, r));
       obs = r.observation;
     }
     const EpisodeSummary& s = env->summary();

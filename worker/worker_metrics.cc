@@ -6,6 +6,7 @@
 #include <prometheus/registry.h>
 
 #include "metrics/metrics_server.h"
+#include "metrics/service_metrics.h"
 
 namespace tensortier {
 namespace {
@@ -19,12 +20,6 @@ using prometheus::Gauge;
 using prometheus::Histogram;
 using prometheus::Labels;
 using Clock = std::chrono::steady_clock;
-
-Histogram::BucketBoundaries SecondsBuckets() {
-  Histogram::BucketBoundaries b;
-  for (double s = 0.00025; s < 100; s *= 2) b.push_back(s);
-  return b;
-}
 
 }  // namespace
 
@@ -108,8 +103,8 @@ struct WorkerMetrics::Impl {
   // before the first event.
   void Touch(const std::string& backend) {
     if (backend != "cost-model")  // measured backends only
-      iteration.Add({{"workload", workload}, {"policy", agent}, {"backend", backend}}, SecondsBuckets());
-    evaluation.Add({{"workload", workload}, {"backend", backend}}, SecondsBuckets());
+      iteration.Add({{"workload", workload}, {"policy", agent}, {"backend", backend}}, DurationBuckets());
+    evaluation.Add({{"workload", workload}, {"backend", backend}}, DurationBuckets());
     for (const char* tier : {"dram", "slow"}) tier_peak.Add({{"tier", tier}, {"backend", backend}});
     for (const char* d : {"to_slow", "to_dram"}) {
       migrated.Add({{"direction", d}, {"backend", backend}});
@@ -192,7 +187,7 @@ void WorkerMetrics::OnEpisode(const EpisodeSummary& s, const PlanMeasurement& pm
   m.episodes.Add({{"workload", m.workload}}).Increment();
   if (s.oom || pm.oom) m.oom_episodes->Increment();
   if (s.spills > 0) m.limit_events.Add({{"reason", "placement_spill"}}).Increment(s.spills);
-  m.evaluation.Add({{"workload", m.workload}, {"backend", backend}}, SecondsBuckets()).Observe(evaluation_seconds);
+  m.evaluation.Add({{"workload", m.workload}, {"backend", backend}}, DurationBuckets()).Observe(evaluation_seconds);
   if (pm.min_runtime_ns > 0)
     m.reference.Add({{"workload", m.workload}, {"policy", "all-dram"}, {"backend", backend}})
         .Set(pm.min_runtime_ns / 1e9);
@@ -217,7 +212,7 @@ void WorkerMetrics::OnEpisode(const EpisodeSummary& s, const PlanMeasurement& pm
   m.exposed_migration.Add({{"backend", backend}}).Increment(iterations * c.exposed_migration_ns / 1e9);
   m.emulated_delay.Add({{"backend", backend}}).Increment(iterations * c.emulated_delay_ns / 1e9);
   if (!pm.oom && pm.runtime_ns > 0)
-    m.iteration.Add({{"workload", m.workload}, {"policy", m.agent}, {"backend", backend}}, SecondsBuckets())
+    m.iteration.Add({{"workload", m.workload}, {"policy", m.agent}, {"backend", backend}}, DurationBuckets())
         .Observe(pm.runtime_ns / 1e9);
 }
 
@@ -232,26 +227,19 @@ void WorkerMetrics::FlowControl(bool blocked) {
   m.flow_blocked->Set(blocked ? 1 : 0);
 }
 
-namespace {
-void Advance(Counter* c, uint64_t now, uint64_t& before) {
-  if (now > before) c->Increment(static_cast<double>(now - before));
-  before = now;
-}
-}  // namespace
-
 void WorkerMetrics::Sync(const WorkerStats& s, bool registered, uint64_t weights_version) {
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mu);
   WorkerStats& p = m.seen;
-  Advance(m.transitions, s.transitions_sent, p.transitions_sent);
-  Advance(m.weights_loaded, s.weights_loaded, p.weights_loaded);
-  Advance(m.reconnects, s.reconnects, p.reconnects);
-  Advance(m.heartbeats_sent, s.heartbeats_sent, p.heartbeats_sent);
-  Advance(m.heartbeats_received, s.heartbeats_received, p.heartbeats_received);
-  Advance(m.error["bad_frame"], s.bad_frames, p.bad_frames);
-  Advance(m.error["learner_error"], s.errors_from_learner, p.errors_from_learner);
-  Advance(m.error["episode_failed"], s.episodes_failed, p.episodes_failed);
-  Advance(m.error["task_refused"], s.tasks_refused, p.tasks_refused);
+  AdvanceCounter(m.transitions, s.transitions_sent, p.transitions_sent);
+  AdvanceCounter(m.weights_loaded, s.weights_loaded, p.weights_loaded);
+  AdvanceCounter(m.reconnects, s.reconnects, p.reconnects);
+  AdvanceCounter(m.heartbeats_sent, s.heartbeats_sent, p.heartbeats_sent);
+  AdvanceCounter(m.heartbeats_received, s.heartbeats_received, p.heartbeats_received);
+  AdvanceCounter(m.error["bad_frame"], s.bad_frames, p.bad_frames);
+  AdvanceCounter(m.error["learner_error"], s.errors_from_learner, p.errors_from_learner);
+  AdvanceCounter(m.error["episode_failed"], s.episodes_failed, p.episodes_failed);
+  AdvanceCounter(m.error["task_refused"], s.tasks_refused, p.tasks_refused);
   m.connected->Set(registered ? 1 : 0);
   m.policy_version->Set(static_cast<double>(weights_version));
 }

@@ -14,6 +14,7 @@
 #include "envs/placement_env.h"
 #include "replay/prioritized_replay.h"
 #include "replay/replay_buffer.h"
+#include "tests/agents/hand_graph_mdp.h"
 #include "tests/core/brute_force.h"
 #include "tests/core/hand_graph.h"
 
@@ -178,26 +179,13 @@ TEST(DqnPrioritized, RejectsMismatchedBatches) {
 // priority, beta annealed to 1).
 TEST(DqnPrioritized, GreedyPolicyReachesTheBruteForceOptimum) {
   Workload w = testing::HandGraph();
-  EnvConfig c;
-  c.dram_limit_bytes = 1000;
-  c.scope = DecisionScope::kAllLive;
-  c.beta = 1.0;
-  PlacementEnv env(w, c);
+  PlacementEnv env(w, testing::HandGraphEnv());
 
-  std::vector<int> prefix;
   int leaves = 0;
-  const double optimum = testing::BestReturn(env, prefix, &leaves);
+  const double optimum = testing::BestReturn(env, &leaves);
   ASSERT_GE(leaves, 64);
 
-  DqnConfig config;
-  config.observation_size = kObservationSize;
-  config.hidden = {64, 64};
-  config.learning_rate = 1e-3;
-  config.gamma = 1.0;
-  config.batch_size = 32;
-  config.target_update_interval = 100;
-  config.learning_starts = 64;
-  config.seed = 3;
+  DqnConfig config = testing::HandGraphDqn(3);
   config.device = "cpu";
   DqnAgent agent(config);
   PrioritizedReplayConfig pc;
@@ -213,13 +201,7 @@ TEST(DqnPrioritized, GreedyPolicyReachesTheBruteForceOptimum) {
     replay.set_beta(0.4 + 0.6 * std::min(1.0, static_cast<double>(e) / (0.8 * schedule.episodes)));
   });
 
-  double greedy = 0;
-  Observation obs = env.Reset();
-  while (!env.done()) {
-    StepResult r = env.Step(agent.Act(obs.data(), 0.0, rng));
-    greedy += r.reward;
-    obs = r.observation;
-  }
+  const double greedy = testing::GreedyReturn(env, agent, rng);
   EXPECT_NEAR(greedy, optimum, 1e-3 * std::abs(optimum) + 1e-6)
       << "optimum " << optimum << " over " << leaves << " action sequences";
   EXPECT_NE(replay.max_priority(), 1.0);  // |TD errors| were written back

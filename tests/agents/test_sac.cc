@@ -471,8 +471,7 @@ double TrainOnHandGraph(PlacementEnv& env, uint64_t seed, int episodes, int upda
     while (!env.done()) {
       int a = unit(rng) < epsilon ? static_cast<int>(coin(rng)) : agent.Act(obs.data(), SacActMode::kSample, rng);
       StepResult r = env.Step(a);
-      replay.Add({std::vector<float>(obs.begin(), obs.end()), static_cast<uint8_t>(a), static_cast<float>(r.reward),
-                  std::vector<float>(r.observation.begin(), r.observation.end()), r.done});
+      replay.Add(TransitionOf(obs, a, r));
       obs = r.observation;
     }
     if (replay.size() >= 64)

@@ -37,4 +37,10 @@ inline double BestReturn(PlacementEnv& env, std::vector<int>& prefix, int* leave
   return best;
 }
 
+// The same from the start of an episode.
+inline double BestReturn(PlacementEnv& env, int* leaves) {
+  std::vector<int> prefix;
+  return BestReturn(env, prefix, leaves);
+}
+
 }  // namespace tensortier::testing

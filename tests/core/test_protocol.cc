@@ -12,9 +12,12 @@
 #include <vector>
 
 #include "envs/workload_capnp.h"
+#include "tests/core/same_workload.h"
 
 namespace tensortier {
 namespace {
+
+using testing::ExpectSameWorkload;
 
 Workload MakeWorkload() {
   Workload w;
@@ -30,29 +33,6 @@ Workload MakeWorkload() {
   w.device = {"cxl", 3.0e9, 4.0e9, 1ull << 33};
   w.Finalize();
   return w;
-}
-
-void ExpectSameWorkload(const Workload& a, const Workload& b) {
-  EXPECT_EQ(a.name, b.name);
-  EXPECT_EQ(a.source, b.source);
-  EXPECT_EQ(a.batch_size, b.batch_size);
-  ASSERT_EQ(a.kernels.size(), b.kernels.size());
-  for (size_t i = 0; i < a.kernels.size(); ++i) {
-    EXPECT_EQ(a.kernels[i].name, b.kernels[i].name);
-    EXPECT_EQ(a.kernels[i].dram_time_ns, b.kernels[i].dram_time_ns);
-  }
-  ASSERT_EQ(a.tensors.size(), b.tensors.size());
-  for (size_t i = 0; i < a.tensors.size(); ++i) EXPECT_EQ(a.tensors[i].name, b.tensors[i].name);
-  ASSERT_EQ(a.accesses.size(), b.accesses.size());
-  for (size_t i = 0; i < a.accesses.size(); ++i)
-    EXPECT_EQ(a.accesses[i].slow_penalty_ns, b.accesses[i].slow_penalty_ns);
-  // The signature covers sizes, kinds, lifetimes, persistence and accesses.
-  EXPECT_EQ(a.Signature(), b.Signature());
-  EXPECT_EQ(a.device.name, b.device.name);
-  EXPECT_EQ(a.device.dram_to_slow_bytes_per_second, b.device.dram_to_slow_bytes_per_second);
-  EXPECT_EQ(a.device.slow_to_dram_bytes_per_second, b.device.slow_to_dram_bytes_per_second);
-  EXPECT_EQ(a.device.slow_capacity_bytes, b.device.slow_capacity_bytes);
-  EXPECT_TRUE(b.finalized());
 }
 
 TaskMsg MakeTask() {
@@ -185,6 +165,7 @@ TEST(Protocol, TaskRoundTrips) {
   TaskMsg back = RoundTrip(m);
   EXPECT_EQ(back.task_id, m.task_id);
   ExpectSameWorkload(m.workload, back.workload);
+  EXPECT_TRUE(back.workload.finalized());
   EXPECT_EQ(back.env.dram_limit_bytes, m.env.dram_limit_bytes);
   EXPECT_EQ(back.env.mode, m.env.mode);
   EXPECT_EQ(back.env.beta, m.env.beta);

@@ -27,6 +27,7 @@
 #include "hostrt/tensortier_lookup.hpp"
 #include "replay/replay_buffer.h"
 #include "tests/common/derived_times.h"
+#include "tests/export/export_test_util.h"
 
 namespace tensortier {
 namespace {
@@ -47,11 +48,7 @@ uint64_t BudgetAt(const Workload& w, double fraction) {
 }
 
 ExportOptions QuickExport(const std::string& path) {
-  ExportOptions o;
-  o.output_path = path;
-  o.coverage_episodes = 16;
-  o.coverage_workloads = {"synthetic:resnet:8:2097152"};
-  o.coverage_episodes_per_workload = 8;
+  ExportOptions o = testing::QuickExport(path);
   o.threads = 2;
   return o;
 }

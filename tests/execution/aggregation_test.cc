@@ -9,9 +9,13 @@
 #include "executor/migration_plans.h"
 #include "allocator/page_region.h"
 #include "allocator/tiered_allocator.h"
+#include "tests/execution/real_training.h"
 
 namespace tensortier {
 namespace {
+
+using testing::ExpectSame;
+using testing::SmallRunner;
 
 TEST(PageRegion, AdjacentBlocksPageCountsAndCoalescing) {
   std::shared_ptr<MemoryTier> dram = MakeDramTier();
@@ -246,30 +250,8 @@ TEST_F(Aggregation, PlaceContiguouslyLaysOutInOrderOnce) {
 
 // ---- real training: bit-identical under every switch combination.
 
-RunnerOptions Small(const std::string& model) {
-  RunnerOptions o;
-  o.model.name = model;
-  o.model.batch_size = 2;
-  o.model.image_size = 32;
-  o.model.num_classes = 10;
-  o.slow_tier = "emulated:optane-dcpmm";
-  o.profile_timing_iterations = 1;
-  o.warmup_iterations = 0;
-  o.repeats = 1;
-  return o;
-}
-
-void ExpectSame(const TrainingSnapshot& ref, const TrainingSnapshot& got, const std::string& what) {
-  ASSERT_EQ(ref.losses.size(), got.losses.size()) << what;
-  for (size_t i = 0; i < ref.losses.size(); ++i) EXPECT_EQ(ref.losses[i], got.losses[i]) << what << " loss " << i;
-  ASSERT_EQ(ref.bytes.size(), got.bytes.size()) << what;
-  size_t differing = 0;
-  for (size_t i = 0; i < ref.bytes.size(); ++i) differing += ref.bytes[i] != got.bytes[i];
-  EXPECT_EQ(differing, 0u) << what << ": " << differing << " of " << ref.bytes.size() << " tensors differ";
-}
-
 TEST(AggregationExecution, BitIdenticalUnderEverySwitchCombination) {
-  RunnerOptions o = Small("resnet18");
+  RunnerOptions o = SmallRunner("resnet18");
   o.emulate_slow_timing = false;  // correctness only (emulated timing with aggregation: runner_test.cc)
   RealWorkloadRunner runner(o);
   runner.set_aggregation(AggregationOptions::AllOff());
@@ -309,7 +291,7 @@ TEST(AggregationExecution, BitIdenticalUnderEverySwitchCombination) {
 }
 
 TEST(AggregationExecution, DramLimitHoldsWithRegions) {
-  RunnerOptions o = Small("resnet18");
+  RunnerOptions o = SmallRunner("resnet18");
   RealWorkloadRunner runner(o);
   const Workload& w = runner.Profile().workload;
   const uint64_t limit = w.peak_live_bytes() / 3;

@@ -12,22 +12,13 @@
 #include "envs/workload_io.h"
 #include "executor/executor.h"
 #include "executor/plan_executor.h"
+#include "tests/execution/real_training.h"
 
 namespace tensortier {
 namespace {
 
-RunnerOptions Small(const std::string& model) {
-  RunnerOptions o;
-  o.model.name = model;
-  o.model.batch_size = 2;
-  o.model.image_size = 32;
-  o.model.num_classes = 10;
-  o.slow_tier = "emulated:optane-dcpmm";
-  o.profile_timing_iterations = 1;
-  o.warmup_iterations = 0;
-  o.repeats = 1;
-  return o;
-}
+using testing::ExpectSame;
+using testing::SmallRunner;
 
 // Random initial tiers and random migrations inside lifetimes.
 PlacementPlan RandomPlan(const Workload& w, MigrationMode mode, uint64_t seed) {
@@ -55,17 +46,8 @@ PlacementPlan RandomPlan(const Workload& w, MigrationMode mode, uint64_t seed) {
   return p;
 }
 
-void ExpectSame(const TrainingSnapshot& ref, const TrainingSnapshot& got, const std::string& what) {
-  ASSERT_EQ(ref.losses.size(), got.losses.size()) << what;
-  for (size_t i = 0; i < ref.losses.size(); ++i) EXPECT_EQ(ref.losses[i], got.losses[i]) << what << " loss " << i;
-  ASSERT_EQ(ref.bytes.size(), got.bytes.size()) << what;
-  size_t differing = 0;
-  for (size_t i = 0; i < ref.bytes.size(); ++i) differing += ref.bytes[i] != got.bytes[i];
-  EXPECT_EQ(differing, 0u) << what << ": " << differing << " of " << ref.bytes.size() << " tensors differ";
-}
-
 void CheckBitIdentical(const std::string& model) {
-  RealWorkloadRunner runner(Small(model));
+  RealWorkloadRunner runner(SmallRunner(model));
   const ProfileReport& prof = runner.Profile();
   ASSERT_TRUE(prof.deterministic) << prof.graph_difference;
   const Workload& w = prof.workload;
@@ -91,7 +73,7 @@ TEST(RealExecution, BitIdenticalUnderRandomPlansMobileNetV2) { CheckBitIdentical
 TEST(RealExecution, BitIdenticalUnderRandomPlansAlexNet) { CheckBitIdentical("alexnet"); }
 
 TEST(RealExecution, ProfileIsDeterministicAndComplete) {
-  RealWorkloadRunner runner(Small("resnet18"));
+  RealWorkloadRunner runner(SmallRunner("resnet18"));
   const ProfileReport& p = runner.Profile();
   EXPECT_TRUE(p.deterministic) << p.graph_difference;
   EXPECT_EQ(p.backend, "emulated:optane-dcpmm");
@@ -136,7 +118,7 @@ TEST(RealExecution, ProfileIsDeterministicAndComplete) {
 // wall clock.
 TEST(RealExecution, ProfileRecordsItsMethodAndTheHostsLoad) {
   for (int threads : {1, 2}) {
-    RunnerOptions o = Small("alexnet");
+    RunnerOptions o = SmallRunner("alexnet");
     o.threads = threads;
     o.profile_timing_iterations = 3;
     o.copy_calibration_rounds = 4;
@@ -168,7 +150,7 @@ TEST(RealExecution, ProfileRecordsItsMethodAndTheHostsLoad) {
 // thread's CPU time, never more than the wall clock's; with everything in
 // the emulated slow tier it holds every wait the device model asked for.
 TEST(RealExecution, UndisturbedIterationTimeHoldsTheEmulatedWaits) {
-  RunnerOptions o = Small("alexnet");
+  RunnerOptions o = SmallRunner("alexnet");
   o.threads = 1;
   RealWorkloadRunner runner(o);
   const Workload& w = runner.Profile().workload;
@@ -210,7 +192,7 @@ TEST(RealExecution, ThreadClocksSeeSleepsAsSwitchesWithoutCpuTime) {
 TEST(RealExecution, ProfilesOfTheSameModelHaveTheSameSignature) {
   uint64_t first = 0;
   for (int i = 0; i < 2; ++i) {
-    RealWorkloadRunner runner(Small("alexnet"));
+    RealWorkloadRunner runner(SmallRunner("alexnet"));
     const uint64_t sig = runner.Profile().workload.Signature();
     if (i == 0) first = sig;
     else EXPECT_EQ(sig, first);
@@ -218,7 +200,7 @@ TEST(RealExecution, ProfilesOfTheSameModelHaveTheSameSignature) {
 }
 
 TEST(RealExecution, EmulatedTimeGrowsWithSlowTierBytes) {
-  RealWorkloadRunner runner(Small("resnet18"));
+  RealWorkloadRunner runner(SmallRunner("resnet18"));
   const Workload& w = runner.Profile().workload;
   PlacementPlan half = PlacementPlan::Uniform(w, Tier::kDram, 0);
   for (size_t t = 0; t < w.num_tensors(); t += 2) half.initial_tiers[t] = Tier::kSlow;
@@ -236,7 +218,7 @@ TEST(RealExecution, EmulatedTimeGrowsWithSlowTierBytes) {
 }
 
 TEST(RealExecution, DramLimitFailPolicyFailsTheEpisodeAndRecovers) {
-  RunnerOptions o = Small("resnet18");
+  RunnerOptions o = SmallRunner("resnet18");
   o.overflow_policy = DramOverflowPolicy::kFail;
   RealWorkloadRunner runner(o);
   const Workload& w = runner.Profile().workload;
@@ -248,7 +230,7 @@ TEST(RealExecution, DramLimitFailPolicyFailsTheEpisodeAndRecovers) {
 }
 
 TEST(RealExecution, MigrationIntoDramBeyondTheLimitFailsUnderFailPolicy) {
-  RunnerOptions o = Small("alexnet");
+  RunnerOptions o = SmallRunner("alexnet");
   o.overflow_policy = DramOverflowPolicy::kFail;
   RealWorkloadRunner runner(o);
   const Workload& w = runner.Profile().workload;
@@ -266,7 +248,7 @@ TEST(RealExecution, MigrationIntoDramBeyondTheLimitFailsUnderFailPolicy) {
 }
 
 TEST(RealExecution, DramLimitSpillPolicyCountsOomEvents) {
-  RealWorkloadRunner runner(Small("resnet18"));
+  RealWorkloadRunner runner(SmallRunner("resnet18"));
   const Workload& w = runner.Profile().workload;
   const uint64_t limit = w.peak_live_bytes() / 2;
   ExecutionReport r = runner.Execute(PlacementPlan::Uniform(w, Tier::kDram, limit), 0, 1);
@@ -300,7 +282,7 @@ TEST(RealExecution, TorchScriptModuleIsProfiledAndExecuted) {
   close(fd);
   m.save(path);
   {
-    RunnerOptions o = Small("torchscript");
+    RunnerOptions o = SmallRunner("torchscript");
     o.model.torchscript_path = path;
     o.model.image_size = 16;
     RealWorkloadRunner runner(o);
@@ -337,7 +319,7 @@ TEST(RealExecution, TorchScriptWorkloadIsNamedAfterItsFileAndRunsFromAnotherDire
   std::filesystem::current_path(root);
   Workload profiled;
   {
-    RunnerOptions o = Small("torchscript");
+    RunnerOptions o = SmallRunner("torchscript");
     o.model.torchscript_path = "models/densenet_like.pt";
     o.model.image_size = 16;
     RealWorkloadRunner runner(o);
@@ -350,14 +332,14 @@ TEST(RealExecution, TorchScriptWorkloadIsNamedAfterItsFileAndRunsFromAnotherDire
   std::filesystem::current_path(root / "elsewhere");
   const Workload read = ReadWorkloadFile((root / "w.ttwl").string());
   {
-    RunnerOptions o = Small("torchscript");
+    RunnerOptions o = SmallRunner("torchscript");
     o.model = ModelOptionsFor(read.model);
     RealWorkloadRunner runner(o);
     EXPECT_EQ(runner.Profile().workload.Signature(), read.Signature());
   }
   std::filesystem::remove(root / "models" / "densenet_like.pt");
   try {
-    RunnerOptions o = Small("torchscript");
+    RunnerOptions o = SmallRunner("torchscript");
     o.model = ModelOptionsFor(read.model);
     RealWorkloadRunner runner(o);
     ADD_FAILURE() << "a missing module was loaded";
@@ -370,10 +352,10 @@ TEST(RealExecution, TorchScriptWorkloadIsNamedAfterItsFileAndRunsFromAnotherDire
 }
 
 TEST(RealExecution, BadSlowTierIsRejectedClearly) {
-  RunnerOptions o = Small("resnet18");
+  RunnerOptions o = SmallRunner("resnet18");
   o.slow_tier = "emulated:floppy";
   EXPECT_THROW(RealWorkloadRunner r(o), std::invalid_argument);
-  o = Small("lenet-9000");
+  o = SmallRunner("lenet-9000");
   EXPECT_THROW(RealWorkloadRunner r(o), std::invalid_argument);
 }
 

@@ -27,6 +27,7 @@
 #include "exporter/export.h"
 #include "hostrt/lookup_format.h"
 #include "hostrt/tensortier_lookup.hpp"
+#include "tests/export/export_test_util.h"
 
 namespace tensortier {
 namespace {
@@ -49,24 +50,10 @@ struct Trained {
 
 Trained* g_trained = nullptr;
 
-DqnConfig AgentConfig() {
-  DqnConfig c;
-  c.observation_size = kObservationSize;
-  c.hidden = {64, 64};
-  c.learning_rate = 1e-3;
-  c.gamma = 0.99;
-  c.batch_size = 32;
-  c.target_update_interval = 200;
-  c.learning_starts = 512;
-  c.seed = 11;
-  c.device = "cpu";
-  return c;
-}
-
 // The training loop of tests/agents/test_dqn_placement.cc, shortened.
 void Train(Trained& t) {
   const auto start = std::chrono::steady_clock::now();
-  t.agent = std::make_unique<DqnAgent>(AgentConfig());
+  t.agent = std::make_unique<DqnAgent>(testing::ExportedDqn());
   PlacementEnv env(t.w, t.env);
   ReplayBuffer replay(50000);
   std::mt19937_64 rng(5);

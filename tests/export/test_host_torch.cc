@@ -44,6 +44,7 @@
 #include "hostrt/apply/plan_from_lookup.h"
 #include "exporter/export.h"
 #include "hostrt/tensortier_lookup.hpp"
+#include "tests/export/export_test_util.h"
 #include "hostrt/torch/tensortier_torch.h"
 
 namespace tensortier {
@@ -71,15 +72,6 @@ RunnerOptions Runner() {
 
 std::string TempPath(const std::string& name) {
   return ::testing::TempDir() + "/host_torch_" + std::to_string(getpid()) + "_" + name;
-}
-
-ExportOptions QuickExport(const std::string& path) {
-  ExportOptions o;
-  o.output_path = path;
-  o.coverage_episodes = 16;
-  o.coverage_workloads = {"synthetic:resnet:8:2097152"};
-  o.coverage_episodes_per_workload = 8;
-  return o;
 }
 
 // Losses of `steps` iterations of the zoo job with the default allocator.
@@ -111,19 +103,6 @@ std::string Joined(const std::vector<std::string>& lines) {
   return s;
 }
 
-DqnConfig AgentConfig() {
-  DqnConfig c;
-  c.observation_size = kObservationSize;
-  c.hidden = {64, 64};
-  c.learning_rate = 1e-3;
-  c.batch_size = 32;
-  c.target_update_interval = 200;
-  c.learning_starts = 512;
-  c.seed = 11;
-  c.device = "cpu";
-  return c;
-}
-
 // The profiled graph of the test model (the runner is gone afterwards: one
 // tiered allocator per process at a time).
 Workload ProfiledWorkload() {
@@ -133,6 +112,7 @@ Workload ProfiledWorkload() {
   return p.workload;
 }
 
+using testing::QuickExport;
 using testing::WithTimesFromSizes;
 
 TEST(HostTorchFidelity, LookupPlanMakesTheNetworksDecisionsOnRealIterations) {
@@ -171,7 +151,7 @@ TEST(HostTorchFidelity, LookupPlanMakesTheNetworksDecisionsOnRealIterations) {
     int n;
     ~RestoreThreads() { torch::set_num_threads(n); }
   } restore{threads};
-  DqnAgent agent(AgentConfig());
+  DqnAgent agent(testing::ExportedDqn());
   PlacementEnv train_env(w, env);
   ReplayBuffer replay(50000);
   std::mt19937_64 rng(5);
@@ -287,7 +267,7 @@ TEST(TieredTraining, UsesTheGeneralisedLookupForAModelWithoutAPlan) {
   // A policy (untrained, it does not matter here) exported for another model.
   const Workload other = LoadWorkloadSpec("synthetic:vgg:6:2097152");
   const std::string path = TempPath("generalised.ttlookup");
-  DqnAgent agent(AgentConfig());
+  DqnAgent agent(testing::ExportedDqn());
   ExportLookupFrom(agent, other, FirstTouchPlan(other, other.peak_live_bytes() / 3), QuickExport(path));
   const std::vector<double> plain = PlainLosses(8);
 
@@ -370,7 +350,7 @@ TEST(TieredTraining, KeepsTheDefaultAllocatorWhenNothingInTheFileApplies) {
 TEST(TieredTraining, KeepsTheDefaultAllocatorForAModelBuiltBeforeIt) {
   const Workload other = LoadWorkloadSpec("synthetic:vgg:6:2097152");
   const std::string path = TempPath("early.ttlookup");
-  DqnAgent agent(AgentConfig());
+  DqnAgent agent(testing::ExportedDqn());
   ExportLookupFrom(agent, other, FirstTouchPlan(other, other.peak_live_bytes() / 3), QuickExport(path));
   auto job = th::MakeZooJob(kModel, kBatch, kImage);  // before TieredTraining: its tensors are not ours
   std::vector<std::string> log;
@@ -421,7 +401,7 @@ class ChangingJob : public th::TrainingJob {
 TEST(TieredTraining, LeavesThePlanWhenTheGraphChangesAndTrainsOn) {
   const Workload other = LoadWorkloadSpec("synthetic:vgg:6:2097152");
   const std::string path = TempPath("changing.ttlookup");
-  DqnAgent agent(AgentConfig());
+  DqnAgent agent(testing::ExportedDqn());
   ExportLookupFrom(agent, other, FirstTouchPlan(other, other.peak_live_bytes() / 3), QuickExport(path));
   std::vector<double> plain;
   {
@@ -551,7 +531,7 @@ TEST(TorchHostExample, TrainsATorchScriptModelUnderALookup) {
   // another model: the user's model gets the generalised lookup's plan.
   const Workload other = LoadWorkloadSpec("synthetic:vgg:6:2097152");
   const std::string generalised = TempPath("host_generalised.ttlookup");
-  DqnAgent agent(AgentConfig());
+  DqnAgent agent(testing::ExportedDqn());
   ExportLookupFrom(agent, other, FirstTouchPlan(other, other.peak_live_bytes() / 3), QuickExport(generalised));
   auto [out, rc] = RunCommand(host + " " + generalised + " --model torchscript:" + model + flags);
   std::printf("%s", out.c_str());  // its timings are reported, not asserted

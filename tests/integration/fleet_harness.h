@@ -5,6 +5,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -18,7 +19,9 @@
 
 namespace tensortier::testing {
 
-inline LearnerConfig TinyLearner(uint64_t episodes) {
+// A learner on loopback for `episodes` episodes of the tiny workload, with a
+// small DQN; the rest is the library's.
+inline LearnerConfig LoopbackLearner(uint64_t episodes) {
   LearnerConfig c;
   c.bind_endpoint = "tcp://127.0.0.1:*";
   c.workload = LoadWorkloadSpec("synthetic:tiny:3:65536");
@@ -26,6 +29,20 @@ inline LearnerConfig TinyLearner(uint64_t episodes) {
   c.episodes = episodes;
   c.heartbeat_interval_ms = 100;
   c.dqn.hidden = {32, 32};
+  return c;
+}
+
+// For tests of what the learner serves and refuses rather than of what it
+// learns: it starts updating after a few transitions, and updates little.
+inline LearnerConfig QuickLearner(uint64_t episodes) {
+  LearnerConfig c = LoopbackLearner(episodes);
+  c.dqn.learning_starts = 16;
+  c.dqn.updates_per_episode = 4;
+  return c;
+}
+
+inline LearnerConfig TinyLearner(uint64_t episodes) {
+  LearnerConfig c = LoopbackLearner(episodes);
   c.dqn.learning_starts = 64;
   c.dqn.batch_size = 16;
   c.dqn.updates_per_episode = 8;
@@ -70,6 +87,28 @@ class WorkerThreads {
   std::vector<WorkerStats> stats_;
   std::vector<std::thread> threads_;
 };
+
+// For tests that speak the protocol by hand: registers `client` as worker
+// `name` (host "h", pid 1, the cost model as its slow tier); its worker id,
+// 0 when the learner did not answer within `timeout`.
+inline uint32_t RegisterByHand(FleetClient& client, const std::string& name, uint64_t incarnation = 0,
+                               std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+  RegisterMsg reg{"h", 1, name, {}, "cost-model"};
+  reg.incarnation = incarnation;
+  client.Send(EncodeMessage(reg));
+  const auto ack = ReceiveA<RegisterAckMsg>(client, timeout);
+  return ack ? ack->worker_id : 0;
+}
+
+// The report that ends episode `episode_id` of a hand-driven worker, as out
+// of memory: the learner takes the episode in without a plan to score.
+inline std::string OomReport(uint32_t worker_id, uint64_t episode_id) {
+  EpisodeReportMsg r;
+  r.worker_id = worker_id;
+  r.episode_id = episode_id;
+  r.oom = true;
+  return EncodeMessage(r);
+}
 
 // Runs `learner` to the end with `workers` worker threads.
 inline LearnerResult RunFleet(Learner& learner, int workers, std::vector<WorkerStats>* stats = nullptr) {

@@ -14,6 +14,7 @@
 #include "envs/workload_io.h"
 #include "envs/workload_spec.h"
 #include "tests/integration/process.h"
+#include "tests/common/csv_rows.h"
 #include "tests/common/temp_dir.h"
 
 namespace tensortier {
@@ -22,21 +23,8 @@ namespace {
 namespace fs = std::filesystem;
 using testing::ChildProcess;
 
+using testing::ReadCsv;
 using testing::TempDir;
-
-std::vector<std::vector<std::string>> ReadCsv(const std::string& path) {
-  std::vector<std::vector<std::string>> rows;
-  std::istringstream in(ReadFile(path));
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::stringstream ls(line);
-    std::string cell;
-    while (std::getline(ls, cell, ',')) cells.push_back(cell);
-    rows.push_back(cells);
-  }
-  return rows;
-}
 
 TEST(Fleet, LearnerAndTwoWorkerProcessesTrainEndToEnd) {
   const std::string dir = TempDir("fleet");

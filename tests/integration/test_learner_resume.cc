@@ -21,6 +21,7 @@
 #include "protocol/codec.h"
 #include "tests/integration/fleet_harness.h"
 #include "tests/integration/process.h"
+#include "tests/common/csv_rows.h"
 #include "tests/common/temp_dir.h"
 
 namespace tensortier {
@@ -31,6 +32,7 @@ using testing::ChildProcess;
 using testing::RunFleet;
 using testing::TinyLearner;
 
+using testing::ReadCsv;
 using testing::TempDir;
 
 TEST(CheckpointStore, KeepsTheNewestTwoAndVerifiesThem) {
@@ -150,20 +152,6 @@ TEST(LearnerResume, RefusesACheckpointOfAnotherAgent) {
   fs::remove_all(dir);
 }
 
-std::vector<std::vector<std::string>> ReadCsv(const std::string& path) {
-  std::vector<std::vector<std::string>> rows;
-  std::istringstream in(ReadFile(path));
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::stringstream ls(line);
-    std::string cell;
-    while (std::getline(ls, cell, ',')) cells.push_back(cell);
-    rows.push_back(cells);
-  }
-  return rows;
-}
-
 // An episode the rate limiter lets into replay only in part when a
 // checkpoint is written: the checkpoint says how much of it replay holds,
 // and when the worker resends it to the resumed learner those transitions
@@ -183,21 +171,11 @@ TEST(LearnerResume, AnEpisodePartlyInReplayIsNotInsertedTwice) {
                                              std::vector<float>(kObservationSize, 0.0f), i + 1 == transitions});
     return SplitIntoChunks(batch, 256);  // 3 chunks: the first ones in replay whole, one in part
   };
-  auto report = [](uint32_t worker_id, uint64_t id) {
-    EpisodeReportMsg r;
-    r.worker_id = worker_id;
-    r.episode_id = id;
-    r.oom = true;
-    return EncodeMessage(r);
-  };
   auto connect = [&](Learner& learner) {
     auto client = std::make_unique<FleetClient>(learner.endpoint());
-    RegisterMsg reg{"h", 1, "resender", {}, "cost-model"};
-    reg.incarnation = kIncarnation;  // the same worker process both times
-    client->Send(EncodeMessage(reg));
-    auto ack = testing::ReceiveA<RegisterAckMsg>(*client, std::chrono::seconds(10));
-    EXPECT_TRUE(ack.has_value());
-    return std::make_pair(std::move(client), ack ? ack->worker_id : 0u);
+    // The same incarnation: the same worker process both times.
+    const uint32_t id = testing::RegisterByHand(*client, "resender", kIncarnation, std::chrono::seconds(10));
+    return std::make_pair(std::move(client), id);
   };
 
   // First life: after learning_starts transitions each insert costs far
@@ -219,7 +197,7 @@ TEST(LearnerResume, AnEpisodePartlyInReplayIsNotInsertedTwice) {
          learner.status().updates == 0 && std::chrono::steady_clock::now() < deadline;)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     ASSERT_GT(learner.status().updates, 0u) << "learning never started";
-    client->Send(report(id, 1));
+    client->Send(testing::OomReport(id, 1));
     CheckpointStore store(c.run_dir + "/checkpoints");
     for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
          store.List().empty() && std::chrono::steady_clock::now() < deadline;)
@@ -260,9 +238,9 @@ TEST(LearnerResume, AnEpisodePartlyInReplayIsNotInsertedTwice) {
   auto [client, id] = connect(learner);
   ASSERT_NE(id, 0u);
   for (const TransitionBatchMsg& chunk : episode(id, 1, kLong)) client->Send(EncodeMessage(chunk));
-  client->Send(report(id, 1));
+  client->Send(testing::OomReport(id, 1));
   for (const TransitionBatchMsg& chunk : episode(id, 2, kShort)) client->Send(EncodeMessage(chunk));
-  client->Send(report(id, 2));
+  client->Send(testing::OomReport(id, 2));
   serve.join();
   ASSERT_TRUE(second.resumed);
   EXPECT_EQ(second.resumed_at_episode, 1u);

@@ -6,7 +6,6 @@
 #include <limits>
 #include <thread>
 
-#include "envs/workload_spec.h"
 #include "learner/learner.h"
 #include "protocol/codec.h"
 #include "tests/integration/fleet_harness.h"
@@ -17,20 +16,10 @@
 namespace tensortier {
 namespace {
 
+using testing::OomReport;
+using testing::QuickLearner;
+using testing::RegisterByHand;
 using testing::ReceiveA;
-
-LearnerConfig SmallLearner(uint64_t episodes) {
-  LearnerConfig c;
-  c.bind_endpoint = "tcp://127.0.0.1:*";
-  c.workload = LoadWorkloadSpec("synthetic:tiny:3:65536");
-  c.env.dram_limit_bytes = c.workload.peak_live_bytes() / 3;
-  c.episodes = episodes;
-  c.heartbeat_interval_ms = 100;
-  c.dqn.hidden = {32, 32};
-  c.dqn.learning_starts = 16;
-  c.dqn.updates_per_episode = 4;
-  return c;
-}
 
 // One real worker on `endpoint` until the learner shuts it down.
 WorkerStats RunOneWorker(const std::string& endpoint) {
@@ -42,7 +31,7 @@ WorkerStats RunOneWorker(const std::string& endpoint) {
 }
 
 TEST(LearnerRobustness, BadFramesAreCountedAnsweredAndSurvived) {
-  Learner learner(SmallLearner(30));
+  Learner learner(QuickLearner(30));
   const std::string endpoint = learner.endpoint();
   LearnerResult result;
   std::thread serve([&] { result = learner.Run(); });
@@ -89,7 +78,7 @@ TEST(LearnerRobustness, BadFramesAreCountedAnsweredAndSurvived) {
 // Issue 17: a registered peer's decodable hostile frames, built by hand and
 // sent on a plain DEALER, neither stop the run nor reach training.
 TEST(LearnerRobustness, HostileBatchesAreRefusedAndTheRunCompletes) {
-  LearnerConfig config = SmallLearner(30);
+  LearnerConfig config = QuickLearner(30);
   config.dqn.learning_starts = 8;
   Learner learner(config);
   const std::string endpoint = learner.endpoint();
@@ -153,7 +142,7 @@ TEST(LearnerRobustness, HostileBatchesAreRefusedAndTheRunCompletes) {
 // three times is three, on one worker id), and a message of several frames
 // is counted and logged, not silently dropped.
 TEST(LearnerRobustness, RegistrationsAndMultipartMessagesAreCounted) {
-  Learner learner(SmallLearner(10));
+  Learner learner(QuickLearner(10));
   const std::string endpoint = learner.endpoint();
   LearnerResult result;
   std::thread serve([&] { result = learner.Run(); });
@@ -174,25 +163,20 @@ TEST(LearnerRobustness, RegistrationsAndMultipartMessagesAreCounted) {
 }
 
 TEST(LearnerRobustness, DuplicateBatchesAreIngestedOnce) {
-  Learner learner(SmallLearner(1));
+  Learner learner(QuickLearner(1));
   LearnerResult result;
   std::thread serve([&] { result = learner.Run(); });
   FleetClient client(learner.endpoint());
-  client.Send(EncodeMessage(RegisterMsg{"h", 1, "dup", {}, "cost-model"}));
-  auto ack = ReceiveA<RegisterAckMsg>(client, std::chrono::seconds(5));
-  ASSERT_TRUE(ack.has_value());
+  const uint32_t id = RegisterByHand(client, "dup");
+  ASSERT_NE(id, 0u);
   TransitionBatchMsg batch;
-  batch.worker_id = ack->worker_id;
+  batch.worker_id = id;
   batch.episode_id = 7;
   batch.transitions.push_back(Transition{std::vector<float>(kObservationSize, 0.5f), 1, 1.0f,
                                          std::vector<float>(kObservationSize, 0.0f), true});
   client.Send(EncodeMessage(batch));
   client.Send(EncodeMessage(batch));
-  EpisodeReportMsg report;
-  report.worker_id = ack->worker_id;
-  report.episode_id = 7;
-  report.oom = true;
-  client.Send(EncodeMessage(report));
+  client.Send(OomReport(id, 7));
   serve.join();
   EXPECT_EQ(result.counters.transitions_ingested, 1u);
   EXPECT_EQ(result.counters.duplicate_batches, 1u);
@@ -203,31 +187,24 @@ TEST(LearnerRobustness, DuplicateBatchesAreIngestedOnce) {
 // once every chunk is there, whatever their order, once, and refuses chunk
 // numbers out of range; an episode with a chunk missing is not taken in.
 TEST(LearnerRobustness, ChunkedEpisodesAreIngestedWholeAndOnce) {
-  LearnerConfig config = SmallLearner(2);
+  LearnerConfig config = QuickLearner(2);
   config.keep_batch_log = true;
   Learner learner(config);
   LearnerResult result;
   std::thread serve([&] { result = learner.Run(); });
   FleetClient client(learner.endpoint());
-  client.Send(EncodeMessage(RegisterMsg{"h", 1, "chunks", {}, "cost-model"}));
-  auto ack = ReceiveA<RegisterAckMsg>(client, std::chrono::seconds(5));
-  ASSERT_TRUE(ack.has_value());
+  const uint32_t worker_id = RegisterByHand(client, "chunks");
+  ASSERT_NE(worker_id, 0u);
   auto episode = [&](uint64_t id, size_t transitions) {
     TransitionBatchMsg batch;
-    batch.worker_id = ack->worker_id;
+    batch.worker_id = worker_id;
     batch.episode_id = id;
     for (size_t i = 0; i < transitions; ++i)
       batch.transitions.push_back(Transition{std::vector<float>(kObservationSize, 0.5f), static_cast<uint8_t>(i & 1),
                                              1.0f, std::vector<float>(kObservationSize, 0.0f), i + 1 == transitions});
     return SplitIntoChunks(batch, 3);
   };
-  auto report = [&](uint64_t id) {
-    EpisodeReportMsg r;
-    r.worker_id = ack->worker_id;
-    r.episode_id = id;
-    r.oom = true;
-    return EncodeMessage(r);
-  };
+  auto report = [&](uint64_t id) { return OomReport(worker_id, id); };
   // Episode 8: chunks 0 and 1 of 3 only, then its report.
   std::vector<TransitionBatchMsg> partial = episode(8, 7);
   ASSERT_EQ(partial.size(), 3u);
@@ -261,14 +238,13 @@ TEST(LearnerRobustness, ChunkedEpisodesAreIngestedWholeAndOnce) {
 // the Shutdown broadcast: the learner still tells it to shut down, instead of
 // leaving it to retry until its give-up time.
 TEST(LearnerRobustness, AWorkerGivenUpOnStillHearsTheShutdown) {
-  LearnerConfig config = SmallLearner(8);
+  LearnerConfig config = QuickLearner(8);
   Learner learner(config);
   LearnerResult result;
   std::thread serve([&] { result = learner.Run(); });
   FleetClient late(learner.endpoint());
-  late.Send(EncodeMessage(RegisterMsg{"h", 1, "starved", {}, "cost-model"}));
-  auto ack = ReceiveA<RegisterAckMsg>(late, std::chrono::seconds(5));
-  ASSERT_TRUE(ack.has_value());
+  const uint32_t id = RegisterByHand(late, "starved");
+  ASSERT_NE(id, 0u);
   // Silent for ten liveness periods: the learner expires it (it keeps
   // heartbeating the others meanwhile). Then it speaks again, as a starved
   // process does, but answers nothing it is told (no re-registering).
@@ -277,7 +253,7 @@ TEST(LearnerRobustness, AWorkerGivenUpOnStillHearsTheShutdown) {
   std::thread speaker([&] {
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (!shutdown && std::chrono::steady_clock::now() < give_up) {
-      late.Send(EncodeMessage(HeartbeatMsg{ack->worker_id, 0, {}}));
+      late.Send(EncodeMessage(HeartbeatMsg{id, 0, {}}));
       shutdown = ReceiveA<ShutdownMsg>(late, std::chrono::milliseconds(50));
     }
   });

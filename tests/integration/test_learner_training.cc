@@ -23,7 +23,9 @@
 namespace tensortier {
 namespace {
 
+using testing::OomReport;
 using testing::ReceiveA;
+using testing::RegisterByHand;
 
 using testing::RunFleet;
 using testing::TinyLearner;
@@ -97,40 +99,36 @@ TEST(LearnerTraining, NoLimiterMeansFixedUpdatesPerReport) {
   EXPECT_GT(r.updates, 0u);
 }
 
-TEST(LearnerTraining, PrioritizedReplayTrainsSac) {
-  LearnerConfig c = TinyLearner(30);
-  c.agent = AgentKind::kSac;
-  c.replay = ReplayKind::kPrioritized;
-  c.samples_per_insert = 2.0;
-  // Unscaled rewards (the default 0.05 keeps every |TD error| of these short
-  // episodes below the initial priority 1, which then stays the largest).
-  c.sac.reward_scale = 1.0;
+// Every gradient step drew a prioritised batch, and the |TD errors|
+// written back by the updates moved the largest priority away from the
+// initial 1.0 that new transitions enter at.
+void ExpectPrioritizedTraining(const LearnerConfig& c) {
   Learner learner(c);
   LearnerResult r = RunFleet(learner, 2);
   ASSERT_EQ(r.episodes, 30u);
   EXPECT_EQ(r.replay, "prioritized");
   EXPECT_GT(r.updates, 0u);
-  // Every gradient step drew a prioritised batch, and TD errors moved the
-  // priorities away from the initial 1.0.
   EXPECT_EQ(r.prioritized_updates, r.updates);
   EXPECT_NE(r.replay_max_priority, 1.0);
 }
 
-TEST(LearnerTraining, PrioritizedReplayTrainsDqn) {
+LearnerConfig PrioritizedLearner(AgentKind agent) {
   LearnerConfig c = TinyLearner(30);
-  c.agent = AgentKind::kDqn;
+  c.agent = agent;
   c.replay = ReplayKind::kPrioritized;
   c.samples_per_insert = 2.0;
-  Learner learner(c);
-  LearnerResult r = RunFleet(learner, 2);
-  ASSERT_EQ(r.episodes, 30u);
-  EXPECT_EQ(r.replay, "prioritized");
-  EXPECT_GT(r.updates, 0u);
-  EXPECT_EQ(r.prioritized_updates, r.updates);
-  // New transitions enter at the largest priority (1.0 at first); |TD
-  // errors| written back by the updates moved it.
-  EXPECT_NE(r.replay_max_priority, 1.0);
+  return c;
 }
+
+TEST(LearnerTraining, PrioritizedReplayTrainsSac) {
+  LearnerConfig c = PrioritizedLearner(AgentKind::kSac);
+  // Unscaled rewards (the default 0.05 keeps every |TD error| of these short
+  // episodes below the initial priority 1, which then stays the largest).
+  c.sac.reward_scale = 1.0;
+  ExpectPrioritizedTraining(c);
+}
+
+TEST(LearnerTraining, PrioritizedReplayTrainsDqn) { ExpectPrioritizedTraining(PrioritizedLearner(AgentKind::kDqn)); }
 
 // Agent, replay and exploration are enums; their names parse back, and an
 // unknown name is refused with the valid ones listed.
@@ -161,14 +159,11 @@ TEST(LearnerTraining, WorkerPrioritiesAreCheckedAndAcknowledged) {
   LearnerResult result;
   std::thread serve([&] { result = learner.Run(); });
   FleetClient client(learner.endpoint());
-  RegisterMsg reg{"h", 1, "prio", {}, "cost-model"};
-  reg.incarnation = 42;
-  client.Send(EncodeMessage(reg));
-  auto ack = ReceiveA<RegisterAckMsg>(client, std::chrono::seconds(5));
-  ASSERT_TRUE(ack.has_value());
+  const uint32_t id = RegisterByHand(client, "prio", /*incarnation=*/42);
+  ASSERT_NE(id, 0u);
   Transition t{std::vector<float>(kObservationSize, 0.5f), 1, 1.0f, std::vector<float>(kObservationSize, 0.f), true};
   TransitionBatchMsg bad;
-  bad.worker_id = ack->worker_id;
+  bad.worker_id = id;
   bad.episode_id = 1;
   bad.transitions = {t, t};
   bad.priorities = {0.5f};  // one short
@@ -177,11 +172,7 @@ TEST(LearnerTraining, WorkerPrioritiesAreCheckedAndAcknowledged) {
   TransitionBatchMsg good = bad;
   good.priorities = {0.5f, 3.0f};
   client.Send(EncodeMessage(good));
-  EpisodeReportMsg report;
-  report.worker_id = ack->worker_id;
-  report.episode_id = 1;
-  report.oom = true;
-  client.Send(EncodeMessage(report));
+  client.Send(OomReport(id, 1));
   // Both halves in: the episode is acknowledged by id.
   std::optional<HeartbeatMsg> hb;
   while ((hb = ReceiveA<HeartbeatMsg>(client, std::chrono::seconds(5))) && hb->acked_episodes.empty()) {

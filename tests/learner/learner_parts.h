@@ -3,8 +3,11 @@
 #pragma once
 
 #include <capnp/message.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -13,6 +16,7 @@
 #include "envs/placement_env.h"
 #include "envs/workload_spec.h"
 #include "learner/checkpoint_message.h"
+#include "learner/learner.h"
 
 namespace tensortier::testing {
 
@@ -36,6 +40,32 @@ inline DqnConfig SmallDqn(uint64_t seed) {
   c.seed = seed;
   return c;
 }
+
+// A test with a run directory of its own (and its checkpoints/ folder),
+// removed afterwards, and a learner config that writes there: the small
+// workload, environment and DQN (from `dqn_seed`).
+class RunDirTest : public ::testing::Test {
+ protected:
+  RunDirTest(const std::string& prefix, uint64_t dqn_seed) : prefix_(prefix), dqn_seed_(dqn_seed) {}
+  void SetUp() override {
+    run_dir_ = ::testing::TempDir() + "/" + prefix_ + "_" + std::to_string(getpid()) + "_" +
+               ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::create_directories(dir());
+    config_.workload = SmallWorkload();
+    config_.env = SmallEnv(config_.workload);
+    config_.run_dir = run_dir_;
+    config_.dqn = SmallDqn(dqn_seed_);
+  }
+  void TearDown() override { std::filesystem::remove_all(run_dir_); }
+  std::string dir() const { return run_dir_ + "/checkpoints"; }
+
+  std::string run_dir_;
+  LearnerConfig config_;
+
+ private:
+  std::string prefix_;
+  uint64_t dqn_seed_;
+};
 
 // A transition of the right shape: every observation float `value`.
 inline Transition Row(float value, uint8_t action, float reward = 0, bool done = false) {

@@ -25,19 +25,9 @@ using testing::SmallDqn;
 using testing::SmallEnv;
 using testing::SmallWorkload;
 
-class LearnerCheckpointSections : public ::testing::Test {
+class LearnerCheckpointSections : public testing::RunDirTest {
  protected:
-  void SetUp() override {
-    run_dir_ = ::testing::TempDir() + "/checkpoint_sections_" + std::to_string(getpid()) + "_" +
-               ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::create_directories(dir());
-    config_.workload = SmallWorkload();
-    config_.env = SmallEnv(config_.workload);
-    config_.run_dir = run_dir_;
-    config_.dqn = SmallDqn(3);
-  }
-  void TearDown() override { std::filesystem::remove_all(run_dir_); }
-  std::string dir() const { return run_dir_ + "/checkpoints"; }
+  LearnerCheckpointSections() : RunDirTest("checkpoint_sections", 3) {}
 
   // A payload with the agent section alone: all that a resume reads first.
   std::string Payload(const PlacementAgent& agent) {
@@ -46,9 +36,6 @@ class LearnerCheckpointSections : public ::testing::Test {
                      config_.workload.Signature(), config_.env.dram_limit_bytes);
     return PayloadOf(message);
   }
-
-  std::string run_dir_;
-  LearnerConfig config_;
 };
 
 TEST_F(LearnerCheckpointSections, TheAgentComesBackWithItsWeightsAndSettings) {

@@ -53,21 +53,9 @@ struct Parts {
   LearnerResult result;
 };
 
-class LearnerPayload : public ::testing::Test {
+class LearnerPayload : public testing::RunDirTest {
  protected:
-  void SetUp() override {
-    run_dir_ = ::testing::TempDir() + "/payload_" + std::to_string(getpid());
-    std::filesystem::create_directories(dir());
-    config_.workload = SmallWorkload();
-    config_.env = SmallEnv(config_.workload);
-    config_.run_dir = run_dir_;
-    config_.dqn = SmallDqn(5);
-  }
-  void TearDown() override { std::filesystem::remove_all(run_dir_); }
-  std::string dir() const { return run_dir_ + "/checkpoints"; }
-
-  std::string run_dir_;
-  LearnerConfig config_;
+  LearnerPayload() : RunDirTest("payload", 5) {}
 };
 
 TEST_F(LearnerPayload, RestoredPartsSaveTheSameBytes) {

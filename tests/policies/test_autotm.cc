@@ -76,30 +76,25 @@ std::vector<Workload> EnumerableGraphs() {
   return v;
 }
 
-TEST(AutoTmIlp, SynchronousMatchesBruteForceOverEveryPlan) {
+// The formulation's optimum is the best of every plan in `mode`.
+void ExpectMatchesBruteForce(AutoTmFormulation formulation, MigrationMode mode) {
   for (const Workload& w : EnumerableGraphs()) {
     for (double f : {0.2, 0.4, 0.6, 0.8}) {
       const uint64_t limit = Fraction(w, f);
       SCOPED_TRACE(w.name + " fraction " + std::to_string(f));
-      const AutoTmIlpResult r =
-          SolveAutoTmIlp(w, Exact(AutoTmFormulation::kSynchronous, MigrationMode::kSync, limit));
+      const AutoTmIlpResult r = SolveAutoTmIlp(w, Exact(formulation, mode, limit));
       ExpectConsistent(w, r);
-      EXPECT_TRUE(NearlyEqual(r.predicted_ns, BestPlanNs(w, limit, MigrationMode::kSync)));
+      EXPECT_TRUE(NearlyEqual(r.predicted_ns, BestPlanNs(w, limit, mode)));
     }
   }
 }
 
+TEST(AutoTmIlp, SynchronousMatchesBruteForceOverEveryPlan) {
+  ExpectMatchesBruteForce(AutoTmFormulation::kSynchronous, MigrationMode::kSync);
+}
+
 TEST(AutoTmIlp, AsynchronousMatchesBruteForceOverEveryPlan) {
-  for (const Workload& w : EnumerableGraphs()) {
-    for (double f : {0.2, 0.4, 0.6, 0.8}) {
-      const uint64_t limit = Fraction(w, f);
-      SCOPED_TRACE(w.name + " fraction " + std::to_string(f));
-      const AutoTmIlpResult r =
-          SolveAutoTmIlp(w, Exact(AutoTmFormulation::kAsynchronous, MigrationMode::kAsync, limit));
-      ExpectConsistent(w, r);
-      EXPECT_TRUE(NearlyEqual(r.predicted_ns, BestPlanNs(w, limit, MigrationMode::kAsync)));
-    }
-  }
+  ExpectMatchesBruteForce(AutoTmFormulation::kAsynchronous, MigrationMode::kAsync);
 }
 
 // Moving is an option, never an obligation: each formulation contains the

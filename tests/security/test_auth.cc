@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <thread>
 
-#include "envs/workload_spec.h"
 #include "learner/learner.h"
 #include "protocol/codec.h"
+#include "tests/integration/fleet_harness.h"
 #include "transport/channel.h"
 #include "transport/security.h"
 #include "worker/worker.h"
@@ -159,15 +159,7 @@ TEST(Auth, TwoSecuredServersKeepTheirOwnAllowLists) {
 }
 
 LearnerConfig SmallLearner(const TransportSecurity& security, uint64_t episodes) {
-  LearnerConfig c;
-  c.bind_endpoint = "tcp://127.0.0.1:*";
-  c.workload = LoadWorkloadSpec("synthetic:tiny:3:65536");
-  c.env.dram_limit_bytes = c.workload.peak_live_bytes() / 3;
-  c.episodes = episodes;
-  c.heartbeat_interval_ms = 100;
-  c.dqn.hidden = {32, 32};
-  c.dqn.learning_starts = 16;
-  c.dqn.updates_per_episode = 4;
+  LearnerConfig c = testing::QuickLearner(episodes);
   c.security = security;
   return c;
 }
