@@ -255,13 +255,26 @@ LearnerConfig BuildLearnerConfig(const TrainingFlags& o, const std::string& bind
   return c;
 }
 
+// What a learner does after its last episode and before its results.
+std::string AfterTraining(const LearnerConfig& c) {
+  std::string text;
+  if (c.plan_search.max_rollouts > 1)
+    text = "plan-time search from the fastest policy (up to " +
+           std::to_string(static_cast<int>(c.plan_search.max_seconds)) + " s)";
+  if (c.plan_ilp.time_limit_seconds > 0)
+    text += std::string(text.empty() ? "" : ", then ") + "the ILP its network guides (up to " +
+            std::to_string(static_cast<int>(c.plan_ilp.time_limit_seconds)) + " s)";
+  return text.empty() ? text : text + " ...";
+}
+
 // The progress display (common/log.h ShowProgressLine): on a terminal one
 // line redrawn twice a second, elsewhere a line every 2 s; both on the first
-// and the last episode.
+// and the last episode, after which `after_last` (what runs before the
+// results: the search and the ILP the network guides take up to minutes).
 class Progress {
  public:
-  Progress(uint64_t total, double ideal_ns)
-      : total_(total), ideal_ns_(ideal_ns),
+  Progress(uint64_t total, double ideal_ns, std::string after_last)
+      : total_(total), ideal_ns_(ideal_ns), after_last_(std::move(after_last)),
         every_(::isatty(STDOUT_FILENO) == 1 ? std::chrono::milliseconds(500) : std::chrono::milliseconds(2000)) {}
   ~Progress() { EndProgressLine(); }
   void operator()(const EpisodeRecord& r) {
@@ -277,11 +290,17 @@ class Progress {
                   reward_, r.loss, r.epsilon, r.best_runtime_ns / 1e6,
                   r.best_runtime_ns > 0 ? 100.0 * ideal_ns_ / r.best_runtime_ns : 0.0, r.wall_seconds);
     ShowProgressLine(line);
+    if (r.episode == total_ && !after_last_.empty()) {
+      EndProgressLine();
+      std::printf("%s\n", after_last_.c_str());
+      std::fflush(stdout);
+    }
   }
 
  private:
   uint64_t total_;
   double ideal_ns_;
+  std::string after_last_;
   std::chrono::steady_clock::duration every_;
   double reward_ = 0;
   std::chrono::steady_clock::time_point last_{};
@@ -356,7 +375,7 @@ int RunTrain(TrainingFlags& o, const ModelFlags& model, const WorkerFlags& worke
   opts.interrupt = &watch.interrupt();
   TrainingRunOutcome out;
   {
-    Progress progress(opts.learner.episodes, w.total_dram_time_ns());
+    Progress progress(opts.learner.episodes, w.total_dram_time_ns(), AfterTraining(opts.learner));
     out = RunTraining(opts, [&](const EpisodeRecord& r) { progress(r); });
   }
   std::printf("\nfinished: %llu episodes, %llu updates, %llu transitions in %.1f s; %d/%d workers exited cleanly\n",
@@ -432,7 +451,7 @@ int RunLearner(TrainingFlags& o, const std::string& bind, uint32_t min_workers, 
   // Every log line in the run directory too; info lines stay on stderr, which
   // a service's collector reads (docker logs, journald).
   SetLogFile(o.out + "/learner.log", /*info_to_stderr=*/true);
-  auto progress = std::make_unique<Progress>(c.episodes, c.workload.total_dram_time_ns());
+  auto progress = std::make_unique<Progress>(c.episodes, c.workload.total_dram_time_ns(), AfterTraining(c));
   RunSupervisor supervisor(&watch.interrupt(), nullptr, [&learner] { learner.Stop(); });
   std::unique_ptr<MetricsCsvAppender> csv = std::make_unique<MetricsCsvAppender>(o.out + "/metrics.csv");
   LearnerResult r = learner.Run([&](const EpisodeRecord& rec) {
