@@ -36,9 +36,9 @@
 #include "envs/demonstration.h"
 #include "envs/placement_env.h"
 #include "envs/plan_search.h"
-#include "policies/guided_ilp.h"
 #include "envs/workload_spec.h"
 #include "learner/imitation.h"
+#include "policies/guided_ilp.h"
 #include "policies/policy.h"
 
 namespace tensortier {

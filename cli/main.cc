@@ -259,8 +259,10 @@ LearnerConfig BuildLearnerConfig(const TrainingFlags& o, const std::string& bind
 std::string AfterTraining(const LearnerConfig& c) {
   std::string text;
   if (c.plan_search.max_rollouts > 1)
-    text = "plan-time search from the fastest policy (up to " +
-           std::to_string(static_cast<int>(c.plan_search.max_seconds)) + " s)";
+    text = "plan-time search from the fastest policy" +
+           (c.plan_search.max_seconds > 0
+                ? " (up to " + std::to_string(static_cast<int>(c.plan_search.max_seconds)) + " s)"
+                : std::string());
   if (c.plan_ilp.time_limit_seconds > 0)
     text += std::string(text.empty() ? "" : ", then ") + "the ILP its network guides (up to " +
             std::to_string(static_cast<int>(c.plan_ilp.time_limit_seconds)) + " s)";

@@ -17,11 +17,17 @@ void FastestPolicy::Consider(const EpisodeSummary& s, const std::string& weights
   }
 }
 
-PlanSearchResult FastestPolicy::Search(const Workload& workload, const EnvConfig& env, const std::string& agent_name,
-                                       const std::string& agent_json, const PlanSearchOptions& options) const {
-  if (weights_.empty()) throw std::logic_error("FastestPolicy::Search: no policy was considered");
+std::unique_ptr<PlacementAgent> FastestPolicy::KeptAgent(const std::string& agent_name,
+                                                         const std::string& agent_json) const {
+  if (weights_.empty()) throw std::logic_error("FastestPolicy: no policy was considered");
   std::unique_ptr<PlacementAgent> agent = MakeAgent(agent_name, agent_json, "cpu");
   agent->LoadWeights(weights_);
+  return agent;
+}
+
+PlanSearchResult FastestPolicy::Search(const Workload& workload, const EnvConfig& env, const std::string& agent_name,
+                                       const std::string& agent_json, const PlanSearchOptions& options) const {
+  std::unique_ptr<PlacementAgent> agent = KeptAgent(agent_name, agent_json);
   PlacementEnv search_env(workload, env);
   PlanSearchResult r = SearchPlan(search_env, ScoresOf(*agent), options);
   r.greedy.plan.produced_by = name_;
@@ -34,9 +40,7 @@ PlanSearchResult FastestPolicy::Search(const Workload& workload, const EnvConfig
 
 GuidedIlpResult FastestPolicy::SolveIlp(const Workload& workload, const EnvConfig& env, const std::string& agent_name,
                                        const std::string& agent_json, const GuidedIlpOptions& options) const {
-  if (weights_.empty()) throw std::logic_error("FastestPolicy::SolveIlp: no policy was considered");
-  std::unique_ptr<PlacementAgent> agent = MakeAgent(agent_name, agent_json, "cpu");
-  agent->LoadWeights(weights_);
+  std::unique_ptr<PlacementAgent> agent = KeptAgent(agent_name, agent_json);
   PlacementEnv ilp_env(workload, env);
   GuidedIlpResult r = SolveGuidedIlp(ilp_env, ScoresOf(*agent), options);
   r.greedy.plan.produced_by = name_;
@@ -49,10 +53,7 @@ GuidedIlpResult FastestPolicy::SolveIlp(const Workload& workload, const EnvConfi
 
 void FastestPolicy::SaveCheckpoint(const std::string& path, const std::string& agent_name,
                                    const std::string& agent_json) const {
-  if (weights_.empty()) throw std::logic_error("FastestPolicy::SaveCheckpoint: no policy was considered");
-  std::unique_ptr<PlacementAgent> agent = MakeAgent(agent_name, agent_json, "cpu");
-  agent->LoadWeights(weights_);
-  agent->SaveCheckpoint(path);
+  KeptAgent(agent_name, agent_json)->SaveCheckpoint(path);
 }
 
 }  // namespace tensortier

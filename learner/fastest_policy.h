@@ -6,6 +6,7 @@
 // this policy's greedy plan. Network thread.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "envs/placement_env.h"
@@ -14,6 +15,8 @@
 #include "policies/guided_ilp.h"
 
 namespace tensortier {
+
+class PlacementAgent;
 
 class FastestPolicy {
  public:
@@ -37,6 +40,10 @@ class FastestPolicy {
   void SaveCheckpoint(const std::string& path, const std::string& agent_name, const std::string& agent_json) const;
 
  private:
+  // A fresh CPU agent of the given kind with the kept weights; throws
+  // std::logic_error when no policy was considered.
+  std::unique_ptr<PlacementAgent> KeptAgent(const std::string& agent_name, const std::string& agent_json) const;
+
   std::string weights_;
   std::string name_;
   double runtime_ns_ = 0;

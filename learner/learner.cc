@@ -658,7 +658,7 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
   if (m.config.plan_ilp.time_limit_seconds > 0 && !m.fastest.empty() && !stop_.load()) {
     m.result.ilp = m.fastest.SolveIlp(m.config.workload, m.config.env, m.agent->name(), m.agent->config_json(),
                                       m.config.plan_ilp);
-    m.result.ilp_solved = true;
+    m.result.ran_ilp = true;
   }
   m.result.updates = m.agent->updates();
   m.result.agent = m.agent->name();

@@ -242,7 +242,7 @@ struct LearnerResult {
   PlanSearchResult search;
   // The guided ILP from the same policy (LearnerConfig::plan_ilp); its plan
   // is the greedy one when no solve beat it.
-  bool ilp_solved = false;
+  bool ran_ilp = false;
   GuidedIlpResult ilp;
   bool imitated = false;            // LearnerConfig::expert_plans were learned from
   ImitationResult imitation;

@@ -90,7 +90,7 @@ std::vector<PolicyScore> ComparePlans(const Workload& w, const EnvConfig& env, c
   if (result.searched && !(result.search.greedy.plan == result.greedy_plan))
     mark(result.search.greedy.plan, result.search.greedy.plan.produced_by, kGreedy);
   if (result.searched) mark(result.search.best.plan, result.search.best.plan.produced_by, kSearch);
-  if (result.ilp_solved) mark(result.ilp.plan, result.ilp.plan.produced_by, kIlp);
+  if (result.ran_ilp) mark(result.ilp.plan, result.ilp.plan.produced_by, kIlp);
   if (result.has_best_plan) {
     const PlacementPlan explored = BestTrainingPlan(result);
     mark(explored, explored.produced_by, kExplored);
@@ -148,7 +148,7 @@ FinalPlanChoice ChooseFinalPlan(const Workload& w, const LearnerResult& result) 
   };
   if (result.searched) consider(result.search.greedy.plan, kGreedy);
   if (result.searched) consider(result.search.best.plan, kSearch);
-  if (result.ilp_solved) consider(result.ilp.plan, kIlp);
+  if (result.ran_ilp) consider(result.ilp.plan, kIlp);
   if (result.has_best_plan) {
     consider(BestTrainingPlan(result), kExplored);
   }
@@ -216,7 +216,7 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
                             {"wall_seconds", result.converged_at_seconds}};
   summary["final_plan"] = {{"produced_by", final_plan.produced_by}, {"source", final_choice.source},
                            {"hash", final_plan.Hash()}, {"verdict", ComparisonVerdict(comparison)}};
-  if (result.ilp_solved) {
+  if (result.ran_ilp) {
     nlohmann::json solves = nlohmann::json::array();
     for (const GuidedIlpSolve& s : result.ilp.solves)
       solves.push_back({{"fixed_share", s.fixed_share}, {"fixed_variables", s.fixed_variables},

@@ -119,7 +119,7 @@ GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, co
       }
       solve.mip = std::move(solved.mip);
       solve.mip.values.clear();
-    } catch (const std::runtime_error& e) {
+    } catch (const std::runtime_error&) {
       // CBC found no solution of the fixed program (the policy's plan is
       // not one the formulation can express, and nothing else was found in
       // time): the plan before stands.

@@ -321,7 +321,7 @@ TEST(RunReport, TheFinalPlanNamesItsSourceAndTheVerdictNamesWhatBeatsIt) {
   r.ilp.plan = SolveAutoTmIlp(t.w, whole).plan;
   r.ilp.plan.produced_by = "dqn-greedy v11+ilp";
   ASSERT_LT(EvaluatePlan(t.w, r.ilp.plan).total_ns, EvaluatePlan(t.w, first_touch).total_ns);
-  r.ilp_solved = true;
+  r.ran_ilp = true;
   final_plan = ChooseFinalPlan(t.w, r);
   EXPECT_EQ(final_plan.source, "plan-time ILP");
   scores = ComparePlans(t.w, t.env, r, final_plan, {oracle});
