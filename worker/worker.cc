@@ -383,10 +383,27 @@ struct Worker::Impl {
     SendEpisode(pending);
   }
 
-  void Reconnect(uint32_t& backoff_ms) {
+  // Waits `backoff_ms`, then connects a new socket and registers again. The
+  // wait listens on the current socket: a learner that comes up meanwhile
+  // answers the registration already queued there, and a new socket would
+  // drop that answer and the task and weights behind it (the learner would
+  // count a worker that never hears it, and its farewell would be lost).
+  void Reconnect(uint32_t& backoff_ms, const std::atomic<bool>& stop) {
     LogWarn("learner_silent").kv("endpoint", config.learner_endpoint).kv("retry_ms", backoff_ms);
-    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+    const auto heard_before = last_heard;
+    const auto until = Clock::now() + std::chrono::milliseconds(backoff_ms);
     backoff_ms = std::min(backoff_ms * 2, config.reconnect_max_ms);
+    while (!stop.load() && !shutdown_requested) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
+      if (left.count() <= 0) break;
+      if (auto in = client.Receive(std::min(left, std::chrono::milliseconds(20)))) Handle(in->frame);
+      if (last_heard != heard_before) {
+        LogInfo("learner_heard").kv("endpoint", config.learner_endpoint);
+        backoff_ms = config.reconnect_initial_ms;
+        return;
+      }
+    }
+    if (stop.load() || shutdown_requested) return;
     client.Reconnect();
     ++stats.reconnects;
     worker_id = 0;
@@ -425,7 +442,7 @@ WorkerStats Worker::Run() {
         LogError("learner_unreachable").kv("endpoint", m.config.learner_endpoint);
         break;
       }
-      m.Reconnect(backoff_ms);
+      m.Reconnect(backoff_ms, stop_);
       continue;
     }
     if (m.may_run()) {

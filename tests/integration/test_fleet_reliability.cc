@@ -1,7 +1,8 @@
 // Reliability of the fleet: frames delayed, duplicated and dropped by a
 // faulty link are neither fatal nor counted twice; a worker killed in the
 // middle of an episode is declared dead within a few heartbeats; a stalled
-// worker times out and re-registers under its old id when it wakes.
+// worker times out and re-registers under its old id when it wakes; a
+// learner that comes up while a worker waits to reconnect is heard.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -137,6 +138,53 @@ TEST(FleetReliability, KilledWorkerIsDeclaredDeadAndStalledWorkerTimesOut) {
   // learner had counted before expiring it): taken once, re-acknowledged.
   std::set<std::pair<uint32_t, uint64_t>> reported;
   for (const EpisodeRecord& r : result.records) EXPECT_TRUE(reported.insert({r.worker_id, r.worker_episode}).second);
+  fs::remove_all(dir);
+}
+
+// A worker that waits out its reconnect back-off when the learner comes up
+// hears the learner's answer to the registration queued on its socket: it
+// neither drops that socket nor registers again from a new one. (Dropping it
+// lost the answer, and with it the task and the learner's farewell: the
+// learner counted a worker that never heard it, and the worker ran on after
+// the learner had ended.)
+TEST(FleetReliability, LearnerThatComesUpDuringTheReconnectBackOffIsHeard) {
+  const std::string dir = TempDir("late-learner");
+  const std::string endpoint = "ipc://" + dir + "/learner.ipc";
+  WorkerConfig wc;
+  wc.learner_endpoint = endpoint;
+  wc.name = "early";
+  wc.give_up_seconds = 60;
+  wc.reconnect_initial_ms = 4000;  // far longer than the learner takes to come up below
+  Worker worker(wc, std::make_unique<CostModelEvaluator>());
+  WorkerStats stats;
+  std::thread work([&] { stats = worker.Run(); });
+  // The worker calls the learner silent after three unanswered one-second
+  // heartbeat intervals and then waits its back-off: the learner binds inside it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+  FleetServer learner(endpoint);
+  std::set<std::string> registered_from;
+  bool heartbeat_with_id = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (!heartbeat_with_id && std::chrono::steady_clock::now() < deadline) {
+    auto in = learner.Receive(std::chrono::milliseconds(50));
+    if (!in) continue;
+    DecodeResult d = DecodeMessage(in->frame.data(), in->frame.size());
+    auto* m = std::get_if<Message>(&d);
+    ASSERT_NE(m, nullptr);
+    if (std::holds_alternative<RegisterMsg>(*m)) {
+      registered_from.insert(in->peer);
+      learner.Send(in->peer, EncodeMessage(RegisterAckMsg{7, 100, 3}));
+    } else if (auto* hb = std::get_if<HeartbeatMsg>(m)) {
+      heartbeat_with_id = hb->worker_id == 7;
+    }
+  }
+  ASSERT_TRUE(heartbeat_with_id) << "the worker never heartbeated under the id it was given";
+  EXPECT_EQ(registered_from.size(), 1u) << "the worker registered from a new socket after the learner answered";
+  for (const std::string& peer : registered_from) learner.Send(peer, EncodeMessage(ShutdownMsg{"test over"}));
+  work.join();  // the farewell reaches it
+  EXPECT_TRUE(stats.shutdown_by_learner);
+  EXPECT_EQ(stats.reconnects, 0u);
+  EXPECT_GE(stats.registrations, 1u);
   fs::remove_all(dir);
 }
 
