@@ -13,7 +13,11 @@
 //     that, and the plan-time search its network guides (envs/plan_search.h);
 //     the greedy plan, the searched plan and the best episode explored are
 //     each labelled as what they are, and the untrained network goes through
-//     the same search (the ablation).
+//     the same search (the ablation);
+//   - with --guided-ilp-shares, the ILP the network guides
+//     (policies/guided_ilp.h), and the same ILP guided by the untrained
+//     network and by no network (the constant DRAM action, its decisions
+//     ranked by heat or at random).
 // docs/results/learning.md has the figures and the commands.
 #include <CLI/CLI.hpp>
 
@@ -212,12 +216,12 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
         "plan-time search", SummaryPercent(w, r.best), r.best.oom, r.seconds);
   };
   search("untrained network");
-  auto guided_ilp = [&](const std::string& label) {
+  auto guided_ilp = [&](const std::string& label, const ActionScores& scores) {
     if (o.guided_ilp_shares.empty()) return;
     GuidedIlpOptions g;
     g.fixed_shares = o.guided_ilp_shares;
     g.time_limit_seconds = o.solver_seconds;
-    GuidedIlpResult r = SolveGuidedIlp(env, ScoresOf(agent), g);
+    GuidedIlpResult r = SolveGuidedIlp(env, scores, g);
     std::string detail = " + ILP (" + r.formulation + ", " + std::to_string(r.location_variables) + " locations;";
     for (const GuidedIlpSolve& solve : r.solves) {
       char one[160];
@@ -229,7 +233,19 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
     detail.back() = ')';
     add(label + detail, "plan-time ILP", Percent(w, r.plan, nullptr), r.cost.oom, r.seconds);
   };
-  guided_ilp("untrained network");
+  guided_ilp("untrained network", ScoresOf(agent));
+  // The same pipeline with no network at all (issue #15, criterion 3): the
+  // constant DRAM action, whose plan is heat order with clip-to-fit, and
+  // the decisions it fixes ranked by heat (the hottest surest), or at
+  // random (what fixing alone, without any ranking, is worth).
+  guided_ilp("constant DRAM (heat order), ranked by heat",
+             [](const Observation& ob) { return std::make_pair(1.0f + ob[kObsHeat], 0.0f); });
+  {
+    std::mt19937_64 rank_rng(o.seed);
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    guided_ilp("constant DRAM (heat order), ranked at random",
+               [&](const Observation&) { return std::make_pair(1.0f + u(rank_rng), 0.0f); });
+  }
 
   std::vector<PlacementPlan> experts;
   for (const auto& [b, plan] : plans) {
@@ -271,7 +287,7 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
         "greedy policy", im.best_greedy.oom ? 0.0 : 100.0 * all_dram / im.best_cost_ns, im.best_greedy.oom,
         Seconds(train_start));
     search(tag);
-    guided_ilp(tag);
+    guided_ilp(tag, ScoresOf(agent));
     if (o.self_rounds > 0) {
       const auto self_start = Clock::now();
       double best_searched = 0;
