@@ -94,7 +94,8 @@ TrainingRunOutcome RunTraining(const TrainingRunOptions& options,
       if (after.measured || !out.measured.measured) out.measured = std::move(after);
     } catch (const std::exception& e) {
       LogWarn("final_plan_not_measured").kv("detail", e.what());
-      if (!out.measured.measured) out.measured.not_measured_reason += std::string("; measuring it after training failed: ") + e.what();
+      if (!out.measured.measured)
+        out.measured.not_measured_reason += std::string("; measuring it after training failed: ") + e.what();
     }
   }
   if (!dir.empty())

@@ -69,7 +69,8 @@ TEST(Report, MeasuredPlotHasMeasuredReferencesAndTheFinalPlansMeasurement) {
                       "20.500 ms, all-slow 88.250 ms"),
             std::string::npos);
 
-  summary["final_plan"]["measured"] = {{"measured", false}, {"reason", "final plan not measured: no episode ran real iterations"}};
+  summary["final_plan"]["measured"] = {{"measured", false},
+                                       {"reason", "final plan not measured: no episode ran real iterations"}};
   summary.erase("measured_references");
   WriteFileAtomically(dir + "/summary.json", summary.dump());
   const std::string unmeasured = RenderRunReport(dir);
