@@ -256,7 +256,46 @@ LearnerConfig BuildLearnerConfig(const TrainingFlags& o, const std::string& bind
 }
 
 // What a learner does after its last episode and before its results.
-std::string AfterTraining(const LearnerConfig& c) {
+// Rounds of the final plan's measurement after training (each all-DRAM,
+// all-slow and the plan, in a rotating order, as bench measures): a few, since
+// `make run` ends with it, and the median of per-round ratios.
+constexpr int kFinalPlanRounds = 3;
+
+// The final plan on real iterations in this process (the workers have exited
+// by then), on the workers' slow tier, as `bench` measures plans.
+FinalPlanMeasurement MeasureFinalPlan(const Workload& w, const PlacementPlan& plan, const WorkerFlags& flags) {
+  BenchmarkOptions b;
+  b.slow_tier = flags.slow_tier;
+  b.rounds = kFinalPlanRounds;
+  b.warmup_iterations = flags.warmup;
+  b.repeats = 1;
+  LogInfo("final_plan_measuring").kv("plan", plan.produced_by).kv("slow_tier", b.slow_tier).kv("rounds", b.rounds);
+  const BenchmarkRow row = MeasurePlans(w, b, {{plan.produced_by, plan}}).front();
+  FinalPlanMeasurement m;
+  m.plan_name = plan.produced_by;
+  m.backend = row.backend;
+  if (!row.measured) {
+    m.not_measured_reason = "final plan not measured: its real iterations failed after training (" + row.note + ")";
+    return m;
+  }
+  m.measured = true;
+  m.method = "after training, " + std::to_string(row.measured_rounds) +
+             " rounds of all-DRAM, all-slow and the final plan (warm-up " + std::to_string(b.warmup_iterations) +
+             ", 1 measured iteration each, " + row.measured_clock +
+             " clock as bench's --clock); medians, the plan's ratio a median of per-round ratios";
+  m.runtime_ns = row.measured_ns;
+  m.all_dram_ns = row.measured_all_dram_ns;
+  m.all_slow_ns = row.measured_all_slow_ns;
+  m.relative_performance = row.measured_relative;
+  if (m.all_slow_ns > m.all_dram_ns)
+    m.normalised_cost = (m.runtime_ns - m.all_dram_ns) / (m.all_slow_ns - m.all_dram_ns);
+  LogInfo("final_plan_measured").kv("backend", m.backend).kv("runtime_ms", m.runtime_ns / 1e6)
+      .kv("all_dram_ms", m.all_dram_ns / 1e6).kv("all_slow_ms", m.all_slow_ns / 1e6)
+      .kv("relative_performance", m.relative_performance);
+  return m;
+}
+
+std::string AfterTraining(const LearnerConfig& c, bool measure_final_plan = false) {
   std::string text;
   if (c.plan_search.max_rollouts > 1)
     text = "plan-time search from the fastest policy" +
@@ -266,6 +305,9 @@ std::string AfterTraining(const LearnerConfig& c) {
   if (c.plan_ilp.time_limit_seconds > 0)
     text += std::string(text.empty() ? "" : ", then ") + "the ILP its network guides (up to " +
             std::to_string(static_cast<int>(c.plan_ilp.time_limit_seconds)) + " s)";
+  if (measure_final_plan)
+    text += std::string(text.empty() ? "" : ", then ") + "the final plan on real iterations (" +
+            std::to_string(kFinalPlanRounds) + " rounds with all-DRAM and all-slow)";
   return text.empty() ? text : text + " ...";
 }
 
@@ -315,6 +357,12 @@ std::string RecordedWorkload(const std::string& workload, const std::string& run
   return std::filesystem::absolute(run_dir + "/workload.ttwl").lexically_normal().string();
 }
 
+// What the comparison table's figures are, after "final plan: ...; ".
+std::string TableSays(const FinalPlanMeasurement& m) {
+  if (m.measured) return "the table is the cost model's, and its last three rows measured on " + m.backend;
+  return "the table is the cost model's (the final plan was not measured on real iterations)";
+}
+
 // After SIGINT or SIGTERM: what was saved, and the command that goes on.
 int ReportInterrupted(int sig, const char* subcommand, const std::string& out, uint64_t episodes, uint64_t total) {
   std::printf("\ninterrupted by %s after %llu of %llu episodes; the final checkpoint, metrics.csv, summary.json and "
@@ -356,6 +404,11 @@ int RunTrain(TrainingFlags& o, const ModelFlags& model, const WorkerFlags& worke
     opts.worker_args.insert(opts.worker_args.end(), {"--metrics-address", "off"});
   }
   opts.prometheus = prometheus;
+  const bool real_iterations = !worker_flags.cost_model_only && !opts.learner.workload.model.empty();
+  if (real_iterations)
+    opts.measure_final_plan = [&worker_flags](const Workload& w, const PlacementPlan& plan) {
+      return MeasureFinalPlan(w, plan, worker_flags);
+    };
   opts.on_started = [](const std::string& metrics_url, const std::string& prometheus_url) {
     if (!metrics_url.empty()) std::printf("learner metrics: %s\n", metrics_url.c_str());
     if (!prometheus_url.empty())
@@ -377,7 +430,7 @@ int RunTrain(TrainingFlags& o, const ModelFlags& model, const WorkerFlags& worke
   opts.interrupt = &watch.interrupt();
   TrainingRunOutcome out;
   {
-    Progress progress(opts.learner.episodes, w.total_dram_time_ns(), AfterTraining(opts.learner));
+    Progress progress(opts.learner.episodes, w.total_dram_time_ns(), AfterTraining(opts.learner, real_iterations));
     out = RunTraining(opts, [&](const EpisodeRecord& r) { progress(r); });
   }
   std::printf("\nfinished: %llu episodes, %llu updates, %llu transitions in %.1f s; %d/%d workers exited cleanly\n",
@@ -410,11 +463,12 @@ int RunTrain(TrainingFlags& o, const ModelFlags& model, const WorkerFlags& worke
                 out.result.self_imitation.seconds);
   std::vector<std::string> backend_names;
   for (const auto& [name, n] : backends) backend_names.push_back(name);
-  std::printf("episodes scored by: %s\nfinal plan: %s, from the %s; the table is the cost model's\n\n%s\n%s\n\n%s"
+  std::printf("episodes scored by: %s\nfinal plan: %s, from the %s; %s\n\n%s\n%s\n\n%s"
               "written to %s/\n",
               scored_by.c_str(), out.final_plan.plan.produced_by.c_str(), out.final_plan.source.c_str(),
-              ComparisonMarkdown(out.comparison).c_str(), ComparisonVerdict(out.comparison).c_str(),
-              ComparisonLegend(backend_names, out.final_plan.source).c_str(), o.out.c_str());
+              TableSays(out.measured).c_str(), ComparisonMarkdown(out.comparison, out.measured).c_str(),
+              ComparisonVerdict(out.comparison).c_str(),
+              ComparisonLegend(backend_names, out.final_plan.source, out.measured).c_str(), o.out.c_str());
   if (prometheus)
     std::printf("Prometheus stopped; serve its data again with\n  prometheus --config.file=%s/prometheus/prometheus.yml "
                 "--storage.tsdb.path=%s/prometheus/data --web.listen-address=127.0.0.1:9090\n",
@@ -468,12 +522,15 @@ int RunLearner(TrainingFlags& o, const std::string& bind, uint32_t min_workers, 
                 r.converged_at_seconds);
   FinalPlanChoice final_plan = ChooseFinalPlan(c.workload, r);
   auto comparison = ComparePlans(c.workload, c.env, r, final_plan, baselines);
-  WriteRunDirectory(o.out, config_toml, c.workload, c.env, r, final_plan, comparison);
+  // The fleet's workers are remote and gone: only what they measured in training.
+  const FinalPlanMeasurement measured = FinalPlanMeasuredInTraining(r, final_plan.plan);
+  WriteRunDirectory(o.out, config_toml, c.workload, c.env, r, final_plan, comparison, measured);
   std::set<std::string> scored_by;
   for (const EpisodeRecord& rec : r.records) scored_by.insert(rec.backend);
-  std::printf("\nfinal plan: %s, from the %s\n%s\n%s\n\n%swritten to %s/\n", final_plan.plan.produced_by.c_str(),
-              final_plan.source.c_str(), ComparisonMarkdown(comparison).c_str(), ComparisonVerdict(comparison).c_str(),
-              ComparisonLegend({scored_by.begin(), scored_by.end()}, final_plan.source).c_str(),
+  std::printf("\nfinal plan: %s, from the %s; %s\n%s\n%s\n\n%swritten to %s/\n", final_plan.plan.produced_by.c_str(),
+              final_plan.source.c_str(), TableSays(measured).c_str(), ComparisonMarkdown(comparison, measured).c_str(),
+              ComparisonVerdict(comparison).c_str(),
+              ComparisonLegend({scored_by.begin(), scored_by.end()}, final_plan.source, measured).c_str(),
               o.out.c_str());
   if (supervisor.interrupted_by())
     return ReportInterrupted(supervisor.interrupted_by(), "learner", o.out, r.episodes, c.episodes);

@@ -213,6 +213,19 @@ void FillMeasured(const std::vector<ExecutionReport>& reports, const std::vector
   row.oom_events = static_cast<uint32_t>(ooms);
 }
 
+void FillPredicted(const Workload& w, const PlacementPlan& plan, double model_all_dram_ns, BenchmarkRow& row) {
+  CostReport cost = EvaluatePlan(w, plan);
+  row.predicted_ns = cost.total_ns;
+  row.predicted_relative = model_all_dram_ns / cost.total_ns;
+  row.bytes_migrated = cost.bytes_to_slow + cost.bytes_to_dram;
+  row.predicted_exec_ns = cost.exec_ns;
+  row.predicted_migration_ns = cost.migration_ns;
+  row.dram_peak_bytes = cost.dram_peak_bytes;
+  row.oom_events = cost.oom ? 1 : 0;
+  row.memory_cost_dollars = (static_cast<double>(cost.dram_peak_bytes) * kDramPricePerGb +
+                             static_cast<double>(cost.slow_peak_bytes) * kSlowPricePerGb) / 1e9;
+}
+
 // Rounds of all-DRAM, all-slow and every plan of `rows` without a note, in
 // an order rotating by one each round. A plan that fails in a round is not
 // run again; its row says why.
@@ -254,6 +267,8 @@ void MeasureInRounds(const Workload& w, const BenchmarkOptions& o, const std::ve
   const double all_slow_relative = CompareToAllDram(slow_ns, dram_ns).relative;
   for (size_t i = 0; i < rows.size(); ++i) {
     rows[i].measured_all_slow_relative = all_slow_relative;
+    rows[i].measured_all_dram_ns = Median(dram_ns);
+    rows[i].measured_all_slow_ns = Median(slow_ns);
     if (failed[i] || reports[i].empty()) continue;
     FillMeasured(reports[i], dram_ns, o, rows[i]);
   }
@@ -276,6 +291,30 @@ RoundComparison CompareToAllDram(const std::vector<double>& plan_ns, const std::
   c.confidence = ci.confidence;
   c.faster_than_all_dram = c.relative > 1;
   return c;
+}
+
+std::vector<BenchmarkRow> MeasurePlans(const Workload& w, const BenchmarkOptions& o,
+                                       const std::vector<std::pair<std::string, PlacementPlan>>& plans) {
+  if (w.model.empty())
+    throw std::invalid_argument("workload '" + w.name + "' names no model: it cannot run real iterations");
+  UndisturbedClock(o);  // an unknown clock is refused before any run
+  std::vector<BenchmarkRow> rows;
+  std::vector<PlacementPlan> measured;
+  for (const auto& [name, plan] : plans) {
+    BenchmarkRow row;
+    row.workload = w.name;
+    row.policy = name;
+    row.dram_limit_bytes = plan.dram_limit_bytes;
+    row.dram_fraction = w.peak_live_bytes() > 0
+                            ? static_cast<double>(plan.dram_limit_bytes) / static_cast<double>(w.peak_live_bytes())
+                            : 0;
+    row.backend = "cost-model";
+    FillPredicted(w, plan, MinCostNs(w), row);
+    rows.push_back(std::move(row));
+    measured.push_back(plan);
+  }
+  MeasureInRounds(w, o, measured, rows);
+  return rows;
 }
 
 std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions& o,
@@ -357,16 +396,7 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
           plan = result.plan;
           row.decision_seconds = result.decision_seconds;
         }
-        CostReport cost = EvaluatePlan(w, plan);
-        row.predicted_ns = cost.total_ns;
-        row.predicted_relative = model_all_dram_ns / cost.total_ns;
-        row.bytes_migrated = cost.bytes_to_slow + cost.bytes_to_dram;
-        row.predicted_exec_ns = cost.exec_ns;
-        row.predicted_migration_ns = cost.migration_ns;
-        row.dram_peak_bytes = cost.dram_peak_bytes;
-        row.oom_events = cost.oom ? 1 : 0;
-        row.memory_cost_dollars = (static_cast<double>(cost.dram_peak_bytes) * kDramPricePerGb +
-                                   static_cast<double>(cost.slow_peak_bytes) * kSlowPricePerGb) / 1e9;
+        FillPredicted(w, plan, model_all_dram_ns, row);
       } catch (const std::exception& e) {
         row.note = e.what();
         LogWarn("bench_policy_failed").kv("policy", name).kv("fraction", fraction).kv("detail", e.what());

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "envs/placement_plan.h"
@@ -88,6 +89,8 @@ struct BenchmarkRow {
   // confidence: 93.75% with 5 rounds (MedianConfidenceInterval, common/stats.h).
   double measured_relative_low = 0, measured_relative_high = 0, measured_relative_confidence = 0;
   double measured_all_slow_relative = 0;  // the rounds' all-slow reference, as measured_relative
+  // The rounds' all-DRAM and all-slow times themselves (medians, the clock of measured_ns).
+  double measured_all_dram_ns = 0, measured_all_slow_ns = 0;
   // measured_relative > 1: no plan that uses the slow tier beats all-DRAM,
   // so this is noise or a measurement problem (also said in `note`).
   bool faster_than_all_dram = false;
@@ -126,6 +129,16 @@ RoundComparison CompareToAllDram(const std::vector<double>& plan_ns, const std::
 
 std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions& options,
                                        const BenchmarkProgress& progress = {});
+
+// Given plans (named), measured as RunBenchmark measures a budget's plans:
+// `options.rounds` rounds of all-DRAM, all-slow and each plan, on
+// options.slow_tier with its clock, warm-up and repeats (options.policies and
+// dram_fractions are not read). One row per plan, predicted and measured
+// columns filled; a plan whose iterations failed has a note instead. Throws
+// when the workload names no model, this host's profile of the model
+// differs from `w`, or a reference run fails.
+std::vector<BenchmarkRow> MeasurePlans(const Workload& w, const BenchmarkOptions& options,
+                                       const std::vector<std::pair<std::string, PlacementPlan>>& plans);
 
 // bench.csv, bench.json, bench.md (one table per workload: relative
 // performance by policy and DRAM fraction, plus the least fraction that

@@ -666,6 +666,7 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
   m.result.has_best_plan = m.scores.has_best_plan();
   m.result.best_plan = m.scores.best_plan();
   m.result.best_runtime_ns = m.scores.best_runtime_ns();
+  m.result.measurements = m.measurements->All().entries;
   m.result.evaluation_rewards = m.scores.evaluation_rewards();
   m.result.best_evaluation_reward = m.scores.best_evaluation_reward().value_or(0);
   m.result.wall_seconds = m.Elapsed();

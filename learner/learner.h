@@ -247,6 +247,10 @@ struct LearnerResult {
   bool imitated = false;            // LearnerConfig::expert_plans were learned from
   ImitationResult imitation;
   LearnerCounters counters;
+  // The measurement cache at the end: every plan measured on real iterations
+  // in this run (a resumed run's earlier sessions included), with the
+  // all-DRAM and all-slow runtimes the measuring worker normalised it by.
+  std::vector<CachedMeasurement> measurements;
   double wall_seconds = 0;           // of the whole run, sessions before a resume included
   std::vector<uint32_t> workers_seen;
   // Why the run stopped before its end ("" when it did not fail): the

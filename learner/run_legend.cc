@@ -24,7 +24,8 @@ std::string FinalPlanMeaning(const std::string& source) {
 
 }  // namespace
 
-std::string ComparisonLegend(const std::vector<std::string>& backends, const std::string& final_source) {
+std::string ComparisonLegend(const std::vector<std::string>& backends, const std::string& final_source,
+                             const FinalPlanMeasurement& measured) {
   std::set<std::string> kinds;
   for (const std::string& b : backends) kinds.insert(Kind(b));
   std::string out = "what the terms mean:\n";
@@ -42,6 +43,11 @@ std::string ComparisonLegend(const std::vector<std::string>& backends, const std
          "1 all-slow's\n";
   const std::string meaning = FinalPlanMeaning(final_source);
   if (!meaning.empty()) out += "  final plan       from the " + final_source + ": " + meaning + "\n";
+  if (measured.measured)
+    out += "  measured on ...  not the cost model: real training iterations on " + measured.backend + ", " +
+           measured.method + "\n";
+  else if (!measured.not_measured_reason.empty())
+    out += "  measured         " + measured.not_measured_reason + "; every row is the cost model's\n";
   return out;
 }
 

@@ -3,10 +3,12 @@
 #include <cstdio>
 #include <iomanip>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "common/files.h"
+#include "common/stats.h"
 #include "envs/first_touch.h"
 #include "envs/workload_io.h"
 #include "learner/metrics_csv.h"
@@ -59,6 +61,23 @@ PlacementPlan BestTrainingPlan(const LearnerResult& result) {
   return plan;
 }
 
+// Per backend, the all-DRAM and all-slow runtimes that the plans measured in
+// training were normalised by (medians over the cache's entries: each worker
+// measured its own), for the report's plot of measured episodes.
+nlohmann::json MeasuredReferencesJson(const std::vector<CachedMeasurement>& measurements) {
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_backend;
+  for (const CachedMeasurement& e : measurements) {
+    if (e.min_runtime_ns <= 0 || e.max_runtime_ns <= 0) continue;
+    by_backend[e.backend].first.push_back(e.min_runtime_ns);
+    by_backend[e.backend].second.push_back(e.max_runtime_ns);
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [backend, refs] : by_backend)
+    out.push_back({{"backend", backend}, {"plans_measured", refs.first.size()},
+                   {"all_dram_ns", Median(refs.first)}, {"all_slow_ns", Median(refs.second)}});
+  return out;
+}
+
 bool IsLearned(const PolicyScore& s) {
   return s.source.rfind(kGreedy, 0) == 0 || s.source.rfind(kSearch, 0) == 0 || s.source.rfind(kIlp, 0) == 0;
 }
@@ -98,7 +117,35 @@ std::vector<PolicyScore> ComparePlans(const Workload& w, const EnvConfig& env, c
   return out;
 }
 
-std::string ComparisonMarkdown(const std::vector<PolicyScore>& scores) {
+FinalPlanMeasurement FinalPlanMeasuredInTraining(const LearnerResult& result, const PlacementPlan& final_plan) {
+  FinalPlanMeasurement m;
+  m.plan_name = final_plan.produced_by;
+  const uint64_t hash = final_plan.Hash();
+  for (const CachedMeasurement& e : result.measurements) {
+    if (e.plan_hash != hash) continue;
+    m.measured = true;
+    m.backend = e.backend;
+    m.method = "an episode of training that ran this plan on real iterations; all-DRAM and all-slow measured by "
+               "the same worker when it took the task";
+    m.runtime_ns = e.runtime_ns;
+    m.all_dram_ns = e.min_runtime_ns;
+    m.all_slow_ns = e.max_runtime_ns;
+    m.oom = e.oom;
+    if (!e.oom && e.runtime_ns > 0) m.relative_performance = e.min_runtime_ns / e.runtime_ns;
+    if (!e.oom && e.max_runtime_ns > e.min_runtime_ns)
+      m.normalised_cost = (e.runtime_ns - e.min_runtime_ns) / (e.max_runtime_ns - e.min_runtime_ns);
+    return m;
+  }
+  if (result.measurements.empty())
+    m.not_measured_reason = "final plan not measured: no episode ran real iterations (every episode was scored by "
+                            "the cost model)";
+  else
+    m.not_measured_reason = "final plan not measured: the " + std::to_string(result.measurements.size()) +
+                            " plans that episodes ran on real iterations were other plans";
+  return m;
+}
+
+std::string ComparisonMarkdown(const std::vector<PolicyScore>& scores, const FinalPlanMeasurement& measured) {
   std::ostringstream os;
   os << "| policy | source | runtime (ms) | vs all-DRAM | normalised cost | DRAM peak (MiB) | migrated (MiB) | OOM |\n"
      << "|---|---|---:|---:|---:|---:|---:|---|\n";
@@ -109,6 +156,32 @@ std::string ComparisonMarkdown(const std::vector<PolicyScore>& scores) {
        << s.normalised_cost << " | " << std::setprecision(1) << s.cost.dram_peak_bytes / 1048576.0 << " | "
        << (s.cost.bytes_to_slow + s.cost.bytes_to_dram) / 1048576.0 << " | " << (s.cost.oom ? "yes" : "no")
        << " |\n";
+  }
+  if (!measured.measured) return os.str();
+  // Not scored by the cost model: no peak or migration figures of their own.
+  const std::string source = "measured on " + measured.backend;
+  auto reference_row = [&](const std::string& policy, double ns) {
+    os << "| " << policy << " | " << source << " | ";
+    const double relative = ns > 0 ? measured.all_dram_ns / ns : 0;
+    const double span = measured.all_slow_ns - measured.all_dram_ns;
+    os << std::setprecision(3) << ns / 1e6 << " | " << std::setprecision(1) << 100.0 * relative << "% | ";
+    if (span > 0)
+      os << std::setprecision(3) << (ns - measured.all_dram_ns) / span;
+    else
+      os << "–";
+    os << " | – | – | no |\n";
+  };
+  reference_row("all-dram (no limit)", measured.all_dram_ns);
+  reference_row("all-slow", measured.all_slow_ns);
+  // The final plan's own ratio (a median of per-round ratios when measured
+  // in rounds), not all_dram_ns / runtime_ns.
+  os << "| " << measured.plan_name << " | " << source << kFinalMark << " | ";
+  if (measured.oom) {
+    os << "– | – | – | – | – | yes |\n";
+  } else {
+    os << std::setprecision(3) << measured.runtime_ns / 1e6 << " | " << std::setprecision(1)
+       << 100.0 * measured.relative_performance << "% | " << std::setprecision(3) << measured.normalised_cost
+       << " | – | – | no |\n";
   }
   return os.str();
 }
@@ -157,7 +230,7 @@ FinalPlanChoice ChooseFinalPlan(const Workload& w, const LearnerResult& result) 
 
 void WriteRunDirectory(const std::string& dir, const std::string& config_toml, const Workload& w,
                        const EnvConfig& env, const LearnerResult& result, const FinalPlanChoice& final_choice,
-                       const std::vector<PolicyScore>& comparison) {
+                       const std::vector<PolicyScore>& comparison, const FinalPlanMeasurement& measured) {
   const PlacementPlan& final_plan = final_choice.plan;
   MakeDirectories(dir);
   WriteFileAtomically(dir + "/config.toml", config_toml);
@@ -216,6 +289,15 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
                             {"wall_seconds", result.converged_at_seconds}};
   summary["final_plan"] = {{"produced_by", final_plan.produced_by}, {"source", final_choice.source},
                            {"hash", final_plan.Hash()}, {"verdict", ComparisonVerdict(comparison)}};
+  if (measured.measured)
+    summary["final_plan"]["measured"] = {{"measured", true}, {"backend", measured.backend}, {"method", measured.method},
+                                         {"runtime_ns", measured.runtime_ns}, {"all_dram_ns", measured.all_dram_ns},
+                                         {"all_slow_ns", measured.all_slow_ns}, {"oom", measured.oom},
+                                         {"relative_performance", measured.relative_performance},
+                                         {"normalised_cost", measured.normalised_cost}};
+  else
+    summary["final_plan"]["measured"] = {{"measured", false}, {"reason", measured.not_measured_reason}};
+  summary["measured_references"] = MeasuredReferencesJson(result.measurements);
   if (result.ran_ilp) {
     nlohmann::json solves = nlohmann::json::array();
     for (const GuidedIlpSolve& s : result.ilp.solves)
@@ -268,7 +350,7 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
   }
   WriteFileAtomically(dir + "/comparison.json", comp.dump(2) + "\n");
   WriteFileAtomically(dir + "/comparison.csv", csv.str());
-  WriteFileAtomically(dir + "/comparison.md", ComparisonMarkdown(comparison));
+  WriteFileAtomically(dir + "/comparison.md", ComparisonMarkdown(comparison, measured));
 }
 
 }  // namespace tensortier

@@ -50,13 +50,39 @@ struct FinalPlanChoice {
   std::string source;
 };
 
+// The final plan on real iterations beside all-DRAM and all-slow measured on
+// the same backend, or why there is no such figure: the comparison table is
+// the cost model's, and a run that ran real iterations should say what the
+// plan it recommends took there (or that it never ran there).
+struct FinalPlanMeasurement {
+  bool measured = false;
+  std::string plan_name;            // the final plan's produced_by
+  std::string backend;              // "emulated:optane-dcpmm", "pmem:/mnt/pm0", ...
+  std::string method;               // one line: where the three times come from
+  double runtime_ns = 0;
+  double all_dram_ns = 0;           // no DRAM limit
+  double all_slow_ns = 0;
+  double relative_performance = 0;  // all-DRAM time / the plan's
+  double normalised_cost = 0;       // (plan - all-DRAM) / (all-slow - all-DRAM)
+  bool oom = false;                 // the plan ran out of DRAM on the real iterations
+  std::string not_measured_reason;  // when !measured: "final plan not measured: ..."
+};
+
+// From the run's measurement cache (LearnerResult::measurements): the entry
+// with the final plan's hash and the references its worker measured, or,
+// when there is none, why (no episode ran real iterations, or the measured
+// episodes ran other plans).
+FinalPlanMeasurement FinalPlanMeasuredInTraining(const LearnerResult& result, const PlacementPlan& final_plan);
+
 // Every plan of the run and every baseline, scored by the cost model:
 // references, baselines, the greedy policy, the search, the best episode
 // seen in training; the final plan's row is marked.
 std::vector<PolicyScore> ComparePlans(const Workload& w, const EnvConfig& env, const LearnerResult& result,
                                       const FinalPlanChoice& final_plan, const std::vector<BaselinePlan>& baselines);
 
-std::string ComparisonMarkdown(const std::vector<PolicyScore>& scores);
+// With `measured.measured`, three rows follow the cost model's: all-DRAM,
+// all-slow and the final plan as measured (source "measured on BACKEND").
+std::string ComparisonMarkdown(const std::vector<PolicyScore>& scores, const FinalPlanMeasurement& measured = {});
 // One line: whether the learned plan (greedy policy or plan-time search) is
 // the fastest of the comparison, and if not, what beats it by how much.
 std::string ComparisonVerdict(const std::vector<PolicyScore>& scores);
@@ -64,7 +90,7 @@ std::string ComparisonVerdict(const std::vector<PolicyScore>& scores);
 // `config_toml` is stored as given.
 void WriteRunDirectory(const std::string& dir, const std::string& config_toml, const Workload& w,
                        const EnvConfig& env, const LearnerResult& result, const FinalPlanChoice& final_plan,
-                       const std::vector<PolicyScore>& comparison);
+                       const std::vector<PolicyScore>& comparison, const FinalPlanMeasurement& measured);
 
 // The plan a run recommends: the fastest on the cost model of the greedy
 // policy, the plan-time search and the best episode seen in training, named by its source.

@@ -87,8 +87,20 @@ TrainingRunOutcome RunTraining(const TrainingRunOptions& options,
   const Workload& w = options.learner.workload;
   out.final_plan = ChooseFinalPlan(w, out.result);
   out.comparison = ComparePlans(w, options.learner.env, out.result, out.final_plan, options.baselines);
+  out.measured = FinalPlanMeasuredInTraining(out.result, out.final_plan.plan);
+  if (options.measure_final_plan && !out.interrupted_by && out.result.failure.empty() && out.result.episodes > 0) {
+    try {
+      FinalPlanMeasurement after = options.measure_final_plan(w, out.final_plan.plan);
+      if (after.measured || !out.measured.measured) out.measured = std::move(after);
+    } catch (const std::exception& e) {
+      LogWarn("final_plan_not_measured").kv("detail", e.what());
+      if (!out.measured.measured)
+        out.measured.not_measured_reason += std::string("; measuring it after training failed: ") + e.what();
+    }
+  }
   if (!dir.empty())
-    WriteRunDirectory(dir, options.config_toml, w, options.learner.env, out.result, out.final_plan, out.comparison);
+    WriteRunDirectory(dir, options.config_toml, w, options.learner.env, out.result, out.final_plan, out.comparison,
+                      out.measured);
   if (prometheus) prometheus->StopAfter(2.5);  // a last scrape of the learner's final values
   return out;
 }

@@ -31,12 +31,19 @@ struct TrainingRunOptions {
   // Set (to a signal number) by a signal handler: the run stops, stops its
   // workers and writes what it has (cli/interrupt.h). Null: not watched.
   const std::atomic<int>* interrupt = nullptr;
+  // Runs the final plan on real iterations once the workers have exited,
+  // beside all-DRAM and all-slow (train sets it when its workers run real
+  // iterations: the learner layer has no executor). Skipped for a run that was
+  // interrupted or failed; unset or throwing, the measurement cache's entry
+  // for the final plan stands in (FinalPlanMeasuredInTraining).
+  std::function<FinalPlanMeasurement(const Workload&, const PlacementPlan&)> measure_final_plan;
 };
 
 struct TrainingRunOutcome {
   LearnerResult result;
   FinalPlanChoice final_plan;
   std::vector<PolicyScore> comparison;
+  FinalPlanMeasurement measured;
   int workers_exited_cleanly = 0;
   int interrupted_by = 0;  // the signal that stopped the run early; 0 if none
 };

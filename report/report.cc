@@ -308,6 +308,42 @@ std::string SvgLineChart(const std::string& title, const std::string& x_label, c
 
 // ---------------------------------------------------------------- page
 
+namespace {
+
+// The all-DRAM and all-slow times that the workers measured and normalised
+// the measured episodes by (summary.json's measured_references), so that the
+// measured plot says where its points lie between the two.
+std::vector<ChartLine> MeasuredReferenceLines(const nlohmann::json& summary) {
+  std::vector<ChartLine> lines;
+  if (!summary.contains("measured_references") || !summary["measured_references"].is_array()) return lines;
+  const bool several = summary["measured_references"].size() > 1;
+  for (const nlohmann::json& r : summary["measured_references"]) {
+    const std::string on = several ? " (" + r.value("backend", std::string()) + ")" : "";
+    lines.push_back({"all-DRAM, measured" + on, "#2e7d32", r.value("all_dram_ns", 0.0) / 1e6});
+    lines.push_back({"all-slow, measured" + on, "#c62828", r.value("all_slow_ns", 0.0) / 1e6});
+  }
+  return lines;
+}
+
+// The comparison table is the cost model's: what the final plan took on real
+// iterations, or why it has no such figure (summary.json final_plan.measured).
+std::string FinalPlanMeasuredParagraph(const nlohmann::json& summary) {
+  if (!summary.contains("final_plan") || !summary["final_plan"].contains("measured")) return "";
+  const nlohmann::json& m = summary["final_plan"]["measured"];
+  if (!m.value("measured", false))
+    return "<p>The table is the cost model's; " + Escape(m.value("reason", std::string("final plan not measured"))) +
+           ".</p>\n";
+  if (m.value("oom", false))
+    return "<p>Measured on " + Escape(m.value("backend", std::string())) + ": the final plan ran out of DRAM.</p>\n";
+  return "<p>The table is the cost model's. Measured on " + Escape(m.value("backend", std::string())) +
+         ": the final plan " + Fmt(m.value("runtime_ns", 0.0) / 1e6, 3) + " ms (" +
+         Fmt(100 * m.value("relative_performance", 0.0), 1) + "% of all-DRAM), all-DRAM " +
+         Fmt(m.value("all_dram_ns", 0.0) / 1e6, 3) + " ms, all-slow " + Fmt(m.value("all_slow_ns", 0.0) / 1e6, 3) +
+         " ms; " + Escape(m.value("method", std::string())) + ".</p>\n";
+}
+
+}  // namespace
+
 std::string RenderRunReport(const std::string& run_dir) {
   const std::string metrics_path = run_dir + "/metrics.csv";
   if (!Exists(metrics_path))
@@ -429,6 +465,7 @@ std::string RenderRunReport(const std::string& run_dir) {
     }
     h << "</table>\n";
   }
+  h << FinalPlanMeasuredParagraph(summary);
 
   // Convergence.
   h << "<h2>Convergence</h2>\n<div class=\"charts\">\n";
@@ -448,7 +485,8 @@ std::string RenderRunReport(const std::string& run_dir) {
   if (!runtime_measured.empty())
     h << SvgLineChart("Measured iteration time of the episodes' plans", "episode", "runtime (ms)",
                       {{"measured on real tiers", "#0969da", runtime_measured, true},
-                       {"moving average", "#cf222e", MovingAverage(runtime_measured, window), false}});
+                       {"moving average", "#cf222e", MovingAverage(runtime_measured, window), false}},
+                      MeasuredReferenceLines(summary));
   h << "</div>\n";
   h << "<footer>Written by <code>tensortier report</code> from metrics.csv, comparison.csv and summary.json "
        "(docs/file-formats.md). Self-contained: no scripts, no network.</footer>\n</body>\n</html>\n";

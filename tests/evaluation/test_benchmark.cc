@@ -210,6 +210,9 @@ TEST(Benchmark, MeasuredRowsOnRealIterations) {
     EXPECT_EQ(r.faster_than_all_dram, r.measured_relative > 1);
     EXPECT_GT(r.measured_all_slow_relative, 0);
     EXPECT_EQ(r.measured_all_slow_relative, rows[0].measured_all_slow_relative);
+    EXPECT_GT(r.measured_all_dram_ns, 0);
+    EXPECT_EQ(r.measured_all_dram_ns, rows[0].measured_all_dram_ns);  // the rounds' references, shared
+    EXPECT_GT(r.measured_all_slow_ns, r.measured_all_dram_ns);
     EXPECT_EQ(r.measured_clock, "undisturbed");
     EXPECT_GT(r.measured_wall_ns, 0);
     EXPECT_LE(r.dram_peak_bytes, r.dram_limit_bytes) << r.policy;
@@ -227,6 +230,19 @@ TEST(Benchmark, MeasuredRowsOnRealIterations) {
   EXPECT_EQ(rows[2].measured_bytes_migrated - rows[2].measured_setup_bytes, rows[2].bytes_migrated)
       << "refused " << rows[2].migrations_refused << " skipped " << rows[2].migrations_skipped;
   EXPECT_GT(rows[2].bytes_migrated, 0u);
+
+  // A plan given as such (train's final plan), measured in rounds the same way.
+  o.clock = "undisturbed";
+  PlacementPlan given = PlacementPlan::Uniform(w, Tier::kSlow, rows[0].dram_limit_bytes);
+  const std::vector<BenchmarkRow> measured = MeasurePlans(w, o, {{"dqn-greedy v7", given}});
+  ASSERT_EQ(measured.size(), 1u);
+  ASSERT_TRUE(measured[0].measured) << measured[0].note;
+  EXPECT_EQ(measured[0].policy, "dqn-greedy v7");
+  EXPECT_EQ(measured[0].backend, "emulated:optane-dcpmm");
+  EXPECT_EQ(measured[0].measured_rounds, 3u);
+  EXPECT_GT(measured[0].predicted_ns, 0);
+  EXPECT_GT(measured[0].measured_all_slow_ns, measured[0].measured_all_dram_ns);
+  EXPECT_THROW(MeasurePlans(LoadWorkloadSpec("synthetic:vgg:3"), o, {}), std::invalid_argument);  // no model to run
 }
 
 }  // namespace

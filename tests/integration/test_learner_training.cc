@@ -16,6 +16,7 @@
 
 #include "agents/agent.h"
 #include "envs/placement_env.h"
+#include "learner/run_report.h"
 #include "protocol/codec.h"
 #include "tests/integration/fleet_harness.h"
 #include "transport/channel.h"
@@ -309,6 +310,14 @@ TEST(LearnerTraining, MeasurementCacheKeepsWorkersFromRepeatingAPlan) {
   EXPECT_GE(executions.load(), k.measurement_cache_misses + k.measurement_cache_redundant);
   EXPECT_LE(executions.load(), k.measurement_cache_misses + k.measurement_cache_redundant + 4);
   EXPECT_LE(executions.load(), 4u);
+  // The result carries the cache, so that the run's table can show the
+  // final plan as measured: here the greedy plan is the one plan the
+  // episodes ran.
+  ASSERT_EQ(result.measurements.size(), 1u);
+  EXPECT_EQ(result.measurements[0].backend, "fake-tier");
+  const FinalPlanMeasurement final_plan = FinalPlanMeasuredInTraining(result, result.greedy_plan);
+  EXPECT_TRUE(final_plan.measured) << final_plan.not_measured_reason;
+  EXPECT_EQ(final_plan.all_dram_ns, 1);  // CountingEvaluator's references
 }
 
 }  // namespace

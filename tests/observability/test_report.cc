@@ -7,6 +7,10 @@
 #include <filesystem>
 #include <regex>
 
+#include <nlohmann/json.hpp>
+
+#include "common/files.h"
+#include "learner/metrics_csv.h"
 #include "metrics/prometheus_server.h"
 #include "report/report.h"
 #include "tests/integration/process.h"
@@ -34,6 +38,47 @@ TEST(Report, ChartsAreSvgAndEmptySeriesSayNoData) {
 // Bench writes charts as files of their own: they must carry their style
 // (an unstyled frame <rect> fills black), show a policy measured at one
 // budget, and keep legend labels apart however many policies there are.
+// A run that ran real iterations: its measured plot has the all-DRAM and
+// all-slow times the workers measured as reference lines, and the page says
+// what the final plan took on real iterations (issue 16).
+TEST(Report, MeasuredPlotHasMeasuredReferencesAndTheFinalPlansMeasurement) {
+  const std::string dir = TempDir("report-measured");
+  std::vector<EpisodeRecord> records(4);
+  for (size_t i = 0; i < records.size(); ++i) {
+    records[i].episode = i + 1;
+    records[i].runtime_ns = 50e6 + 1e6 * static_cast<double>(i);
+    records[i].backend = i % 2 == 0 ? "emulated:optane-dcpmm" : "cost-model";
+  }
+  WriteFileAtomically(dir + "/metrics.csv", MetricsCsv(records));
+  nlohmann::json summary;
+  summary["measured_references"] = {
+      {{"backend", "emulated:optane-dcpmm"}, {"plans_measured", 2}, {"all_dram_ns", 20.5e6}, {"all_slow_ns", 88.25e6}}};
+  summary["final_plan"] = {{"produced_by", "dqn-greedy v9"},
+                           {"measured", {{"measured", true}, {"backend", "emulated:optane-dcpmm"},
+                                         {"method", "after training, 3 rounds"}, {"runtime_ns", 54.5e6},
+                                         {"all_dram_ns", 20.5e6}, {"all_slow_ns", 88.25e6}, {"oom", false},
+                                         {"relative_performance", 0.376}, {"normalised_cost", 0.5}}}};
+  WriteFileAtomically(dir + "/summary.json", summary.dump());
+  const std::string html = RenderRunReport(dir);
+  const size_t chart = html.find("Measured iteration time of the episodes' plans");
+  ASSERT_NE(chart, std::string::npos);
+  const std::string measured_chart = html.substr(chart, html.find("</svg>", chart) - chart);
+  EXPECT_NE(measured_chart.find(">all-DRAM, measured</text>"), std::string::npos) << measured_chart;
+  EXPECT_NE(measured_chart.find(">all-slow, measured</text>"), std::string::npos) << measured_chart;
+  EXPECT_NE(html.find("Measured on emulated:optane-dcpmm: the final plan 54.500 ms (37.6% of all-DRAM), all-DRAM "
+                      "20.500 ms, all-slow 88.250 ms"),
+            std::string::npos);
+
+  summary["final_plan"]["measured"] = {{"measured", false},
+                                       {"reason", "final plan not measured: no episode ran real iterations"}};
+  summary.erase("measured_references");
+  WriteFileAtomically(dir + "/summary.json", summary.dump());
+  const std::string unmeasured = RenderRunReport(dir);
+  EXPECT_NE(unmeasured.find("final plan not measured: no episode ran real iterations"), std::string::npos);
+  EXPECT_EQ(unmeasured.find("all-DRAM, measured"), std::string::npos);
+  fs::remove_all(dir);
+}
+
 TEST(Report, ChartsRenderOnTheirOwn) {
   std::vector<ChartSeries> series;
   for (const char* name : {"all-slow", "autotm-static", "autotm-sync", "ca-l", "ca-lm", "ca-lmp", "deeptm-heuristic",
