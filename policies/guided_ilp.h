@@ -5,8 +5,9 @@
 // starting from the policy's plan. The network decides which of the 10^3-10^5
 // location variables the solver may still change; the smaller program solves
 // faster than the whole ILP and, where the whole one stops at its time limit
-// or its gap, can end closer to its optimum. Without the network there is
-// nothing to fix (the ablation: an untrained network's decisions).
+// or its gap, can end closer to its optimum. The ablations: an untrained
+// network's decisions, and no network at all (HeatGuidedIlpPolicy: heat
+// order's plan, the hottest decisions fixed first).
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include "envs/plan_search.h"
 #include "policies/autotm.h"
 #include "policies/mip.h"
+#include "policies/policy.h"
 
 namespace tensortier {
 
@@ -62,5 +64,22 @@ void ValidateGuidedIlpOptions(const GuidedIlpOptions& options);
 // on env.workload() under env's DRAM limit and migration mode. Throws what
 // ValidateGuidedIlpOptions and `scores` throw.
 GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, const GuidedIlpOptions& options);
+
+// Scores with no network: every decision asks for DRAM (with clip-to-fit,
+// the MDP's hottest-first fill: heat order), and the hotter the tensor at
+// the kernel, the surer the decision.
+ActionScores HeatOrderScores();
+
+// "heat+ilp": the guided ILP with HeatOrderScores in place of a network, in
+// the default decision scope, with the context's DRAM limit, mode, solver
+// time limit (all solves together) and MIP gap. What dqn+ilp's network adds
+// is its plan against this one's in the same bench run.
+class HeatGuidedIlpPolicy : public PlacementPolicy {
+ public:
+  std::string name() const override { return "heat+ilp"; }
+
+ protected:
+  PolicyResult DecideImpl(const Workload& w, const PolicyContext& ctx) const override;
+};
 
 }  // namespace tensortier

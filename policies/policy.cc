@@ -9,6 +9,7 @@
 #include "policies/basic.h"
 #include "policies/cached_arrays.h"
 #include "policies/deeptm_heuristic.h"
+#include "policies/guided_ilp.h"
 #include "policies/sentinel.h"
 
 namespace tensortier {
@@ -42,6 +43,7 @@ const std::vector<std::pair<std::string, Factory>>& Registry() {
       {"ca-l", [] { return std::make_unique<CachedArraysPolicy>(CachedArraysVariant::kL); }},
       {"ca-lm", [] { return std::make_unique<CachedArraysPolicy>(CachedArraysVariant::kLM); }},
       {"ca-lmp", [] { return std::make_unique<CachedArraysPolicy>(CachedArraysVariant::kLMP); }},
+      {"heat+ilp", [] { return std::make_unique<HeatGuidedIlpPolicy>(); }},
   };
   return registry;
 }

@@ -1,5 +1,6 @@
 // The ILP a policy's network guides (policies/guided_ilp.h): what it fixes,
-// where it starts, and that it never returns a plan worse than the policy's.
+// where it starts, and that it never returns a plan worse than the policy's;
+// and the same ILP with no network (heat+ilp).
 #include <gtest/gtest.h>
 
 #include <stdexcept>
@@ -126,6 +127,42 @@ TEST(GuidedIlp, RefusesBadSharesAndNoTime) {
   GuidedIlpOptions no_time = Options(0.5);
   no_time.time_limit_seconds = 0;
   EXPECT_THROW(SolveGuidedIlp(env, PrefersDram(), no_time), std::invalid_argument);
+}
+
+TEST(HeatGuidedIlp, StartsFromHeatOrderAndFixesTheHottestDecisionsToDram) {
+  for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
+    Case c = SmallCase(mode);
+    PolicyContext ctx;
+    ctx.dram_limit_bytes = c.env.dram_limit_bytes;
+    ctx.mode = mode;
+    ctx.mip_gap = 0;
+    ctx.solver_time_limit_seconds = 30;
+    const PolicyResult r = MakePolicy("heat+ilp")->Decide(c.w, ctx);
+    EXPECT_EQ(r.plan.produced_by, "heat+ilp");
+    ASSERT_TRUE(r.solver.has_value());
+    EXPECT_GE(r.solver->solves, 1);
+    const CostReport cost = EvaluatePlan(c.w, r.plan);
+    EXPECT_FALSE(cost.oom);
+    // Heat order's own plan is the constant DRAM action's episode: the
+    // policy starts there and never ends slower.
+    PlacementEnv env(c.w, c.env);
+    const EpisodeSummary heat_order = RunEpisode(env, [](const Observation&) { return 0; });
+    EXPECT_DOUBLE_EQ(r.stats.at("heat_order_cost_ns"), heat_order.cost.total_ns);
+    EXPECT_LT(cost.total_ns, heat_order.cost.total_ns) << "the solves improve on DRAM-until-full";
+    // Every decision asks for DRAM, so heat ranks them: the first solve
+    // fixes the hottest 90% of heat order's decisions and cannot end slower.
+    const GuidedIlpResult first = SolveGuidedIlp(env, HeatOrderScores(), Options(0.9));
+    EXPECT_GT(first.solves.at(0).fixed_variables, 0);
+    EXPECT_LE(first.cost.total_ns, heat_order.cost.total_ns * (1 + 1e-9));
+  }
+}
+
+TEST(HeatGuidedIlp, WithoutALimitKeepsEverythingInDram) {
+  Case c = SmallCase(MigrationMode::kSync);
+  PolicyContext ctx;  // no DRAM limit
+  ctx.solver_time_limit_seconds = 10;
+  const PolicyResult r = MakePolicy("heat+ilp")->Decide(c.w, ctx);
+  EXPECT_DOUBLE_EQ(EvaluatePlan(c.w, r.plan).total_ns, MinCostNs(c.w));
 }
 
 }  // namespace
