@@ -1,15 +1,23 @@
 #include "policies/mip.h"
 
 #include <Cbc_C_Interface.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
+
+#include "common/log.h"
 
 namespace tensortier {
 
@@ -40,7 +48,7 @@ int MipModel::num_integer() const {
   return n;
 }
 
-MipSolution MipModel::Solve(const MipOptions& options) const {
+MipSolution MipModel::SolveInThisProcess(const MipOptions& options) const {
   const int n = num_variables(), m = num_rows();
   // CBC loads column-major: transpose the rows.
   std::vector<CoinBigIndex> col_start(n + 1, 0);
@@ -141,6 +149,128 @@ MipSolution MipModel::Solve(const MipOptions& options) const {
     default: s.status = Cbc_isAbandoned(model.get()) ? "abandoned" : "unknown"; break;
   }
   if (s.status == "optimal" && s.gap > options.relative_gap + 1e-9) s.status = "gap";
+  return s;
+}
+
+namespace {
+
+// A solution through a pipe: fixed fields, then the status, then the values.
+struct WireHeader {
+  uint8_t has_solution;
+  double objective, bound, gap, seconds;
+  int64_t nodes;
+  uint64_t status_bytes, values;
+};
+
+bool WriteAll(int fd, const void* data, size_t bytes) {
+  const char* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    const ssize_t n = ::write(fd, p, bytes);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    bytes -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Reads until EOF or `deadline`; false when the deadline passed first.
+bool ReadToEnd(int fd, std::string* out, std::chrono::steady_clock::time_point deadline) {
+  char buf[1 << 16];
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd pfd{fd, POLLIN, 0};
+    const int ready = ::poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return true;
+    out->append(buf, static_cast<size_t>(n));
+  }
+}
+
+}  // namespace
+
+// CBC's preprocessing can crash the process on some programs (a null
+// dereference in CglPreProcess::postProcess was seen on a paper-scale
+// ResNet-152 with most variables fixed; coin-or/Cbc has a history of such
+// reports). A crash must not take a learner, `train` or `bench` down with
+// it: the solve runs in a forked child that hands back its solution through
+// a pipe, and a child that dies is a solve with status "crashed" and no
+// solution. TENSORTIER_CBC_IN_PROCESS=1 solves in this process (debugging).
+MipSolution MipModel::Solve(const MipOptions& options) const {
+  if (const char* in_process = std::getenv("TENSORTIER_CBC_IN_PROCESS"); in_process && std::string(in_process) == "1")
+    return SolveInThisProcess(options);
+  int fds[2];
+  if (::pipe(fds) != 0) return SolveInThisProcess(options);
+  const auto begin = std::chrono::steady_clock::now();
+  const pid_t child = ::fork();
+  if (child < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return SolveInThisProcess(options);
+  }
+  if (child == 0) {
+    ::close(fds[0]);
+    // Fault injection for tests: the child dies as the OOM killer would end it.
+    if (const char* die = std::getenv("TENSORTIER_CBC_DIE_FOR_TEST"); die && std::string(die) == "1") ::raise(SIGKILL);
+    int rc = 1;
+    try {
+      const MipSolution s = SolveInThisProcess(options);
+      WireHeader h{};
+      h.has_solution = s.has_solution ? 1 : 0;
+      h.objective = s.objective;
+      h.bound = s.bound;
+      h.gap = s.gap;
+      h.seconds = s.seconds;
+      h.nodes = s.nodes;
+      h.status_bytes = s.status.size();
+      h.values = s.values.size();
+      if (WriteAll(fds[1], &h, sizeof h) && WriteAll(fds[1], s.status.data(), s.status.size()) &&
+          WriteAll(fds[1], s.values.data(), s.values.size() * sizeof(double)))
+        rc = 0;
+    } catch (...) {
+    }
+    ::_exit(rc);  // no destructors or atexit handlers of the parent's objects
+  }
+  ::close(fds[1]);
+  std::string bytes;
+  // CBC keeps its own (wall-clock) limit; this only catches a child that hangs.
+  const auto deadline = begin + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                    std::chrono::duration<double>(options.time_limit_seconds + 60));
+  const bool finished = ReadToEnd(fds[0], &bytes, deadline);
+  ::close(fds[0]);
+  if (!finished) ::kill(child, SIGKILL);
+  int wstatus = 0;
+  while (::waitpid(child, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  MipSolution s;
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  WireHeader h{};
+  const bool exited_cleanly = finished && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0;
+  if (exited_cleanly && bytes.size() >= sizeof h) {
+    std::memcpy(&h, bytes.data(), sizeof h);
+    if (bytes.size() == sizeof h + h.status_bytes + h.values * sizeof(double)) {
+      s.has_solution = h.has_solution != 0;
+      s.objective = h.objective;
+      s.bound = h.bound;
+      s.gap = h.gap;
+      s.seconds = h.seconds;
+      s.nodes = h.nodes;
+      s.status.assign(bytes.data() + sizeof h, h.status_bytes);
+      s.values.resize(h.values);
+      std::memcpy(s.values.data(), bytes.data() + sizeof h + h.status_bytes, h.values * sizeof(double));
+      return s;
+    }
+  }
+  s.status = "crashed";
+  std::string why = !finished ? "hung past its time limit and was killed"
+                    : WIFSIGNALED(wstatus) ? std::string("died of signal ") + std::to_string(WTERMSIG(wstatus)) + " (" +
+                                                 ::strsignal(WTERMSIG(wstatus)) + ")"
+                                           : "exited without a solution";
+  LogWarn("cbc_crashed").kv("detail", why).kv("variables", num_variables()).kv("rows", num_rows());
   return s;
 }
 

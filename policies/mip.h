@@ -20,7 +20,7 @@ struct MipOptions {
 };
 
 struct MipSolution {
-  std::string status;  // optimal | gap | time-limit | infeasible | node-limit | abandoned | unknown
+  std::string status;  // optimal | gap | time-limit | infeasible | node-limit | abandoned | unknown | crashed
   bool has_solution = false;
   std::vector<double> values;
   double objective = 0;
@@ -46,9 +46,12 @@ class MipModel {
   bool is_integer(int col) const { return integer_.at(col) != 0; }
   int num_rows() const { return static_cast<int>(row_sense_.size()); }
 
+  // In a forked child, so that a crash inside CBC is a solve with status
+  // "crashed" and no solution rather than the end of the calling process.
   MipSolution Solve(const MipOptions& options) const;
 
  private:
+  MipSolution SolveInThisProcess(const MipOptions& options) const;
   std::vector<double> lower_, upper_, objective_;
   std::vector<char> integer_;
   std::vector<int> row_start_{0};
