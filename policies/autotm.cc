@@ -1,11 +1,13 @@
 #include "policies/autotm.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
 
+#include "common/log.h"
 #include "envs/cost_model.h"
 #include "envs/first_touch.h"
 #include "policies/plan_tools.h"
@@ -231,21 +233,33 @@ AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& o) {
       for (const Segment& s : graphs[t].segments)
         if (std::optional<Tier> tier = o.start_tier(t, s.first, s.last))
           options.start.push_back({s.x, *tier == Tier::kDram ? 1.0 : 0.0});
-  } else if (overlap_objective && o.dram_limit_bytes > 0) {
-    AutoTmIlpOptions sync = o;
-    sync.formulation = AutoTmFormulation::kSynchronous;
-    sync.kernel_limits = limits;
-    sync.time_limit_seconds = o.time_limit_seconds / 4;
-    const AutoTmIlpResult warm = SolveAutoTmIlp(w, sync);
-    for (int col = 0; col < static_cast<int>(warm.mip.values.size()) && col < mip.num_variables(); ++col)
-      if (mip.is_integer(col)) options.start.push_back({col, std::round(warm.mip.values[col])});
-    warm_seconds = warm.mip.seconds;
-    options.time_limit_seconds = std::max(0.1, o.time_limit_seconds - warm_seconds);
   } else if (o.dram_limit_bytes > 0) {
-    const PlacementPlan start = FirstTouchPlan(w, tightest);
-    for (uint32_t t = 0; t < T; ++t)
-      for (const Segment& s : graphs[t].segments)
-        options.start.push_back({s.x, start.initial_tiers[t] == Tier::kDram ? 1.0 : 0.0});
+    bool warm_started = false;
+    if (overlap_objective) {
+      AutoTmIlpOptions sync = o;
+      sync.formulation = AutoTmFormulation::kSynchronous;
+      sync.kernel_limits = limits;
+      sync.time_limit_seconds = o.time_limit_seconds / 4;
+      const auto warm_begin = std::chrono::steady_clock::now();
+      try {
+        const AutoTmIlpResult warm = SolveAutoTmIlp(w, sync);
+        for (int col = 0; col < static_cast<int>(warm.mip.values.size()) && col < mip.num_variables(); ++col)
+          if (mip.is_integer(col)) options.start.push_back({col, std::round(warm.mip.values[col])});
+        warm_started = true;
+      } catch (const std::runtime_error& e) {
+        // The synchronous solve found nothing in its quarter of the time (a
+        // paper-scale ResNet-152 under load): the first-touch start instead.
+        LogWarn("autotm_warm_start_failed").kv("detail", e.what());
+      }
+      warm_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - warm_begin).count();
+      options.time_limit_seconds = std::max(0.1, o.time_limit_seconds - warm_seconds);
+    }
+    if (!warm_started) {
+      const PlacementPlan start = FirstTouchPlan(w, tightest);
+      for (uint32_t t = 0; t < T; ++t)
+        for (const Segment& s : graphs[t].segments)
+          options.start.push_back({s.x, start.initial_tiers[t] == Tier::kDram ? 1.0 : 0.0});
+    }
   }
 
   AutoTmIlpResult r;
