@@ -225,7 +225,8 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
     std::string detail = " + ILP (" + r.formulation + ", " + std::to_string(r.location_variables) + " locations;";
     for (const GuidedIlpSolve& solve : r.solves) {
       char one[160];
-      std::snprintf(one, sizeof one, " %.0f%%: %d fixed, %s, gap %.2f%%, %.1f s%s;", 100 * solve.fixed_share,
+      std::snprintf(one, sizeof one, " %s %.0f%%: %d fixed, %s, gap %.2f%%, %.1f s%s;",
+                    solve.formulation == "synchronous" ? "sync" : "async", 100 * solve.fixed_share,
                     solve.fixed_variables, solve.mip.status.c_str(), 100 * solve.mip.gap, solve.mip.seconds,
                     solve.improved ? ", better" : "");
       detail += one;

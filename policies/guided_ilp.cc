@@ -58,12 +58,15 @@ GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, co
   result.plan = greedy.summary.plan;
   result.cost = greedy.summary.cost;
 
-  // Per tensor, its decisions; the tier the greedy plan really gives it at
-  // each kernel (clip-to-fit may have turned a DRAM choice into the slow tier).
+  // Per tensor, its decisions.
   std::vector<std::vector<const PolicyDecision*>> of_tensor(w.num_tensors());
   for (const PolicyDecision& d : greedy.decisions) of_tensor.at(d.tensor).push_back(&d);
-  const PlanReplay replay = ReplayPlan(w, greedy.summary.plan);
-  // The greedy plan's tier over [first, last] when it does not change there.
+  // The tier a plan really gives a tensor at each kernel (clip-to-fit may
+  // have turned a DRAM choice into the slow tier), over [first, last] when it
+  // does not change there. The first formulation starts from the greedy
+  // plan; a later one from the best plan so far (its fixed tiers too, so that
+  // the start is a solution of the fixed program).
+  PlanReplay replay = ReplayPlan(w, greedy.summary.plan);
   auto plan_tier = [&](uint32_t t, int32_t first, int32_t last) -> std::optional<Tier> {
     if (first > last) return std::nullopt;  // the end-of-iteration node: left to the solver
     const Tier tier = replay.tier.at(first).at(t);
@@ -74,61 +77,73 @@ GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, co
 
   AutoTmIlpOptions ilp;
   ilp.mode = env.config().mode;
-  ilp.formulation = ilp.mode == MigrationMode::kAsync ? AutoTmFormulation::kAsynchronous : AutoTmFormulation::kSynchronous;
   ilp.dram_limit_bytes = env.config().dram_limit_bytes;
   ilp.mip_gap = options.mip_gap;
-  result.formulation = AutoTmFormulationName(ilp.formulation);
-  std::vector<double> best_values;  // of the best solve, when it beat the greedy plan
-  for (double share : options.fixed_shares) {
-    const double left = options.time_limit_seconds - elapsed();
-    if (left <= 0) break;
-    GuidedIlpSolve solve;
-    solve.fixed_share = share;
-    const float sure = SureGap(greedy.decisions, share);
-    int locations = 0;
-    ilp.fixed_tier = [&](uint32_t t, int32_t first, int32_t last) -> std::optional<Tier> {
-      ++locations;
-      // Fixed only where every decision of the policy that covers these
-      // kernels is sure, and at least one does.
-      bool covered = false;
-      for (const PolicyDecision* d : of_tensor[t]) {
-        if (static_cast<int32_t>(d->kernel) > last || static_cast<int32_t>(d->holds_until) <= first) continue;
-        if (!(d->gap >= sure)) return std::nullopt;
-        covered = true;
+  std::vector<std::pair<AutoTmFormulation, double>> phases;  // formulation, when its solves must end
+  if (ilp.mode == MigrationMode::kAsync && options.synchronous_first_in_async)
+    phases = {{AutoTmFormulation::kSynchronous, options.time_limit_seconds / 2},
+              {AutoTmFormulation::kAsynchronous, options.time_limit_seconds}};
+  else
+    phases = {{ilp.mode == MigrationMode::kAsync ? AutoTmFormulation::kAsynchronous : AutoTmFormulation::kSynchronous,
+               options.time_limit_seconds}};
+  for (const auto& [formulation, phase_end] : phases)
+    result.formulation += std::string(result.formulation.empty() ? "" : ", then ") + AutoTmFormulationName(formulation);
+  for (size_t phase = 0; phase < phases.size(); ++phase) {
+    ilp.formulation = phases[phase].first;
+    if (phase > 0) replay = ReplayPlan(w, result.plan);
+    std::vector<double> best_values;  // of this formulation's best solve, when it beat the plan before
+    for (double share : options.fixed_shares) {
+      const double left = phases[phase].second - elapsed();
+      if (left <= 0) break;
+      GuidedIlpSolve solve;
+      solve.formulation = AutoTmFormulationName(ilp.formulation);
+      solve.fixed_share = share;
+      const float sure = SureGap(greedy.decisions, share);
+      int locations = 0;
+      ilp.fixed_tier = [&](uint32_t t, int32_t first, int32_t last) -> std::optional<Tier> {
+        ++locations;
+        // Fixed only where every decision of the policy that covers these
+        // kernels is sure, and at least one does.
+        bool covered = false;
+        for (const PolicyDecision* d : of_tensor[t]) {
+          if (static_cast<int32_t>(d->kernel) > last || static_cast<int32_t>(d->holds_until) <= first) continue;
+          if (!(d->gap >= sure)) return std::nullopt;
+          covered = true;
+        }
+        if (!covered) return std::nullopt;
+        std::optional<Tier> tier = plan_tier(t, first, last);
+        if (tier) ++solve.fixed_variables;
+        return tier;
+      };
+      ilp.start_tier = plan_tier;
+      ilp.start_values = best_values;
+      ilp.time_limit_seconds = left;
+      try {
+        AutoTmIlpResult solved = SolveAutoTmIlp(w, ilp);
+        PlacementPlan plan = std::move(solved.plan);
+        RepairToLimit(w, &plan);
+        CostReport cost = EvaluatePlan(w, plan);
+        solve.cost_ns = cost.oom ? 0 : cost.total_ns;
+        solve.improved = !cost.oom && (result.cost.oom || cost.total_ns < result.cost.total_ns);
+        if (solve.improved) {
+          result.plan = std::move(plan);
+          result.cost = std::move(cost);
+          result.solved = true;
+          best_values = std::move(solved.mip.values);
+        }
+        solve.mip = std::move(solved.mip);
+        solve.mip.values.clear();
+      } catch (const std::runtime_error&) {
+        // CBC found no solution of the fixed program (the policy's plan is
+        // not one the formulation can express, and nothing else was found in
+        // time): the plan before stands.
+        solve.mip.status = "no-solution";
       }
-      if (!covered) return std::nullopt;
-      std::optional<Tier> tier = plan_tier(t, first, last);
-      if (tier) ++solve.fixed_variables;
-      return tier;
-    };
-    ilp.start_tier = plan_tier;
-    ilp.start_values = best_values;
-    ilp.time_limit_seconds = left;
-    try {
-      AutoTmIlpResult solved = SolveAutoTmIlp(w, ilp);
-      PlacementPlan plan = std::move(solved.plan);
-      RepairToLimit(w, &plan);
-      CostReport cost = EvaluatePlan(w, plan);
-      solve.cost_ns = cost.oom ? 0 : cost.total_ns;
-      solve.improved = !cost.oom && (result.cost.oom || cost.total_ns < result.cost.total_ns);
-      if (solve.improved) {
-        result.plan = std::move(plan);
-        result.cost = std::move(cost);
-        result.solved = true;
-        best_values = std::move(solved.mip.values);
-      }
-      solve.mip = std::move(solved.mip);
-      solve.mip.values.clear();
-    } catch (const std::runtime_error&) {
-      // CBC found no solution of the fixed program (the policy's plan is
-      // not one the formulation can express, and nothing else was found in
-      // time): the plan before stands.
-      solve.mip.status = "no-solution";
+      result.location_variables = locations;
+      const bool out_of_time = solve.mip.status == "time-limit";
+      result.solves.push_back(std::move(solve));
+      if (out_of_time) break;  // a solve that fixes less would not finish either
     }
-    result.location_variables = locations;
-    const bool out_of_time = solve.mip.status == "time-limit";
-    result.solves.push_back(std::move(solve));
-    if (out_of_time) break;  // a solve that fixes less would not finish either
   }
   result.seconds = elapsed();
   return result;

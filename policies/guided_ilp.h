@@ -32,9 +32,16 @@ struct GuidedIlpOptions {
   std::vector<double> fixed_shares = {0.9, 0.7, 0.5, 0.3, 0.1};
   double time_limit_seconds = 60;  // all the solves together
   double mip_gap = 0.01;
+  // In async mode, the solves first use AutoTM's synchronous formulation
+  // (its plans are valid there too, and its programs solve in a fraction of
+  // the asynchronous one's time: on the paper-scale models it is the ILP
+  // that finishes), for up to half the time, then the asynchronous one from
+  // the best plan so far, for the rest. False: the asynchronous one alone.
+  bool synchronous_first_in_async = true;
 };
 
 struct GuidedIlpSolve {
+  std::string formulation;   // synchronous | asynchronous
   double fixed_share = 0;
   int fixed_variables = 0;   // location variables fixed by the policy
   MipSolution mip;           // status, gap, seconds (values dropped)
@@ -47,8 +54,8 @@ struct GuidedIlpResult {
   PlacementPlan plan;      // the best plan: the greedy one when no solve beat it
   CostReport cost;         // of `plan`, on the cost model
   bool solved = false;     // a solve beat the greedy plan
-  std::string formulation; // synchronous | asynchronous
-  int location_variables = 0;  // segments of AutoTM's flow graphs
+  std::string formulation; // synchronous | asynchronous | "synchronous, then asynchronous"
+  int location_variables = 0;  // segments of AutoTM's flow graphs (the last formulation's)
   std::vector<GuidedIlpSolve> solves;
   double seconds = 0;          // the greedy episode and the solves
 };

@@ -48,10 +48,14 @@ TEST(GuidedIlp, NothingFixedSolvesTheWholeIlpFromThePolicysPlan) {
     Case c = SmallCase(mode);
     PlacementEnv env(c.w, c.env);
     const GuidedIlpResult r = SolveGuidedIlp(env, PrefersDram(), Options(0));
-    ASSERT_EQ(r.solves.size(), 1u);
-    EXPECT_EQ(r.solves[0].fixed_variables, 0);
+    // In async mode the synchronous formulation goes first, then the
+    // asynchronous one from the best plan so far.
+    ASSERT_EQ(r.solves.size(), mode == MigrationMode::kSync ? 1u : 2u);
+    for (const GuidedIlpSolve& solve : r.solves) EXPECT_EQ(solve.fixed_variables, 0);
+    EXPECT_EQ(r.solves.back().formulation, mode == MigrationMode::kSync ? "synchronous" : "asynchronous");
+    EXPECT_EQ(r.solves.front().formulation, "synchronous");
     EXPECT_GT(r.location_variables, 0);
-    EXPECT_EQ(r.formulation, mode == MigrationMode::kSync ? "synchronous" : "asynchronous");
+    EXPECT_EQ(r.formulation, mode == MigrationMode::kSync ? "synchronous" : "synchronous, then asynchronous");
     ASSERT_TRUE(r.solved) << "the whole ILP improves on DRAM-until-full";
     EXPECT_FALSE(r.cost.oom);
     EXPECT_LT(r.cost.total_ns, r.greedy.cost.total_ns);
@@ -112,6 +116,32 @@ TEST(GuidedIlp, EachSolveFixesLessAndStartsFromTheBestPlanSoFar) {
   // The last solve fixed nothing: the whole program's optimum.
   const GuidedIlpResult whole = SolveGuidedIlp(env, PrefersDram(), Options(0));
   EXPECT_NEAR(r.cost.total_ns, whole.cost.total_ns, 1e-6 * whole.cost.total_ns);
+}
+
+TEST(GuidedIlp, InAsyncModeTheAsynchronousFormulationStartsFromTheSynchronousOnesBest) {
+  Case c = SmallCase(MigrationMode::kAsync);
+  PlacementEnv env(c.w, c.env);
+  GuidedIlpOptions o = Options(0.5);
+  o.fixed_shares = {0.5, 0};
+  const GuidedIlpResult both = SolveGuidedIlp(env, PrefersDram(), o);
+  ASSERT_EQ(both.solves.size(), 4u);
+  double best = both.greedy.cost.total_ns;
+  for (size_t i = 0; i < both.solves.size(); ++i) {
+    const GuidedIlpSolve& s = both.solves[i];
+    EXPECT_EQ(s.formulation, i < 2 ? "synchronous" : "asynchronous");
+    ASSERT_EQ(s.mip.status, "optimal");
+    // Each starts from the best plan before it: none ends slower.
+    EXPECT_LE(s.cost_ns, best * (1 + 1e-9)) << "solve " << i;
+    if (s.improved) best = s.cost_ns;
+  }
+  EXPECT_DOUBLE_EQ(both.cost.total_ns, best);
+  // The asynchronous formulation alone, to its optimum, ends where both do:
+  // the synchronous solves only change where the asynchronous ones start.
+  o.synchronous_first_in_async = false;
+  const GuidedIlpResult async_only = SolveGuidedIlp(env, PrefersDram(), o);
+  ASSERT_EQ(async_only.solves.size(), 2u);
+  EXPECT_EQ(async_only.formulation, "asynchronous");
+  EXPECT_NEAR(both.cost.total_ns, async_only.cost.total_ns, 1e-6 * async_only.cost.total_ns);
 }
 
 TEST(GuidedIlp, RefusesBadSharesAndNoTime) {

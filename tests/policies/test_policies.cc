@@ -66,7 +66,9 @@ TEST(PolicyLimits, EveryPolicyRespectsTheDramLimitOnRandomGraphs) {
           ctx.mode = mode;
           ctx.seed = seed;
           // Short solves: a time-limited ILP must still return a plan that
-          // fits (its MIP start does).
+          // fits (its MIP start does). Some of these programs crash CBC's
+          // preprocessing (heat+ilp's, with most variables fixed): the solve
+          // runs in a child process and the plan before it stands.
           ctx.mip_gap = 0.05;
           ctx.solver_time_limit_seconds = 0.3;
           for (const std::string& name : PolicyNames()) {
@@ -95,7 +97,7 @@ TEST(PolicyLimits, EveryPolicyRespectsTheDramLimitOnRandomGraphs) {
       }
     }
   }
-  EXPECT_EQ(plans, 4 * 2 * 4 * 2 * 11);
+  EXPECT_EQ(plans, 4 * 2 * 4 * 2 * static_cast<int>(PolicyNames().size() - 1));
 }
 
 TEST(AllDram, IgnoresTheLimitAndIsTheIdeal) {
