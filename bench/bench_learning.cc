@@ -216,12 +216,15 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
         "plan-time search", SummaryPercent(w, r.best), r.best.oom, r.seconds);
   };
   search("untrained network");
-  auto guided_ilp = [&](const std::string& label, const ActionScores& scores) {
+  // `in` is the environment to play in: `env` (whose decision order the
+  // network sets, with --policy-order) for the network's rows, one without
+  // that order for the rows with no network.
+  auto guided_ilp = [&](const std::string& label, const ActionScores& scores, PlacementEnv& in) {
     if (o.guided_ilp_shares.empty()) return;
     GuidedIlpOptions g;
     g.fixed_shares = o.guided_ilp_shares;
     g.time_limit_seconds = o.solver_seconds;
-    GuidedIlpResult r = SolveGuidedIlp(env, scores, g);
+    GuidedIlpResult r = SolveGuidedIlp(in, scores, g);
     std::string detail = " + ILP (" + r.formulation + ", " + std::to_string(r.location_variables) + " locations;";
     for (const GuidedIlpSolve& solve : r.solves) {
       char one[160];
@@ -234,18 +237,19 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
     detail.back() = ')';
     add(label + detail, "plan-time ILP", Percent(w, r.plan, nullptr), r.cost.oom, r.seconds);
   };
-  guided_ilp("untrained network", ScoresOf(agent));
+  guided_ilp("untrained network", ScoresOf(agent), env);
+  PlacementEnv heat_order_env(w, ec);  // heat orders each kernel's decisions, as in heat+ilp
   // The same pipeline with no network at all (issue #15, criterion 3): the
   // constant DRAM action, whose plan is heat order with clip-to-fit, and
   // the decisions it fixes ranked by heat (the hottest surest), or at
   // random (what fixing alone, without any ranking, is worth).
   guided_ilp("constant DRAM (heat order), ranked by heat",
-             [](const Observation& ob) { return std::make_pair(1.0f + ob[kObsHeat], 0.0f); });
+             HeatOrderScores(), heat_order_env);
   {
     std::mt19937_64 rank_rng(o.seed);
     std::uniform_real_distribution<float> u(0.0f, 1.0f);
     guided_ilp("constant DRAM (heat order), ranked at random",
-               [&](const Observation&) { return std::make_pair(1.0f + u(rank_rng), 0.0f); });
+               [&](const Observation&) { return std::make_pair(1.0f + u(rank_rng), 0.0f); }, heat_order_env);
   }
 
   std::vector<PlacementPlan> experts;
@@ -288,7 +292,7 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
         "greedy policy", im.best_greedy.oom ? 0.0 : 100.0 * all_dram / im.best_cost_ns, im.best_greedy.oom,
         Seconds(train_start));
     search(tag);
-    guided_ilp(tag, ScoresOf(agent));
+    guided_ilp(tag, ScoresOf(agent), env);
     if (o.self_rounds > 0) {
       const auto self_start = Clock::now();
       double best_searched = 0;
