@@ -184,7 +184,7 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
   // config.toml as one space-separated string, which would not read back.
   cmd->add_option("--demonstrations", f.demonstrations,
                   "Baseline policies whose plans DQN imitates before training (DQfD + DAgger, the fastest plan "
-                  "of them); 'none' to start from random weights [default: autotm-sync sentinel]");
+                  "of them); 'none' to start from random weights [default: autotm-sync sentinel heat+ilp]");
   cmd->add_option("--baselines", f.baselines,
                   "Baseline policies scored beside the learned plan at the end [default: sentinel autotm-sync ca-lm]");
   cmd->add_option("--solver-seconds", f.solver_seconds, "Time limit of each ILP solve of the baselines (AutoTM)")
