@@ -156,7 +156,14 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
   ctx.solver_time_limit_seconds = o.solver_seconds;
   std::vector<std::pair<std::string, PlacementPlan>> plans;
   for (const std::string& b : o.baselines) {
-    PolicyResult r = MakePolicy(b)->Decide(w, ctx);
+    PolicyResult r;
+    try {
+      r = MakePolicy(b)->Decide(w, ctx);
+    } catch (const std::runtime_error& e) {  // a solver that found nothing: the row says so, the rest goes on
+      std::fprintf(stderr, "  %s failed: %s\n", b.c_str(), e.what());
+      add(b + " (failed: " + e.what() + ")", "baseline", 0, true, 0);
+      continue;
+    }
     bool oom = false;
     double pct = Percent(w, r.plan, &oom);
     std::string label = b;
