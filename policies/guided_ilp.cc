@@ -92,12 +92,15 @@ GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, co
     ilp.formulation = phases[phase].first;
     if (phase > 0) replay = ReplayPlan(w, result.plan);
     std::vector<double> best_values;  // of this formulation's best solve, when it beat the plan before
-    for (double share : options.fixed_shares) {
+    // One solve that fixes the surest `share` (0: nothing) and stops at
+    // `gap`; false when it ran out of time.
+    auto solve_once = [&](double share, double gap) {
       const double left = phases[phase].second - elapsed();
-      if (left <= 0) break;
+      if (left <= 0) return false;
       GuidedIlpSolve solve;
       solve.formulation = AutoTmFormulationName(ilp.formulation);
       solve.fixed_share = share;
+      solve.mip_gap = gap;
       const float sure = SureGap(greedy.decisions, share);
       int locations = 0;
       ilp.fixed_tier = [&](uint32_t t, int32_t first, int32_t last) -> std::optional<Tier> {
@@ -118,6 +121,7 @@ GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, co
       ilp.start_tier = plan_tier;
       ilp.start_values = best_values;
       ilp.time_limit_seconds = left;
+      ilp.mip_gap = gap;
       try {
         AutoTmIlpResult solved = SolveAutoTmIlp(w, ilp);
         PlacementPlan plan = std::move(solved.plan);
@@ -140,10 +144,16 @@ GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, co
         solve.mip.status = "no-solution";
       }
       result.location_variables = locations;
-      const bool out_of_time = solve.mip.status == "time-limit";
+      const bool in_time = solve.mip.status != "time-limit";
       result.solves.push_back(std::move(solve));
-      if (out_of_time) break;  // a solve that fixes less would not finish either
-    }
+      return in_time;
+    };
+    bool in_time = true;
+    for (double share : options.fixed_shares)
+      if (!(in_time = solve_once(share, options.mip_gap))) break;  // a solve that fixes less would not finish either
+    // Time left after the last formulation's shares: the whole program from
+    // the best plan, closer to its optimum than the shares' gap allows.
+    if (in_time && phase + 1 == phases.size() && options.final_mip_gap > 0) solve_once(0, options.final_mip_gap);
   }
   result.seconds = elapsed();
   return result;

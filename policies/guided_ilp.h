@@ -32,6 +32,11 @@ struct GuidedIlpOptions {
   std::vector<double> fixed_shares = {0.9, 0.7, 0.5, 0.3, 0.1};
   double time_limit_seconds = 60;  // all the solves together
   double mip_gap = 0.01;
+  // When the shares' solves end within the time limit, one more solve of
+  // the whole program (nothing fixed) from the best plan, in the time left,
+  // to this gap: the shares' solves stop at `mip_gap` of their own programs,
+  // which leaves up to that much on the table (0: no such solve).
+  double final_mip_gap = 0.001;
   // In async mode, the solves first use AutoTM's synchronous formulation
   // (its plans are valid there too, and its programs solve in a fraction of
   // the asynchronous one's time: on the paper-scale models it is the ILP
@@ -43,6 +48,7 @@ struct GuidedIlpOptions {
 struct GuidedIlpSolve {
   std::string formulation;   // synchronous | asynchronous
   double fixed_share = 0;
+  double mip_gap = 0;        // the relative gap it stopped at
   int fixed_variables = 0;   // location variables fixed by the policy
   MipSolution mip;           // status, gap, seconds (values dropped)
   double cost_ns = 0;        // the solver's plan on the cost model (0: no plan)

@@ -39,6 +39,7 @@ GuidedIlpOptions Options(double share) {
   GuidedIlpOptions o;
   o.fixed_shares = {share};
   o.mip_gap = 0;
+  o.final_mip_gap = 0;  // each solve is already to the optimum of its program
   o.time_limit_seconds = 30;
   return o;
 }
@@ -142,6 +143,29 @@ TEST(GuidedIlp, InAsyncModeTheAsynchronousFormulationStartsFromTheSynchronousOne
   ASSERT_EQ(async_only.solves.size(), 2u);
   EXPECT_EQ(async_only.formulation, "asynchronous");
   EXPECT_NEAR(both.cost.total_ns, async_only.cost.total_ns, 1e-6 * async_only.cost.total_ns);
+}
+
+TEST(GuidedIlp, TimeLeftAfterTheSharesGoesToTheWholeProgramAtTheFinalGap) {
+  Case c = SmallCase(MigrationMode::kSync);
+  PlacementEnv env(c.w, c.env);
+  GuidedIlpOptions o = Options(0.9);
+  o.fixed_shares = {0.9};
+  o.mip_gap = 0.5;  // the share's solve may stop far from its optimum
+  o.final_mip_gap = 1e-9;
+  const GuidedIlpResult r = SolveGuidedIlp(env, PrefersDram(), o);
+  ASSERT_EQ(r.solves.size(), 2u);
+  EXPECT_GT(r.solves[0].fixed_variables, 0);
+  EXPECT_DOUBLE_EQ(r.solves[0].mip_gap, 0.5);
+  EXPECT_EQ(r.solves[1].fixed_share, 0);
+  EXPECT_EQ(r.solves[1].fixed_variables, 0);
+  EXPECT_DOUBLE_EQ(r.solves[1].mip_gap, 1e-9);
+  EXPECT_EQ(r.solves[1].mip.status, "optimal");
+  // The whole program's optimum, whatever the share's solve stopped at.
+  const GuidedIlpResult whole = SolveGuidedIlp(env, PrefersDram(), Options(0));
+  EXPECT_NEAR(r.cost.total_ns, whole.cost.total_ns, 1e-6 * whole.cost.total_ns);
+  // Not when the shares used the time up, nor when the final gap is 0.
+  o.final_mip_gap = 0;
+  EXPECT_EQ(SolveGuidedIlp(env, PrefersDram(), o).solves.size(), 1u);
 }
 
 TEST(GuidedIlp, RefusesBadSharesAndNoTime) {
