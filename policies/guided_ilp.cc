@@ -78,7 +78,6 @@ GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, co
   AutoTmIlpOptions ilp;
   ilp.mode = env.config().mode;
   ilp.dram_limit_bytes = env.config().dram_limit_bytes;
-  ilp.mip_gap = options.mip_gap;
   std::vector<std::pair<AutoTmFormulation, double>> phases;  // formulation, when its solves must end
   if (ilp.mode == MigrationMode::kAsync && options.synchronous_first_in_async)
     phases = {{AutoTmFormulation::kSynchronous, options.time_limit_seconds / 2},
@@ -100,7 +99,7 @@ GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, co
       GuidedIlpSolve solve;
       solve.formulation = AutoTmFormulationName(ilp.formulation);
       solve.fixed_share = share;
-      solve.mip_gap = gap;
+      solve.target_gap = gap;
       const float sure = SureGap(greedy.decisions, share);
       int locations = 0;
       ilp.fixed_tier = [&](uint32_t t, int32_t first, int32_t last) -> std::optional<Tier> {

@@ -48,7 +48,7 @@ struct GuidedIlpOptions {
 struct GuidedIlpSolve {
   std::string formulation;   // synchronous | asynchronous
   double fixed_share = 0;
-  double mip_gap = 0;        // the relative gap it stopped at
+  double target_gap = 0;     // the relative gap CBC was asked to stop at (mip.gap: the one it reached)
   int fixed_variables = 0;   // location variables fixed by the policy
   MipSolution mip;           // status, gap, seconds (values dropped)
   double cost_ns = 0;        // the solver's plan on the cost model (0: no plan)

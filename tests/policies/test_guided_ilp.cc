@@ -155,10 +155,10 @@ TEST(GuidedIlp, TimeLeftAfterTheSharesGoesToTheWholeProgramAtTheFinalGap) {
   const GuidedIlpResult r = SolveGuidedIlp(env, PrefersDram(), o);
   ASSERT_EQ(r.solves.size(), 2u);
   EXPECT_GT(r.solves[0].fixed_variables, 0);
-  EXPECT_DOUBLE_EQ(r.solves[0].mip_gap, 0.5);
+  EXPECT_DOUBLE_EQ(r.solves[0].target_gap, 0.5);
   EXPECT_EQ(r.solves[1].fixed_share, 0);
   EXPECT_EQ(r.solves[1].fixed_variables, 0);
-  EXPECT_DOUBLE_EQ(r.solves[1].mip_gap, 1e-9);
+  EXPECT_DOUBLE_EQ(r.solves[1].target_gap, 1e-9);
   EXPECT_EQ(r.solves[1].mip.status, "optimal");
   // The whole program's optimum, whatever the share's solve stopped at.
   const GuidedIlpResult whole = SolveGuidedIlp(env, PrefersDram(), Options(0));
