@@ -1,5 +1,6 @@
 #include "learner/run_report.h"
 
+#include <cmath>
 #include <cstdio>
 #include <iomanip>
 #include <limits>
@@ -145,6 +146,35 @@ FinalPlanMeasurement FinalPlanMeasuredInTraining(const LearnerResult& result, co
   return m;
 }
 
+std::vector<MeasuredComparisonRow> MeasuredComparisonRows(const FinalPlanMeasurement& measured) {
+  if (!measured.measured) return {};
+  const std::string source = "measured on " + measured.backend;
+  const double span = measured.all_slow_ns - measured.all_dram_ns;
+  auto reference = [&](const std::string& policy, double ns) {
+    MeasuredComparisonRow r;
+    r.policy = policy;
+    r.source = source;
+    r.runtime_ns = ns;
+    r.relative_performance = ns > 0 ? measured.all_dram_ns / ns : 0;
+    r.normalised_cost = span > 0 ? (ns - measured.all_dram_ns) / span : std::numeric_limits<double>::quiet_NaN();
+    return r;
+  };
+  std::vector<MeasuredComparisonRow> rows{reference("all-dram (no limit)", measured.all_dram_ns),
+                                          reference("all-slow", measured.all_slow_ns)};
+  // The final plan's own ratio (a median of per-round ratios when measured
+  // in rounds), not all_dram_ns / runtime_ns.
+  MeasuredComparisonRow plan;
+  plan.policy = measured.plan_name;
+  plan.source = source + kFinalMark;
+  plan.oom = measured.oom;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  plan.runtime_ns = measured.oom ? nan : measured.runtime_ns;
+  plan.relative_performance = measured.oom ? nan : measured.relative_performance;
+  plan.normalised_cost = measured.oom ? nan : measured.normalised_cost;
+  rows.push_back(plan);
+  return rows;
+}
+
 std::string ComparisonMarkdown(const std::vector<PolicyScore>& scores, const FinalPlanMeasurement& measured) {
   std::ostringstream os;
   os << "| policy | source | runtime (ms) | vs all-DRAM | normalised cost | DRAM peak (MiB) | migrated (MiB) | OOM |\n"
@@ -157,31 +187,16 @@ std::string ComparisonMarkdown(const std::vector<PolicyScore>& scores, const Fin
        << (s.cost.bytes_to_slow + s.cost.bytes_to_dram) / 1048576.0 << " | " << (s.cost.oom ? "yes" : "no")
        << " |\n";
   }
-  if (!measured.measured) return os.str();
   // Not scored by the cost model: no peak or migration figures of their own.
-  const std::string source = "measured on " + measured.backend;
-  auto reference_row = [&](const std::string& policy, double ns) {
-    os << "| " << policy << " | " << source << " | ";
-    const double relative = ns > 0 ? measured.all_dram_ns / ns : 0;
-    const double span = measured.all_slow_ns - measured.all_dram_ns;
-    os << std::setprecision(3) << ns / 1e6 << " | " << std::setprecision(1) << 100.0 * relative << "% | ";
-    if (span > 0)
-      os << std::setprecision(3) << (ns - measured.all_dram_ns) / span;
-    else
-      os << "–";
-    os << " | – | – | no |\n";
+  auto cell = [&](double v, int precision, double scale, const char* unit) -> std::ostream& {
+    if (!std::isfinite(v)) return os << "–";
+    return os << std::setprecision(precision) << v * scale << unit;
   };
-  reference_row("all-dram (no limit)", measured.all_dram_ns);
-  reference_row("all-slow", measured.all_slow_ns);
-  // The final plan's own ratio (a median of per-round ratios when measured
-  // in rounds), not all_dram_ns / runtime_ns.
-  os << "| " << measured.plan_name << " | " << source << kFinalMark << " | ";
-  if (measured.oom) {
-    os << "– | – | – | – | – | yes |\n";
-  } else {
-    os << std::setprecision(3) << measured.runtime_ns / 1e6 << " | " << std::setprecision(1)
-       << 100.0 * measured.relative_performance << "% | " << std::setprecision(3) << measured.normalised_cost
-       << " | – | – | no |\n";
+  for (const MeasuredComparisonRow& r : MeasuredComparisonRows(measured)) {
+    os << "| " << r.policy << " | " << r.source << " | ";
+    cell(r.runtime_ns, 3, 1e-6, "") << " | ";
+    cell(r.relative_performance, 1, 100.0, "%") << " | ";
+    cell(r.normalised_cost, 3, 1.0, "") << " | – | – | " << (r.oom ? "yes" : "no") << " |\n";
   }
   return os.str();
 }
@@ -347,6 +362,24 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
     csv << '"' << s.policy << "\",\"" << s.source << "\"," << s.cost.total_ns << ',' << s.relative_performance << ',' << s.normalised_cost << ','
         << s.cost.dram_peak_bytes << ',' << (s.cost.bytes_to_slow + s.cost.bytes_to_dram) << ','
         << (s.cost.oom ? 1 : 0) << ',' << s.memory_cost_dollars << '\n';
+  }
+  // The measured rows: no peak, migration or dollar figures of their own
+  // (empty in the CSV, absent from the JSON), and null where the plan ran
+  // out of DRAM.
+  auto json_number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
+  auto csv_number = [&csv](double v) -> std::ostringstream& {
+    if (std::isfinite(v)) csv << v;
+    return csv;
+  };
+  for (const MeasuredComparisonRow& r : MeasuredComparisonRows(measured)) {
+    comp.push_back({{"policy", r.policy}, {"source", r.source}, {"runtime_ns", json_number(r.runtime_ns)},
+                    {"relative_performance", json_number(r.relative_performance)},
+                    {"normalised_cost", json_number(r.normalised_cost)}, {"oom", r.oom},
+                    {"backend", measured.backend}, {"method", measured.method}});
+    csv << '"' << r.policy << "\",\"" << r.source << "\",";
+    csv_number(r.runtime_ns) << ',';
+    csv_number(r.relative_performance) << ',';
+    csv_number(r.normalised_cost) << ",,," << (r.oom ? 1 : 0) << ",\n";
   }
   WriteFileAtomically(dir + "/comparison.json", comp.dump(2) + "\n");
   WriteFileAtomically(dir + "/comparison.csv", csv.str());

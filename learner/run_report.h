@@ -80,6 +80,20 @@ FinalPlanMeasurement FinalPlanMeasuredInTraining(const LearnerResult& result, co
 std::vector<PolicyScore> ComparePlans(const Workload& w, const EnvConfig& env, const LearnerResult& result,
                                       const FinalPlanChoice& final_plan, const std::vector<BaselinePlan>& baselines);
 
+// The rows that follow the cost model's in comparison.{md,csv,json} when the
+// final plan was measured: all-DRAM, all-slow and the final plan, source
+// "measured on BACKEND"; NaN where there is no figure (an OOM plan's runtime,
+// a normalised cost with no span between the references).
+struct MeasuredComparisonRow {
+  std::string policy;
+  std::string source;
+  double runtime_ns = 0;
+  double relative_performance = 0;
+  double normalised_cost = 0;
+  bool oom = false;
+};
+std::vector<MeasuredComparisonRow> MeasuredComparisonRows(const FinalPlanMeasurement& measured);
+
 // With `measured.measured`, three rows follow the cost model's: all-DRAM,
 // all-slow and the final plan as measured (source "measured on BACKEND").
 std::string ComparisonMarkdown(const std::vector<PolicyScore>& scores, const FinalPlanMeasurement& measured = {});

@@ -386,11 +386,18 @@ std::string RenderRunReport(const std::string& run_dir) {
   if (summary.is_discarded()) summary = nlohmann::json();
 
   std::vector<ChartLine> baselines;
-  const int c_policy = comparison.Column("policy"), c_runtime = comparison.Column("runtime_ns");
+  const int c_policy = comparison.Column("policy"), c_runtime = comparison.Column("runtime_ns"),
+            c_source = comparison.Column("source");
+  auto cell = [](const std::vector<std::string>& row, int col) {
+    return col >= 0 && static_cast<size_t>(col) < row.size() ? row[col] : std::string();
+  };
+  // Rows measured on real iterations follow the cost model's; they are not
+  // the cost model's references.
+  auto measured_row = [&](const std::vector<std::string>& row) { return cell(row, c_source).rfind("measured on", 0) == 0; };
   const char* colors[] = {"#2e7d32", "#ef6c00", "#c62828", "#6a1b9a", "#00838f"};
   for (size_t i = 0; i < comparison.rows.size(); ++i) {
     const auto& row = comparison.rows[i];
-    if (c_policy < 0 || c_runtime < 0 || static_cast<size_t>(c_policy) >= row.size()) continue;
+    if (c_policy < 0 || c_runtime < 0 || static_cast<size_t>(c_policy) >= row.size() || measured_row(row)) continue;
     const std::string& p = row[c_policy];
     if (p.rfind("all-dram", 0) == 0 || p == "first-touch" || p == "all-slow")
       baselines.push_back({p, colors[baselines.size() % 5], Number(row, c_runtime) / 1e6});
@@ -416,7 +423,7 @@ std::string RenderRunReport(const std::string& run_dir) {
        "svg .axis text{font-size:11px;fill:#57606a}svg .legend{font-size:11px;fill:#1f2328}"
        "svg .frame{fill:none;stroke:#afb8c1}svg .empty{font-size:13px;fill:#8c959f}\n"
        "table{border-collapse:collapse;font-size:13px;margin-top:6px}th,td{border:1px solid #d0d7de;"
-       "padding:5px 10px;text-align:right}th{background:#f6f8fa}td:first-child,th:first-child{text-align:left}\n"
+       "padding:5px 10px;text-align:right}th{background:#f6f8fa}td:nth-child(-n+2),th:nth-child(-n+2){text-align:left}\n"
        "tr.learned td{font-weight:600;background:#f1f8e9}\n"
        "footer{color:#8c959f;font-size:12px;margin-top:28px}\n"
        "</style>\n</head>\n<body>\n";
@@ -452,12 +459,13 @@ std::string RenderRunReport(const std::string& run_dir) {
     const int c_rel = comparison.Column("relative_performance"), c_nc = comparison.Column("normalised_cost"),
               c_peak = comparison.Column("dram_peak_bytes"), c_mig = comparison.Column("bytes_migrated"),
               c_oomc = comparison.Column("oom"), c_usd = comparison.Column("memory_cost_dollars");
-    h << "<table>\n<tr><th>policy</th><th>runtime (ms)</th><th>vs all-DRAM</th><th>normalised cost</th>"
+    h << "<table>\n<tr><th>policy</th><th>source</th><th>runtime (ms)</th><th>vs all-DRAM</th><th>normalised cost</th>"
          "<th>DRAM peak (MiB)</th><th>migrated (MiB)</th><th>OOM</th><th>memory cost ($)</th></tr>\n";
     for (const auto& row : comparison.rows) {
-      const std::string policy = c_policy >= 0 && static_cast<size_t>(c_policy) < row.size() ? row[c_policy] : "";
+      const std::string policy = cell(row, c_policy);
       const bool learned = policy.rfind("all-dram", 0) != 0 && policy != "first-touch" && policy != "all-slow";
       h << "<tr" << (learned ? " class=\"learned\"" : "") << "><td>" << Escape(policy) << "</td><td>"
+        << Escape(cell(row, c_source)) << "</td><td>"
         << Fmt(Number(row, c_runtime) / 1e6, 3) << "</td><td>" << Fmt(100 * Number(row, c_rel), 1) << "%</td><td>"
         << Fmt(Number(row, c_nc), 3) << "</td><td>" << Fmt(Number(row, c_peak) / 1048576.0, 1) << "</td><td>"
         << Fmt(Number(row, c_mig) / 1048576.0, 1) << "</td><td>" << (Number(row, c_oomc) == 1 ? "yes" : "no")

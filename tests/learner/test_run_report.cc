@@ -120,6 +120,25 @@ TEST(RunReportMeasured, SummaryJsonSaysWhatWasMeasured) {
   EXPECT_EQ(summary["measured_references"][0]["plans_measured"], 2);
   EXPECT_DOUBLE_EQ(summary["measured_references"][0]["all_dram_ns"].get<double>(), 10e6);
   EXPECT_NE(ReadFile(dir + "/comparison.md").find("measured on emulated:optane-dcpmm (final plan)"), std::string::npos);
+  // The CSV and JSON end with the same three measured rows, with no peak,
+  // migration or dollar figures of their own.
+  const nlohmann::json comparison = nlohmann::json::parse(ReadFile(dir + "/comparison.json"));
+  ASSERT_GE(comparison.size(), 4u);
+  const nlohmann::json& last = comparison.back();
+  EXPECT_EQ(last["policy"], "dqn-greedy v40");
+  EXPECT_EQ(last["source"], "measured on emulated:optane-dcpmm (final plan)");
+  EXPECT_DOUBLE_EQ(last["runtime_ns"].get<double>(), 15e6);
+  EXPECT_DOUBLE_EQ(last["normalised_cost"].get<double>(), 0.25);
+  EXPECT_FALSE(last.contains("dram_peak_bytes"));
+  EXPECT_EQ(comparison[comparison.size() - 3]["policy"], "all-dram (no limit)");
+  EXPECT_DOUBLE_EQ(comparison[comparison.size() - 2]["runtime_ns"].get<double>(), 30e6);
+  const std::string csv = ReadFile(dir + "/comparison.csv");
+  EXPECT_EQ(LineWith(csv, "\"dqn-greedy v40\",\"measured on"),
+            "\"dqn-greedy v40\",\"measured on emulated:optane-dcpmm (final plan)\",15000000,0.6666666667,0.25,,,0,")
+      << csv;
+  EXPECT_EQ(LineWith(csv, "\"all-slow\",\"measured on"),
+            "\"all-slow\",\"measured on emulated:optane-dcpmm\",30000000,0.3333333333,1,,,0,")
+      << csv;
 
   EndedRun modelled;
   WriteRunDirectory(dir, "", modelled.w, modelled.env, modelled.result, modelled.final_plan,
@@ -130,6 +149,8 @@ TEST(RunReportMeasured, SummaryJsonSaysWhatWasMeasured) {
   EXPECT_NE(summary["final_plan"]["measured"]["reason"].get<std::string>().find("no episode ran real iterations"),
             std::string::npos);
   EXPECT_TRUE(summary["measured_references"].empty());
+  EXPECT_EQ(ReadFile(dir + "/comparison.csv").find("measured on"), std::string::npos);
+  EXPECT_EQ(ReadFile(dir + "/comparison.json").find("measured on"), std::string::npos);
   std::filesystem::remove_all(dir);
 }
 

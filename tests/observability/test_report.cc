@@ -48,6 +48,7 @@ TEST(Report, MeasuredPlotHasMeasuredReferencesAndTheFinalPlansMeasurement) {
     records[i].episode = i + 1;
     records[i].runtime_ns = 50e6 + 1e6 * static_cast<double>(i);
     records[i].backend = i % 2 == 0 ? "emulated:optane-dcpmm" : "cost-model";
+    records[i].best_runtime_ns = 60e6;
   }
   WriteFileAtomically(dir + "/metrics.csv", MetricsCsv(records));
   nlohmann::json summary;
@@ -59,7 +60,23 @@ TEST(Report, MeasuredPlotHasMeasuredReferencesAndTheFinalPlansMeasurement) {
                                          {"all_dram_ns", 20.5e6}, {"all_slow_ns", 88.25e6}, {"oom", false},
                                          {"relative_performance", 0.376}, {"normalised_cost", 0.5}}}};
   WriteFileAtomically(dir + "/summary.json", summary.dump());
+  // The comparison's measured rows are rows of the table, not the cost
+  // model's reference lines.
+  WriteFileAtomically(dir + "/comparison.csv",
+                      "policy,source,runtime_ns,relative_performance,normalised_cost,dram_peak_bytes,bytes_migrated,oom,"
+                      "memory_cost_dollars\n"
+                      "\"all-slow\",\"reference\",80000000,0.25,1,0,1000,0,0.01\n"
+                      "\"all-slow\",\"measured on emulated:optane-dcpmm\",88250000,0.2323,1,,,0,\n");
   const std::string html = RenderRunReport(dir);
+  EXPECT_NE(html.find("<td>all-slow</td><td>measured on emulated:optane-dcpmm</td><td>88.250</td><td>23.2%</td>"
+                      "<td>1.000</td><td>–</td><td>–</td><td>no</td><td>–</td>"),
+            std::string::npos);
+  const size_t best_chart = html.find("Best plan's runtime against the baselines");
+  ASSERT_NE(best_chart, std::string::npos);
+  const std::string cost_model_chart = html.substr(best_chart, html.find("</svg>", best_chart) - best_chart);
+  EXPECT_NE(cost_model_chart.find(">all-slow</text>"), std::string::npos) << cost_model_chart;
+  EXPECT_EQ(cost_model_chart.find(">all-slow</text>"), cost_model_chart.rfind(">all-slow</text>"))
+      << "one reference line, the cost model's: " << cost_model_chart;
   const size_t chart = html.find("Measured iteration time of the episodes' plans");
   ASSERT_NE(chart, std::string::npos);
   const std::string measured_chart = html.substr(chart, html.find("</svg>", chart) - chart);
