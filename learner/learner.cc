@@ -159,6 +159,7 @@ struct Learner::Impl {
 
   void SyncStatus(bool running) {
     result.counters.multipart_frames = server.dropped_frames();
+    result.counters.connections_closed = server.connections_closed();
     result.counters.updates_skipped = trainer->updates_skipped();
     std::lock_guard<std::mutex> lock(status_mu);
     status.counters = result.counters;

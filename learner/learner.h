@@ -202,6 +202,7 @@ struct LearnerCounters : CheckpointedCounters {
   uint64_t amplified_frames = 0;        // reads would cost more than the frame's size (codec.h)
   uint64_t non_finite_frames = 0;       // NaN or infinite rewards, observations or priorities
   uint64_t multipart_frames = 0;        // messages of more than one frame, dropped by the transport
+  uint64_t connections_closed = 0;      // by libzmq: a peer that left, or one whose frame was over 64 MiB
   uint64_t tasks_refused = 0;           // workers' refusals of the task (a corrupted workload, another profile)
   uint64_t updates_skipped = 0;         // gradient steps not taken: the loss was not finite
 };

@@ -139,6 +139,10 @@ struct LearnerMetrics::Impl {
                               .Help("Worker registrations").Register(r).Add({});
     workers_expired = &BuildCounter().Name("tensortier_learner_workers_expired_total")
                            .Help("Workers dropped after missing heartbeats").Register(r).Add({});
+    connections_closed = &BuildCounter().Name("tensortier_learner_fleet_connections_closed_total")
+                              .Help("Fleet connections closed by the transport: a peer that went away, or one "
+                                    "that sent a frame over the 64 MiB limit (libzmq does not say which)")
+                              .Register(r).Add({});
     frames = &BuildCounter().Name("tensortier_learner_frames_received_total").Help("Frames received from workers")
                   .Register(r).Add({});
     heartbeats = &BuildCounter().Name("tensortier_learner_heartbeats_received_total")
@@ -169,7 +173,7 @@ struct LearnerMetrics::Impl {
   Labels base;
   std::mutex mu;
   Counter *episodes, *oom_episodes, *updates, *evaluations, *transitions, *workers_registered, *workers_expired,
-      *frames, *heartbeats;
+      *connections_closed, *frames, *heartbeats;
   Gauge *normalised_cost, *epsilon, *loss, *q_value, *eval_runtime, *eval_cost, *eval_oom, *best_runtime,
       *best_relative, *last_episode_time, *replay_size, *policy_version, *policy_lag, *workers_connected;
   std::map<std::string, Gauge*> last_reward, avg_reward;
@@ -254,6 +258,7 @@ void LearnerMetrics::Sync(const LearnerCounters& c, size_t workers_connected, si
   AdvanceCounter(m.error["amplified"], c.amplified_frames, s.amplified_frames);
   AdvanceCounter(m.error["non_finite"], c.non_finite_frames, s.non_finite_frames);
   AdvanceCounter(m.error["multipart"], c.multipart_frames, s.multipart_frames);
+  AdvanceCounter(m.connections_closed, c.connections_closed, s.connections_closed);
   AdvanceCounter(m.error["unknown_worker"], c.unknown_worker_frames, s.unknown_worker_frames);
   AdvanceCounter(m.error["duplicate_batch"], c.duplicate_batches, s.duplicate_batches);
   AdvanceCounter(m.error["unexpected_message"], c.unexpected_messages, s.unexpected_messages);

@@ -277,6 +277,7 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
   summary["counters"]["non_finite_frames"] = c.non_finite_frames;
   summary["counters"]["updates_skipped"] = c.updates_skipped;
   summary["counters"]["multipart_frames"] = c.multipart_frames;
+  summary["counters"]["connections_closed"] = c.connections_closed;
   summary["counters"]["tasks_refused"] = c.tasks_refused;
   if (!result.failure.empty()) summary["failure"] = result.failure;
   summary["counters"]["duplicate_reports"] = c.duplicate_reports;

@@ -52,10 +52,13 @@ void WarnPlaintext(const std::string& endpoint, const TransportSecurity& s) {
 struct FleetServer::Impl {
   zmq::socket_t socket{Context(), zmq::socket_type::router};
   std::atomic<uint64_t> dropped{0};
-  // CURVE only: the ZAP domain of the allow-list, the handshake counters and
-  // the thread that reads the socket's monitor events into them.
+  // CURVE only: the ZAP domain of the allow-list and the handshake counters.
   std::string zap_domain;
   std::shared_ptr<transport_internal::AuthCounters> counters;
+  // Connections libzmq closed: a peer that went away, or one that sent a
+  // frame over ZMQ_MAXMSGSIZE (libzmq drops it and the connection without
+  // saying which). Read from the socket's monitor events by `monitor`.
+  std::atomic<uint64_t> connections_closed{0};
   std::string monitor_endpoint;
   std::atomic<bool> stop_monitor{false};
   std::thread monitor;
@@ -71,9 +74,11 @@ struct FleetServer::Impl {
 
   void StartMonitor() {
     monitor_endpoint = "inproc://tensortier-monitor-" + std::to_string(g_next_monitor++);
+    const int handshakes = counters ? ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                                          ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
+                                    : 0;
     if (zmq_socket_monitor(static_cast<void*>(socket), monitor_endpoint.c_str(),
-                           ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
-                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0)
+                           ZMQ_EVENT_DISCONNECTED | handshakes) != 0)
       throw std::runtime_error(std::string("cannot monitor the fleet socket: ") + zmq_strerror(zmq_errno()));
     // Connected here, before the bind, so that no handshake goes unseen.
     auto pair = std::make_shared<zmq::socket_t>(Context(), zmq::socket_type::pair);
@@ -90,7 +95,11 @@ struct FleetServer::Impl {
         std::memcpy(&id, event[0].data(), 2);
         std::memcpy(&value, static_cast<const char*>(event[0].data()) + 2, 4);
         auto& process = transport_internal::ProcessCounters();
-        if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+        if (id == ZMQ_EVENT_DISCONNECTED) {
+          ++connections_closed;
+          LogInfo("connection_closed")
+              .kv("note", "a peer went away, or sent a frame over the size limit (libzmq does not say which)");
+        } else if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
           ++counters->accepted;
           ++process.accepted;
         } else {
@@ -125,10 +134,11 @@ FleetServer::FleetServer(const std::string& endpoint, const TransportSecurity& s
     impl_->socket.set(zmq::sockopt::zap_domain, impl_->zap_domain);
     impl_->socket.set(zmq::sockopt::curve_server, 1);
     impl_->socket.set(zmq::sockopt::curve_secretkey, own.secret_key);
-    impl_->StartMonitor();
     LogInfo("curve_enabled").kv("endpoint", endpoint).kv("public_key", own.public_key)
         .kv("authorized_keys", allowed.size());
   }
+  // Before the bind, so that no handshake or closed connection goes unseen.
+  impl_->StartMonitor();
   try {
     impl_->socket.bind(endpoint);
   } catch (const zmq::error_t& e) {
@@ -175,6 +185,8 @@ std::optional<IncomingFrame> FleetServer::Receive(std::chrono::milliseconds time
 }
 
 uint64_t FleetServer::dropped_frames() const { return impl_->dropped.load(); }
+
+uint64_t FleetServer::connections_closed() const { return impl_->connections_closed.load(); }
 
 struct FleetClient::Impl {
   std::string endpoint;

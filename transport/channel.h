@@ -3,7 +3,9 @@
 // (FleetClient). Bytes only: encoding and decoding live in protocol/, and
 // liveness (Paranoid Pirate heartbeats) in the learner and worker loops.
 // Frames above the size limit are dropped by libzmq (ZMQ_MAXMSGSIZE), so an
-// oversized frame cannot exhaust a process's memory.
+// oversized frame cannot exhaust a process's memory; libzmq closes the
+// sender's connection, which FleetServer counts (connections_closed) but
+// cannot tell from a peer that went away.
 //
 // Security (transport/security.h, docs/security.md): with keys both sides
 // speak CURVE and the server admits only the worker keys of its allow-list
@@ -52,6 +54,10 @@ class FleetServer {
   // [routing id, payload] are dropped and counted.
   std::optional<IncomingFrame> Receive(std::chrono::milliseconds timeout);
   uint64_t dropped_frames() const;
+  // Connections libzmq closed, from the socket's monitor: peers that went
+  // away and peers whose frame was over `max_frame_bytes` (libzmq drops
+  // such a frame with its connection and does not say which case it was).
+  uint64_t connections_closed() const;
   // Whether peers must authenticate (CURVE with an allow-list).
   bool authenticated() const;
   // Handshakes accepted and refused on this socket (all zero in plain text).

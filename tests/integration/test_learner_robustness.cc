@@ -162,6 +162,56 @@ TEST(LearnerRobustness, RegistrationsAndMultipartMessagesAreCounted) {
   EXPECT_EQ(result.counters.multipart_frames, 1u);
 }
 
+// Issue 17: libzmq drops a frame over ZMQ_MAXMSGSIZE together with its
+// connection and tells no one; the server counts the closed connection from
+// the socket's monitor, and the peer's libzmq reconnects and is heard again.
+TEST(FleetTransport, AFrameOverTheSizeLimitClosesItsConnectionWhichIsCounted) {
+  ChannelOptions options;
+  options.max_frame_bytes = 4096;
+  FleetServer server("tcp://127.0.0.1:*", options);
+  testing::RawDealer peer(server.endpoint());
+  peer.Send("hello");
+  ASSERT_TRUE(server.Receive(std::chrono::seconds(5)).has_value());
+  EXPECT_EQ(server.connections_closed(), 0u);
+
+  peer.Send(std::string(8192, 'x'));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (server.connections_closed() == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(server.connections_closed(), 1u);
+
+  peer.Send("again");
+  std::optional<IncomingFrame> again = server.Receive(std::chrono::seconds(10));
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->frame, "again");  // the oversized frame never arrived
+}
+
+// The same at the default limit (64 MiB) against a learner: counted as a
+// closed connection while the learner runs, and every episode still arrives.
+TEST(LearnerRobustness, AFrameOver64MiBIsCountedAsAClosedConnectionAndTheRunGoesOn) {
+  Learner learner(QuickLearner(10));
+  const std::string endpoint = learner.endpoint();
+  LearnerResult result;
+  std::thread serve([&] { result = learner.Run(); });
+  {
+    testing::RawDealer peer(endpoint);
+    peer.Send(testing::HandRegister("big"));
+    ASSERT_TRUE(peer.ReceiveA<RegisterAckMsg>(std::chrono::seconds(5)).has_value());
+    peer.Send(std::string((size_t{64} << 20) + 1, '\0'));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (learner.status().counters.connections_closed == 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_EQ(learner.status().counters.connections_closed, 1u);
+    EXPECT_EQ(learner.status().counters.malformed_frames, 0u);
+  }
+  {
+    testing::WorkerThreads fleet(endpoint, 1);
+    serve.join();
+  }
+  EXPECT_EQ(result.episodes, 10u);
+  EXPECT_GE(result.counters.connections_closed, 1u);
+}
+
 TEST(LearnerRobustness, DuplicateBatchesAreIngestedOnce) {
   Learner learner(QuickLearner(1));
   LearnerResult result;
