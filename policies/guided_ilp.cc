@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "common/log.h"
 #include "envs/cost_model.h"
 #include "policies/plan_tools.h"
 
@@ -144,15 +145,33 @@ GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, co
       }
       result.location_variables = locations;
       const bool in_time = solve.mip.status != "time-limit";
+      // One line per solve, so that where the time went shows in any run's log.
+      LogInfo("guided_ilp_solve")
+          .kv("formulation", solve.formulation)
+          .kv("fixed_share", solve.fixed_share)
+          .kv("fixed_variables", solve.fixed_variables)
+          .kv("locations", locations)
+          .kv("status", solve.mip.status)
+          .kv("gap", solve.mip.gap)
+          .kv("seconds", solve.mip.seconds)
+          .kv("runtime_ns", solve.cost_ns)
+          .kv("improved", solve.improved);
       result.solves.push_back(std::move(solve));
       return in_time;
     };
     bool in_time = true;
     for (double share : options.fixed_shares)
       if (!(in_time = solve_once(share, options.mip_gap))) break;  // a solve that fixes less would not finish either
-    // Time left after the last formulation's shares: the whole program from
-    // the best plan, closer to its optimum than the shares' gap allows.
-    if (in_time && phase + 1 == phases.size() && options.final_mip_gap > 0) solve_once(0, options.final_mip_gap);
+    // Time left after a formulation's shares: its whole program from the
+    // best plan. After the last formulation, closer to its optimum than the
+    // shares' gap allows. After the synchronous one in async mode, to the
+    // shares' gap: where the network's surest decisions are wrong (a model
+    // it never saw), every share's program keeps some of them, and the whole
+    // synchronous program (seconds where it is small) gives the asynchronous
+    // solves AutoTM-sync's level to start from.
+    const bool last = phase + 1 == phases.size();
+    if (in_time && last && options.final_mip_gap > 0) solve_once(0, options.final_mip_gap);
+    if (in_time && !last && options.fixed_shares.back() > 0) solve_once(0, options.mip_gap);
   }
   result.seconds = elapsed();
   return result;

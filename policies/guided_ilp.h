@@ -41,7 +41,9 @@ struct GuidedIlpOptions {
   // (its plans are valid there too, and its programs solve in a fraction of
   // the asynchronous one's time: on the paper-scale models it is the ILP
   // that finishes), for up to half the time, then the asynchronous one from
-  // the best plan so far, for the rest. False: the asynchronous one alone.
+  // the best plan so far, for the rest; the synchronous shares are followed,
+  // within that half, by the whole synchronous program to `mip_gap`. False:
+  // the asynchronous one alone.
   bool synchronous_first_in_async = true;
 };
 

@@ -119,6 +119,39 @@ TEST(GuidedIlp, EachSolveFixesLessAndStartsFromTheBestPlanSoFar) {
   EXPECT_NEAR(r.cost.total_ns, whole.cost.total_ns, 1e-6 * whole.cost.total_ns);
 }
 
+// A network's surest decisions can be wrong (a model it never saw): every
+// share's program keeps some of them, so the synchronous phase ends with its
+// whole program before the asynchronous solves start from its plan.
+TEST(GuidedIlp, InAsyncModeTheWholeSynchronousProgramFollowsItsShares) {
+  Case c = SmallCase(MigrationMode::kAsync);
+  PlacementEnv env(c.w, c.env);
+  GuidedIlpOptions o = Options(1);
+  o.fixed_shares = {1, 0.5};
+  const GuidedIlpResult r = SolveGuidedIlp(env, PrefersDram(), o);
+  ASSERT_EQ(r.solves.size(), 5u);
+  const std::vector<std::string> formulations = {"synchronous", "synchronous", "synchronous", "asynchronous",
+                                                 "asynchronous"};
+  const std::vector<double> shares = {1, 0.5, 0, 1, 0.5};
+  for (size_t i = 0; i < r.solves.size(); ++i) {
+    EXPECT_EQ(r.solves[i].formulation, formulations[i]) << "solve " << i;
+    EXPECT_DOUBLE_EQ(r.solves[i].fixed_share, shares[i]) << "solve " << i;
+  }
+  EXPECT_EQ(r.solves[2].fixed_variables, 0);
+  EXPECT_DOUBLE_EQ(r.solves[2].target_gap, o.mip_gap);
+  // The whole synchronous program's optimum is where the asynchronous
+  // solves start: none of them ends slower than it.
+  AutoTmIlpOptions sync;
+  sync.mode = MigrationMode::kAsync;
+  sync.dram_limit_bytes = c.env.dram_limit_bytes;
+  sync.mip_gap = 0;
+  sync.time_limit_seconds = 30;
+  const AutoTmIlpResult whole = SolveAutoTmIlp(c.w, sync);
+  ASSERT_EQ(whole.mip.status, "optimal");
+  const double sync_optimum_ns = EvaluatePlan(c.w, whole.plan).total_ns;
+  for (size_t i = 3; i < r.solves.size(); ++i) EXPECT_LE(r.solves[i].cost_ns, sync_optimum_ns * (1 + 1e-6));
+  EXPECT_LE(r.cost.total_ns, sync_optimum_ns * (1 + 1e-6));
+}
+
 TEST(GuidedIlp, InAsyncModeTheAsynchronousFormulationStartsFromTheSynchronousOnesBest) {
   Case c = SmallCase(MigrationMode::kAsync);
   PlacementEnv env(c.w, c.env);
