@@ -59,11 +59,7 @@ constexpr int64_t kImage = 16;
 constexpr const char* kSlowTier = "emulated:optane-dcpmm";
 
 RunnerOptions Runner() {
-  RunnerOptions o;
-  o.model.name = kModel;
-  o.model.batch_size = kBatch;
-  o.model.image_size = kImage;
-  o.slow_tier = kSlowTier;
+  RunnerOptions o = ZooRunnerOptions(kModel, kBatch, kImage, kSlowTier);
   o.profile_timing_iterations = 1;
   o.warmup_iterations = 1;
   o.repeats = 3;
