@@ -192,12 +192,10 @@ TEST(PrioritizedReplay, TreeStaysExactUnderManyUpdatesAndRestores) {
 
 // ---------------------------------------------------------------------------
 
+// The three settings by name, where a braced RateLimiterConfig{4, 100, 64}
+// would leave the reader to count fields.
 RateLimiterConfig LimiterConfig(double samples_per_insert, uint64_t min_size_to_sample, double error_buffer) {
-  RateLimiterConfig c;
-  c.samples_per_insert = samples_per_insert;
-  c.min_size_to_sample = min_size_to_sample;
-  c.error_buffer = error_buffer;
-  return c;
+  return RateLimiterConfig{samples_per_insert, min_size_to_sample, error_buffer};
 }
 
 TEST(RateLimiter, NeverSamplesBelowMinSize) {
