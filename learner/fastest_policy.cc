@@ -38,7 +38,9 @@ auto FastestPolicy::FromKeptScores(const Workload& workload, const EnvConfig& en
 PlanSearchResult FastestPolicy::Search(const Workload& workload, const EnvConfig& env, const std::string& agent_name,
                                        const std::string& agent_json, const PlanSearchOptions& options) const {
   PlanSearchResult r = FromKeptScores(workload, env, agent_name, agent_json,
-                                      [&](PlacementEnv& e, const ActionScores& scores) { return SearchPlan(e, scores, options); });
+                                      [&](PlacementEnv& e, const ActionScores& scores) {
+                                        return SearchPlan(e, scores, options);
+                                      });
   r.best.plan.produced_by = name_ + "+search";
   LogInfo("plan_search_finished").kv("policy", name_).kv("rollouts", r.rollouts).kv("improvements", r.improvements)
       .kv("deviations", r.deviations).kv("greedy_runtime_ns", r.greedy.cost.total_ns)
@@ -49,7 +51,9 @@ PlanSearchResult FastestPolicy::Search(const Workload& workload, const EnvConfig
 GuidedIlpResult FastestPolicy::SolveIlp(const Workload& workload, const EnvConfig& env, const std::string& agent_name,
                                        const std::string& agent_json, const GuidedIlpOptions& options) const {
   GuidedIlpResult r = FromKeptScores(workload, env, agent_name, agent_json,
-                                     [&](PlacementEnv& e, const ActionScores& scores) { return SolveGuidedIlp(e, scores, options); });
+                                     [&](PlacementEnv& e, const ActionScores& scores) {
+                                       return SolveGuidedIlp(e, scores, options);
+                                     });
   r.plan.produced_by = name_ + "+ilp";
   LogInfo("plan_ilp_finished").kv("policy", name_).kv("formulation", r.formulation).kv("solves", r.solves.size())
       .kv("improved", r.solved).kv("greedy_runtime_ns", r.greedy.cost.total_ns)
