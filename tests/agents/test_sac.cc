@@ -28,6 +28,7 @@
 #include "replay/replay_buffer.h"
 #include "tests/agents/agent_probes.h"
 #include "tests/agents/random_replay.h"
+#include "tests/common/synthetic_family.h"
 #include "tests/core/brute_force.h"
 #include "tests/core/hand_graph.h"
 
@@ -638,11 +639,8 @@ TEST(HeatWeightAgent, CheckpointAndWeightsRoundTrip) {
 // plan on these graphs, whose copies are slow next to their penalties) (by hand: --gtest_also_run_disabled_tests
 // --gtest_filter='*HeatWeightsAgainstAlgorithm1*').
 TEST(HeatWeightAgent, DISABLED_HeatWeightsAgainstAlgorithm1) {
-  for (auto shape : {SyntheticShape::kVggLike, SyntheticShape::kResnetLike, SyntheticShape::kMobilenetLike}) {
-    SyntheticOptions o;
-    o.shape = shape;
-    o.layers = 8;
-    Workload w = GenerateSynthetic(o);
+  for (SyntheticShape shape : testing::kSyntheticFamilies) {
+    Workload w = testing::SyntheticWithLayers(shape, 8);
     HeatWeightEnvConfig ec;
     ec.dram_limit_bytes = w.peak_live_bytes() / 2;
     ec.beta = 1.0;
