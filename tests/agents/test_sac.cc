@@ -592,13 +592,7 @@ TEST(HeatWeightAgent, CheckpointAndWeightsRoundTrip) {
   for (int e = 0; e < 4; ++e) {
     HeatObservation obs = env.Reset();
     while (!env.done()) {
-      std::vector<float> act = a.Act(obs.data(), false, rng);
-      HeatAction action{};
-      std::copy(act.begin(), act.end(), action.begin());
-      HeatStepResult r = env.Step(action);
-      replay.Add({std::vector<float>(obs.begin(), obs.end()), act, static_cast<float>(r.reward),
-                  std::vector<float>(r.observation.begin(), r.observation.end()), r.done});
-      obs = r.observation;
+      obs = StepIntoReplay(env, obs, a.Act(obs.data(), false, rng), replay);
     }
   }
   for (int i = 0; i < 5; ++i) a.Update(replay, rng);
