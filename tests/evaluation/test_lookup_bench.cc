@@ -64,15 +64,12 @@ struct Exported {
 Exported TrainAndExport(const Workload& w, uint64_t budget, const std::string& path) {
   const int threads = torch::get_num_threads();
   torch::set_num_threads(1);
-  DqnConfig c;
-  c.observation_size = kObservationSize;
+  // The export tests' DQN, smaller and quicker to start learning.
+  DqnConfig c = testing::ExportedDqn();
   c.hidden = {32, 32};
-  c.learning_rate = 1e-3;
-  c.batch_size = 32;
   c.target_update_interval = 100;
   c.learning_starts = 256;
   c.seed = 7;
-  c.device = "cpu";
   DqnAgent agent(c);
   EnvConfig env;
   env.dram_limit_bytes = budget;
