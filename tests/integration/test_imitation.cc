@@ -14,9 +14,12 @@
 #include "learner/imitation.h"
 #include "learner/run_report.h"
 #include "policies/autotm.h"
+#include "tests/common/imitation_steps.h"
 
 namespace tensortier {
 namespace {
+
+using testing::ImitationSteps;
 
 struct Task {
   Workload w;
@@ -44,16 +47,6 @@ std::unique_ptr<PlacementAgent> SmallDqn() {
 
 EpisodeSummary Greedy(PlacementEnv& env, const PlacementAgent& agent) {
   return RunEpisode(env, [&](const Observation& o) { return agent.Greedy(o.data()); });
-}
-
-// Imitation's pre-training steps, DAgger rounds and steps per round; the
-// rest at the defaults.
-ImitationConfig ImitationSteps(int pretrain_updates, int dagger_rounds, int updates_per_round) {
-  ImitationConfig c;
-  c.pretrain_updates = pretrain_updates;
-  c.dagger_rounds = dagger_rounds;
-  c.updates_per_round = updates_per_round;
-  return c;
 }
 
 TEST(Imitation, TheAgentEndsAtTheBestRoundAndNearTheExpert) {
