@@ -15,7 +15,7 @@
 # Exit: 0 passed, 1 failed, 77 skipped (no binary).
 set -uo pipefail
 
-# shellcheck source=tests/deploy/binary_args.sh
+# shellcheck source-path=SCRIPTDIR source=binary_args.sh
 source "$(dirname "$0")/binary_args.sh" "$@"
 
 tag="$$"
