@@ -6,8 +6,8 @@
 // location variables the solver may still change; the smaller program solves
 // faster than the whole ILP and, where the whole one stops at its time limit
 // or its gap, can end closer to its optimum. The ablations: an untrained
-// network's decisions, and no network at all ("heat+ilp", DecideHeatGuidedIlp: heat
-// order's plan, the hottest decisions fixed first).
+// network's decisions, and no network at all ("heat+ilp",
+// DecideHeatGuidedIlp: heat order's plan, the hottest decisions fixed first).
 #pragma once
 
 #include <cstdint>
