@@ -125,6 +125,12 @@ struct HeatTrainingResult {
 HeatTrainingResult TrainHeatWeightAgent(HeatWeightEnv& env, HeatWeightAgent& agent,
                                         const HeatTrainingOptions& options, std::mt19937_64& rng);
 
+// One step of `env` from `obs` with the action `a`, its transition added to
+// `replay` (training does this, and tests that fill a replay as it does);
+// returns the next observation.
+HeatObservation StepIntoReplay(HeatWeightEnv& env, const HeatObservation& obs, const std::vector<float>& a,
+                               ContinuousReplay& replay);
+
 // Runs the agent's deterministic policy through one episode.
 EpisodeSummary RunHeatWeightAgent(HeatWeightEnv& env, const HeatWeightAgent& agent,
                                   double* episode_return = nullptr);

@@ -23,6 +23,16 @@ EpisodeSummary RunHeatWeightAgent(HeatWeightEnv& env, const HeatWeightAgent& age
   return env.summary();
 }
 
+HeatObservation StepIntoReplay(HeatWeightEnv& env, const HeatObservation& obs, const std::vector<float>& a,
+                               ContinuousReplay& replay) {
+  HeatAction action{};
+  std::copy(a.begin(), a.end(), action.begin());
+  HeatStepResult r = env.Step(action);
+  replay.Add({std::vector<float>(obs.begin(), obs.end()), a, static_cast<float>(r.reward),
+              std::vector<float>(r.observation.begin(), r.observation.end()), r.done});
+  return r.observation;
+}
+
 HeatTrainingResult TrainHeatWeightAgent(HeatWeightEnv& env, HeatWeightAgent& agent,
                                         const HeatTrainingOptions& options, std::mt19937_64& rng) {
   if (agent.config().observation_size != kHeatObservationSize || agent.config().action_size != kHeatActionSize)
@@ -41,12 +51,7 @@ HeatTrainingResult TrainHeatWeightAgent(HeatWeightEnv& env, HeatWeightAgent& age
       } else {
         a = agent.Act(obs.data(), /*deterministic=*/false, rng);
       }
-      HeatAction action{};
-      std::copy(a.begin(), a.end(), action.begin());
-      HeatStepResult r = env.Step(action);
-      replay.Add({std::vector<float>(obs.begin(), obs.end()), a, static_cast<float>(r.reward),
-                  std::vector<float>(r.observation.begin(), r.observation.end()), r.done});
-      obs = r.observation;
+      obs = StepIntoReplay(env, obs, a, replay);
       if (replay.size() >= options.learning_starts)
         for (int u = 0; u < options.updates_per_step; ++u) agent.Update(replay, rng);
     }

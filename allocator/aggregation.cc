@@ -1,14 +1,13 @@
 #include "allocator/aggregation.h"
 
+#include "common/named_enum.h"
+
 namespace tensortier {
 
 const char* BlockClassName(BlockClass c) {
-  switch (c) {
-    case BlockClass::kOwn: return "own";
-    case BlockClass::kSmall: return "small";
-    case BlockClass::kLongLived: return "long-lived";
-  }
-  return "?";
+  static constexpr EnumName<BlockClass> kNames[] = {
+      {BlockClass::kOwn, "own"}, {BlockClass::kSmall, "small"}, {BlockClass::kLongLived, "long-lived"}};
+  return NameOfEnumOr(kNames, c, "?");
 }
 
 std::string AggregationOptions::Describe() const {

@@ -51,11 +51,7 @@ int main(int argc, char** argv) {
   app.add_option("--csv", csv_path, "Also write the table as CSV");
   CLI11_PARSE(app, argc, argv);
 
-  RunnerOptions o;
-  o.model.name = model;
-  o.model.batch_size = batch;
-  o.model.image_size = image;
-  o.slow_tier = slow_tier;
+  RunnerOptions o = ZooRunnerOptions(model, batch, image, slow_tier);
   o.threads = 1;
   RealWorkloadRunner runner(o);
   const Workload& w = runner.Profile().workload;

@@ -82,11 +82,7 @@ int main(int argc, char** argv) {
               "train_s");
   std::stringstream names(models);
   for (std::string name; std::getline(names, name, ',');) {
-    RunnerOptions o;
-    o.model.name = name;
-    o.model.batch_size = batch;
-    o.model.image_size = image;
-    o.slow_tier = slow_tier;
+    RunnerOptions o = ZooRunnerOptions(name, batch, image, slow_tier);
     o.threads = 1;
     o.profile_timing_iterations = 1;
     o.warmup_iterations = 1;

@@ -37,11 +37,7 @@ int main(int argc, char** argv) {
               "plain_cpu", "exec_cpu", "capt_cpu");
   for (const std::string& name : ZooModelNames()) {
     if (!models.empty() && ("," + models + ",").find("," + name + ",") == std::string::npos) continue;
-    RunnerOptions o;
-    o.model.name = name;
-    o.model.batch_size = batch;
-    o.model.image_size = image;
-    o.slow_tier = slow_tier;
+    RunnerOptions o = ZooRunnerOptions(name, batch, image, slow_tier);
     o.threads = 1;
     RealWorkloadRunner runner(o);
     const ProfileReport& p = runner.Profile();

@@ -52,7 +52,14 @@ struct Builder {
   std::string Linear(const std::string& y, const std::string& x, int64_t in, int64_t out) {
     return "        " + y + " = torch.matmul(" + x + ", " + Param({in, out}, in) + ") + " + Zeros({out}) + "\n";
   }
-  void Define(const std::string& body) { module.define("def forward(self, x):\n" + body); }
+  // Every model's head: 10 logits from its pooled features `h`, `width`
+  // wide, after `body`; defines forward and hands the module over.
+  torch::jit::Module WithHead(std::string body, int64_t width) {
+    body += Linear("y", "h", width, 10);
+    body += "        return y\n";
+    module.define("def forward(self, x):\n" + body);
+    return module;
+  }
 };
 
 torch::jit::Module DenseNetLike() {
@@ -74,10 +81,7 @@ torch::jit::Module DenseNetLike() {
     }
   }
   s += "        h = h.mean([2, 3])\n";
-  s += b.Linear("y", "h", channels, 10);
-  s += "        return y\n";
-  b.Define(s);
-  return b.module;
+  return b.WithHead(s, channels);
 }
 
 torch::jit::Module UNetLike() {
@@ -102,10 +106,7 @@ torch::jit::Module UNetLike() {
     in = widths[level];
   }
   s += "        h = m.mean([2, 3])\n";
-  s += b.Linear("y", "h", in, 10);
-  s += "        return y\n";
-  b.Define(s);
-  return b.module;
+  return b.WithHead(s, in);
 }
 
 torch::jit::Module VitLike() {
@@ -137,10 +138,7 @@ torch::jit::Module VitLike() {
     s += "        t = t + f\n";
   }
   s += "        h = t.mean(1)\n";
-  s += b.Linear("y", "h", dim, 10);
-  s += "        return y\n";
-  b.Define(s);
-  return b.module;
+  return b.WithHead(s, dim);
 }
 
 }  // namespace

@@ -32,6 +32,15 @@ E ParseEnumName(const EnumName<E> (&table)[N], const std::string& what, const st
   throw std::invalid_argument(what + " must be " + EnumChoices(table) + ", not '" + text + "'");
 }
 
+// The name of `value`, or `unknown` for a value outside the table (one cast
+// from a corrupt integer): for messages and logs, which must not throw.
+template <typename E, size_t N>
+const char* NameOfEnumOr(const EnumName<E> (&table)[N], E value, const char* unknown) {
+  for (const EnumName<E>& e : table)
+    if (e.value == value) return e.name;
+  return unknown;
+}
+
 template <typename E, size_t N>
 std::string NameOfEnum(const EnumName<E> (&table)[N], E value) {
   for (const EnumName<E>& e : table)

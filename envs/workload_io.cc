@@ -25,7 +25,12 @@ constexpr uint64_t kTraversalWordsPerMessageWord = 8;
 constexpr uint64_t kMinTraversalWords = 1024;
 constexpr int kNestingLimit = 16;
 
-std::string Serialize(const char* magic, capnp::MessageBuilder& message) {
+// `magic` + `value` converted by `convert` into a message with root `Root`:
+// what Parse reads back.
+template <typename Root, typename Value>
+std::string Serialize(const char* magic, const Value& value, void (*convert)(const Value&, typename Root::Builder)) {
+  capnp::MallocMessageBuilder message;
+  convert(value, message.initRoot<Root>());
   kj::Array<capnp::word> words = capnp::messageToFlatArray(message);
   kj::ArrayPtr<const kj::byte> bytes = words.asBytes();
   std::string out(magic, kMagicBytes);
@@ -87,9 +92,7 @@ Result Parse(const std::string& bytes, const char* magic, const std::string& wha
 }  // namespace
 
 std::string SerializeWorkload(const Workload& w) {
-  capnp::MallocMessageBuilder message;
-  WorkloadToCapnp(w, message.initRoot<schema::Workload>());
-  return Serialize(kWorkloadMagic, message);
+  return Serialize<schema::Workload>(kWorkloadMagic, w, WorkloadToCapnp);
 }
 
 Workload ParseWorkload(const std::string& bytes) {
@@ -97,9 +100,7 @@ Workload ParseWorkload(const std::string& bytes) {
 }
 
 std::string SerializePlan(const PlacementPlan& plan) {
-  capnp::MallocMessageBuilder message;
-  PlanToCapnp(plan, message.initRoot<schema::PlacementPlan>());
-  return Serialize(kPlanMagic, message);
+  return Serialize<schema::PlacementPlan>(kPlanMagic, plan, PlanToCapnp);
 }
 
 PlacementPlan ParsePlan(const std::string& bytes) {

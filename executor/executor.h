@@ -116,6 +116,11 @@ struct ProfilerOverhead {
 // a worker or a benchmark rebuilds the same training job.
 ModelOptions ModelOptionsFor(const ModelSpec& spec);
 
+// A zoo model at one batch and image size on `slow_tier`, every other
+// setting at its default: the run benches and tests profile by name.
+RunnerOptions ZooRunnerOptions(const std::string& model, int64_t batch_size, int64_t image_size,
+                               const std::string& slow_tier);
+
 class RealWorkloadRunner {
  public:
   // Throws std::invalid_argument (bad model options or --slow-tier) or

@@ -393,4 +393,14 @@ ModelOptions ModelOptionsFor(const ModelSpec& spec) {
   return m;
 }
 
+RunnerOptions ZooRunnerOptions(const std::string& model, int64_t batch_size, int64_t image_size,
+                               const std::string& slow_tier) {
+  RunnerOptions o;
+  o.model.name = model;
+  o.model.batch_size = batch_size;
+  o.model.image_size = image_size;
+  o.slow_tier = slow_tier;
+  return o;
+}
+
 }  // namespace tensortier

@@ -4,24 +4,21 @@
 // std::runtime_error; an accepted workload must be usable.
 #include <cstddef>
 #include <cstdint>
-#include <stdexcept>
+#include <optional>
 #include <string>
 
 #include "envs/describe.h"
 #include "envs/workload_io.h"
+#include "fuzz/parsed_or_refused.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tensortier;
-  Workload w;
-  try {
-    w = ParseWorkload(std::string(reinterpret_cast<const char*>(data), size));
-  } catch (const std::runtime_error&) {
-    return 0;
-  }
-  (void)DescribeWorkload(w);
-  (void)w.peak_live_bytes();
-  (void)w.Signature();
-  const std::string again = SerializeWorkload(w);
+  const std::optional<Workload> w = ParsedOrRefused(data, size, ParseWorkload);
+  if (!w) return 0;
+  (void)DescribeWorkload(*w);
+  (void)w->peak_live_bytes();
+  (void)w->Signature();
+  const std::string again = SerializeWorkload(*w);
   (void)ParseWorkload(again);  // what we accepted must round-trip (throws = a finding)
   return 0;
 }

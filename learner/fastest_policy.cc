@@ -25,12 +25,21 @@ std::unique_ptr<PlacementAgent> FastestPolicy::KeptAgent(const std::string& agen
   return agent;
 }
 
+template <typename Result, typename Options>
+Result FastestPolicy::FromKeptScores(const Workload& workload, const EnvConfig& env, const std::string& agent_name,
+                                     const std::string& agent_json,
+                                     Result (*solve)(PlacementEnv&, const ActionScores&, const Options&),
+                                     const Options& options) const {
+  std::unique_ptr<PlacementAgent> agent = KeptAgent(agent_name, agent_json);
+  PlacementEnv solve_env(workload, env);
+  Result r = solve(solve_env, ScoresOf(*agent), options);
+  r.greedy.plan.produced_by = name_;
+  return r;
+}
+
 PlanSearchResult FastestPolicy::Search(const Workload& workload, const EnvConfig& env, const std::string& agent_name,
                                        const std::string& agent_json, const PlanSearchOptions& options) const {
-  std::unique_ptr<PlacementAgent> agent = KeptAgent(agent_name, agent_json);
-  PlacementEnv search_env(workload, env);
-  PlanSearchResult r = SearchPlan(search_env, ScoresOf(*agent), options);
-  r.greedy.plan.produced_by = name_;
+  PlanSearchResult r = FromKeptScores(workload, env, agent_name, agent_json, SearchPlan, options);
   r.best.plan.produced_by = name_ + "+search";
   LogInfo("plan_search_finished").kv("policy", name_).kv("rollouts", r.rollouts).kv("improvements", r.improvements)
       .kv("deviations", r.deviations).kv("greedy_runtime_ns", r.greedy.cost.total_ns)
@@ -40,10 +49,7 @@ PlanSearchResult FastestPolicy::Search(const Workload& workload, const EnvConfig
 
 GuidedIlpResult FastestPolicy::SolveIlp(const Workload& workload, const EnvConfig& env, const std::string& agent_name,
                                        const std::string& agent_json, const GuidedIlpOptions& options) const {
-  std::unique_ptr<PlacementAgent> agent = KeptAgent(agent_name, agent_json);
-  PlacementEnv ilp_env(workload, env);
-  GuidedIlpResult r = SolveGuidedIlp(ilp_env, ScoresOf(*agent), options);
-  r.greedy.plan.produced_by = name_;
+  GuidedIlpResult r = FromKeptScores(workload, env, agent_name, agent_json, SolveGuidedIlp, options);
   r.plan.produced_by = name_ + "+ilp";
   LogInfo("plan_ilp_finished").kv("policy", name_).kv("formulation", r.formulation).kv("solves", r.solves.size())
       .kv("improved", r.solved).kv("greedy_runtime_ns", r.greedy.cost.total_ns)

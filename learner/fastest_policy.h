@@ -43,6 +43,13 @@ class FastestPolicy {
   // A fresh CPU agent of the given kind with the kept weights; throws
   // std::logic_error when no policy was considered.
   std::unique_ptr<PlacementAgent> KeptAgent(const std::string& agent_name, const std::string& agent_json) const;
+  // `solve` (the search or the guided ILP) on a fresh environment with a
+  // KeptAgent's scores; its greedy plan is this policy's.
+  template <typename Result, typename Options>
+  Result FromKeptScores(const Workload& workload, const EnvConfig& env, const std::string& agent_name,
+                        const std::string& agent_json,
+                        Result (*solve)(PlacementEnv&, const ActionScores&, const Options&),
+                        const Options& options) const;
 
   std::string weights_;
   std::string name_;

@@ -195,16 +195,13 @@ std::unique_ptr<LearnerMetrics> LearnerMetrics::Start(const std::string& address
                                                       uint64_t replay_capacity) {
   if (MetricsDisabled(address)) return nullptr;
   std::unique_ptr<LearnerMetrics> m(new LearnerMetrics);
-  m->server_ = std::make_unique<MetricsServer>(address);
-  m->impl_ = std::make_unique<Impl>(m->server_->registry(), w, env, agent, device, replay_capacity);
-  if (!sd_dir.empty()) m->sd_target_ = std::make_unique<FileSdTarget>(sd_dir, "learner", "", m->server_->address());
+  prometheus::Registry& registry = m->Serve(address);
+  m->impl_ = std::make_unique<Impl>(registry, w, env, agent, device, replay_capacity);
+  m->Advertise(sd_dir, "learner", "");
   return m;
 }
 
 LearnerMetrics::~LearnerMetrics() = default;
-
-std::string LearnerMetrics::address() const { return server_->address(); }
-std::string LearnerMetrics::url() const { return server_->url(); }
 
 void LearnerMetrics::OnEpisode(const EpisodeRecord& rec) {
   Impl& m = *impl_;

@@ -14,6 +14,7 @@
 #include "envs/placement_env.h"
 #include "envs/workload.h"
 #include "learner/learner.h"
+#include "metrics/served_metrics.h"
 
 namespace prometheus {
 class Counter;
@@ -25,10 +26,7 @@ class Family;
 
 namespace tensortier {
 
-class MetricsServer;
-class FileSdTarget;
-
-class LearnerMetrics {
+class LearnerMetrics : public ServedMetrics {
  public:
   // Serves the metrics on `address` (see metrics_server.h) and, when
   // `sd_dir` is set, writes a file_sd target file learner-<pid>.json there.
@@ -37,9 +35,6 @@ class LearnerMetrics {
                                                const Workload& w, const EnvConfig& env, const std::string& agent,
                                                const std::string& device, uint64_t replay_capacity);
   ~LearnerMetrics();
-
-  std::string address() const;  // host:port as bound
-  std::string url() const;
 
   // An episode report, after training on it (rec.loss, rec.best_runtime_ns set).
   void OnEpisode(const EpisodeRecord& rec);
@@ -53,8 +48,6 @@ class LearnerMetrics {
  private:
   LearnerMetrics() = default;
   struct Impl;
-  std::unique_ptr<MetricsServer> server_;
-  std::unique_ptr<FileSdTarget> sd_target_;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/log.h"
+#include "common/named_enum.h"
 #include "envs/cost_model.h"
 #include "envs/first_touch.h"
 #include "policies/plan_tools.h"
@@ -72,12 +73,10 @@ std::vector<Segment> MakeSegments(const Workload& w, uint32_t t, const AutoTmIlp
 }  // namespace
 
 const char* AutoTmFormulationName(AutoTmFormulation f) {
-  switch (f) {
-    case AutoTmFormulation::kStatic: return "static";
-    case AutoTmFormulation::kSynchronous: return "synchronous";
-    case AutoTmFormulation::kAsynchronous: return "asynchronous";
-  }
-  return "unknown";
+  static constexpr EnumName<AutoTmFormulation> kNames[] = {{AutoTmFormulation::kStatic, "static"},
+                                                           {AutoTmFormulation::kSynchronous, "synchronous"},
+                                                           {AutoTmFormulation::kAsynchronous, "asynchronous"}};
+  return NameOfEnumOr(kNames, f, "unknown");
 }
 
 AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& o) {
@@ -299,12 +298,10 @@ AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& o) {
 }
 
 std::string AutoTmPolicy::name() const {
-  switch (formulation_) {
-    case AutoTmFormulation::kStatic: return "autotm-static";
-    case AutoTmFormulation::kSynchronous: return "autotm-sync";
-    case AutoTmFormulation::kAsynchronous: return "autotm-async";
-  }
-  return "autotm";
+  static constexpr EnumName<AutoTmFormulation> kNames[] = {{AutoTmFormulation::kStatic, "autotm-static"},
+                                                           {AutoTmFormulation::kSynchronous, "autotm-sync"},
+                                                           {AutoTmFormulation::kAsynchronous, "autotm-async"}};
+  return NameOfEnumOr(kNames, formulation_, "autotm");
 }
 
 PolicyResult AutoTmPolicy::DecideImpl(const Workload& w, const PolicyContext& ctx) const {

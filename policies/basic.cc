@@ -9,21 +9,21 @@
 
 namespace tensortier {
 
-PolicyResult AllDramPolicy::DecideImpl(const Workload& w, const PolicyContext& ctx) const {
+PolicyResult DecideAllDram(const Workload& w, const PolicyContext& ctx) {
   PolicyResult r;
   r.plan = PlacementPlan::Uniform(w, Tier::kDram, 0);
   r.plan.mode = ctx.mode;
   return r;
 }
 
-PolicyResult AllSlowPolicy::DecideImpl(const Workload& w, const PolicyContext& ctx) const {
+PolicyResult DecideAllSlow(const Workload& w, const PolicyContext& ctx) {
   PolicyResult r;
   r.plan = PlacementPlan::Uniform(w, Tier::kSlow, ctx.dram_limit_bytes);
   r.plan.mode = ctx.mode;
   return r;
 }
 
-PolicyResult RandomPolicy::DecideImpl(const Workload& w, const PolicyContext& ctx) const {
+PolicyResult DecideRandom(const Workload& w, const PolicyContext& ctx) {
   PolicyResult r;
   r.plan = PlacementPlan::Uniform(w, Tier::kSlow, ctx.dram_limit_bytes);
   r.plan.mode = ctx.mode;
@@ -42,7 +42,7 @@ PolicyResult RandomPolicy::DecideImpl(const Workload& w, const PolicyContext& ct
   return r;
 }
 
-PolicyResult FirstTouchPolicy::DecideImpl(const Workload& w, const PolicyContext& ctx) const {
+PolicyResult DecideFirstTouch(const Workload& w, const PolicyContext& ctx) {
   PolicyResult r;
   r.plan = FirstTouchPlan(w, ctx.dram_limit_bytes);
   r.plan.mode = ctx.mode;

@@ -7,41 +7,21 @@
 
 namespace tensortier {
 
-// Ignores the limit: the plan carries dram_limit_bytes = 0, the "infinite
-// DRAM" every result is normalised by.
-class AllDramPolicy : public PlacementPolicy {
- public:
-  std::string name() const override { return "all-dram"; }
+// Each is the decision of a StatelessPolicy (MakePolicy names them).
 
- protected:
-  PolicyResult DecideImpl(const Workload& w, const PolicyContext& ctx) const override;
-};
+// "all-dram": ignores the limit: the plan carries dram_limit_bytes = 0, the
+// "infinite DRAM" every result is normalised by.
+PolicyResult DecideAllDram(const Workload& w, const PolicyContext& ctx);
 
-class AllSlowPolicy : public PlacementPolicy {
- public:
-  std::string name() const override { return "all-slow"; }
+// "all-slow".
+PolicyResult DecideAllSlow(const Workload& w, const PolicyContext& ctx);
 
- protected:
-  PolicyResult DecideImpl(const Workload& w, const PolicyContext& ctx) const override;
-};
+// "random": visits tensors in a seeded random order and puts each in DRAM
+// with probability 1/2 when it fits for its whole lifetime; never migrates.
+PolicyResult DecideRandom(const Workload& w, const PolicyContext& ctx);
 
-// Visits tensors in a seeded random order and puts each in DRAM with
-// probability 1/2 when it fits for its whole lifetime; never migrates.
-class RandomPolicy : public PlacementPolicy {
- public:
-  std::string name() const override { return "random"; }
-
- protected:
-  PolicyResult DecideImpl(const Workload& w, const PolicyContext& ctx) const override;
-};
-
-// AutoTM's first-touch NUMA / DeepTM's Origin-TF (envs/first_touch.h).
-class FirstTouchPolicy : public PlacementPolicy {
- public:
-  std::string name() const override { return "first-touch"; }
-
- protected:
-  PolicyResult DecideImpl(const Workload& w, const PolicyContext& ctx) const override;
-};
+// "first-touch": AutoTM's first-touch NUMA / DeepTM's Origin-TF
+// (envs/first_touch.h).
+PolicyResult DecideFirstTouch(const Workload& w, const PolicyContext& ctx);
 
 }  // namespace tensortier

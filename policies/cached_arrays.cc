@@ -3,17 +3,15 @@
 #include <algorithm>
 #include <limits>
 
+#include "common/named_enum.h"
 #include "policies/plan_tools.h"
 
 namespace tensortier {
 
 const char* CachedArraysVariantName(CachedArraysVariant v) {
-  switch (v) {
-    case CachedArraysVariant::kL: return "CA:L";
-    case CachedArraysVariant::kLM: return "CA:LM";
-    case CachedArraysVariant::kLMP: return "CA:LMP";
-  }
-  return "CA:?";
+  static constexpr EnumName<CachedArraysVariant> kNames[] = {
+      {CachedArraysVariant::kL, "CA:L"}, {CachedArraysVariant::kLM, "CA:LM"}, {CachedArraysVariant::kLMP, "CA:LMP"}};
+  return NameOfEnumOr(kNames, v, "CA:?");
 }
 
 std::vector<CaKernelHints> DeriveCachedArraysHints(const Workload& w, bool retire) {
@@ -184,12 +182,9 @@ class DataManagerSim {
 }  // namespace
 
 std::string CachedArraysPolicy::name() const {
-  switch (variant_) {
-    case CachedArraysVariant::kL: return "ca-l";
-    case CachedArraysVariant::kLM: return "ca-lm";
-    case CachedArraysVariant::kLMP: return "ca-lmp";
-  }
-  return "ca";
+  static constexpr EnumName<CachedArraysVariant> kNames[] = {
+      {CachedArraysVariant::kL, "ca-l"}, {CachedArraysVariant::kLM, "ca-lm"}, {CachedArraysVariant::kLMP, "ca-lmp"}};
+  return NameOfEnumOr(kNames, variant_, "ca");
 }
 
 PolicyResult CachedArraysPolicy::DecideImpl(const Workload& w, const PolicyContext& ctx) const {

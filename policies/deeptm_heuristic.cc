@@ -8,7 +8,7 @@
 
 namespace tensortier {
 
-PolicyResult DeepTmHeuristicPolicy::DecideImpl(const Workload& w, const PolicyContext& ctx) const {
+PolicyResult DecideDeepTmHeuristic(const Workload& w, const PolicyContext& ctx) {
   PolicyResult result;
   const uint64_t limit = EffectiveLimit(ctx.dram_limit_bytes);
   TierTimeline timeline(w.num_tensors());

@@ -10,12 +10,7 @@
 
 namespace tensortier {
 
-class DeepTmHeuristicPolicy : public PlacementPolicy {
- public:
-  std::string name() const override { return "deeptm-heuristic"; }
-
- protected:
-  PolicyResult DecideImpl(const Workload& w, const PolicyContext& ctx) const override;
-};
+// The decision of the StatelessPolicy "deeptm-heuristic".
+PolicyResult DecideDeepTmHeuristic(const Workload& w, const PolicyContext& ctx);
 
 }  // namespace tensortier

@@ -181,7 +181,7 @@ ActionScores HeatOrderScores() {
   return [](const Observation& x) { return std::make_pair(1.0f + x[kObsHeat], 0.0f); };
 }
 
-PolicyResult HeatGuidedIlpPolicy::DecideImpl(const Workload& w, const PolicyContext& ctx) const {
+PolicyResult DecideHeatGuidedIlp(const Workload& w, const PolicyContext& ctx) {
   EnvConfig env_config;
   // No limit: the limit that everything fits under, so heat order keeps all in DRAM.
   env_config.dram_limit_bytes = ctx.dram_limit_bytes > 0 ? ctx.dram_limit_bytes : std::max<uint64_t>(w.peak_live_bytes(), 1);

@@ -6,8 +6,8 @@
 // location variables the solver may still change; the smaller program solves
 // faster than the whole ILP and, where the whole one stops at its time limit
 // or its gap, can end closer to its optimum. The ablations: an untrained
-// network's decisions, and no network at all (HeatGuidedIlpPolicy: heat
-// order's plan, the hottest decisions fixed first).
+// network's decisions, and no network at all ("heat+ilp",
+// DecideHeatGuidedIlp: heat order's plan, the hottest decisions fixed first).
 #pragma once
 
 #include <cstdint>
@@ -88,13 +88,8 @@ ActionScores HeatOrderScores();
 // "heat+ilp": the guided ILP with HeatOrderScores in place of a network, in
 // the default decision scope, with the context's DRAM limit, mode, solver
 // time limit (all solves together) and MIP gap. What dqn+ilp's network adds
-// is its plan against this one's in the same bench run.
-class HeatGuidedIlpPolicy : public PlacementPolicy {
- public:
-  std::string name() const override { return "heat+ilp"; }
-
- protected:
-  PolicyResult DecideImpl(const Workload& w, const PolicyContext& ctx) const override;
-};
+// is its plan against this one's in the same bench run. The decision of a
+// StatelessPolicy.
+PolicyResult DecideHeatGuidedIlp(const Workload& w, const PolicyContext& ctx);
 
 }  // namespace tensortier

@@ -29,21 +29,27 @@ namespace {
 
 using Factory = std::function<std::unique_ptr<PlacementPolicy>()>;
 
+// The entry of a policy with no settings: named once, for the registry and
+// for the policy itself.
+std::pair<std::string, Factory> Stateless(const char* name, StatelessPolicy::DecideFn decide) {
+  return {name, [name, decide] { return std::make_unique<StatelessPolicy>(name, decide); }};
+}
+
 const std::vector<std::pair<std::string, Factory>>& Registry() {
   static const std::vector<std::pair<std::string, Factory>> registry = {
-      {"all-dram", [] { return std::make_unique<AllDramPolicy>(); }},
-      {"all-slow", [] { return std::make_unique<AllSlowPolicy>(); }},
-      {"random", [] { return std::make_unique<RandomPolicy>(); }},
-      {"first-touch", [] { return std::make_unique<FirstTouchPolicy>(); }},
+      Stateless("all-dram", DecideAllDram),
+      Stateless("all-slow", DecideAllSlow),
+      Stateless("random", DecideRandom),
+      Stateless("first-touch", DecideFirstTouch),
       {"sentinel", [] { return std::make_unique<SentinelPolicy>(); }},
       {"autotm-static", [] { return std::make_unique<AutoTmPolicy>(AutoTmFormulation::kStatic); }},
       {"autotm-sync", [] { return std::make_unique<AutoTmPolicy>(AutoTmFormulation::kSynchronous); }},
       {"autotm-async", [] { return std::make_unique<AutoTmPolicy>(AutoTmFormulation::kAsynchronous); }},
-      {"deeptm-heuristic", [] { return std::make_unique<DeepTmHeuristicPolicy>(); }},
+      Stateless("deeptm-heuristic", DecideDeepTmHeuristic),
       {"ca-l", [] { return std::make_unique<CachedArraysPolicy>(CachedArraysVariant::kL); }},
       {"ca-lm", [] { return std::make_unique<CachedArraysPolicy>(CachedArraysVariant::kLM); }},
       {"ca-lmp", [] { return std::make_unique<CachedArraysPolicy>(CachedArraysVariant::kLMP); }},
-      {"heat+ilp", [] { return std::make_unique<HeatGuidedIlpPolicy>(); }},
+      Stateless("heat+ilp", DecideHeatGuidedIlp),
   };
   return registry;
 }

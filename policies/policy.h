@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "envs/placement_plan.h"
@@ -68,6 +69,23 @@ class PlacementPolicy {
 
  protected:
   virtual PolicyResult DecideImpl(const Workload& w, const PolicyContext& ctx) const = 0;
+};
+
+// A policy with no settings of its own (all-dram, first-touch, sentinel...):
+// its name and its decision are all there is to it, so one class serves them
+// all instead of a subclass each.
+class StatelessPolicy : public PlacementPolicy {
+ public:
+  using DecideFn = PolicyResult (*)(const Workload& w, const PolicyContext& ctx);
+  StatelessPolicy(std::string name, DecideFn decide) : name_(std::move(name)), decide_(decide) {}
+  std::string name() const override { return name_; }
+
+ protected:
+  PolicyResult DecideImpl(const Workload& w, const PolicyContext& ctx) const override { return decide_(w, ctx); }
+
+ private:
+  std::string name_;
+  DecideFn decide_;
 };
 
 // Names MakePolicy accepts, in the order reports list them.

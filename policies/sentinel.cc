@@ -365,7 +365,7 @@ SentinelRun SimulateSentinel(const Workload& w, const std::vector<SentinelUnit>&
   return run;
 }
 
-PolicyResult SentinelPolicy::DecideImpl(const Workload& w, const PolicyContext& ctx) const {
+PolicyResult DecideSentinel(const Workload& w, const PolicyContext& ctx) {
   PolicyResult result;
   const std::vector<SentinelUnit> units = SentinelUnits(w);
   const SentinelMilChoice choice = ChooseSentinelMil(w, ctx.dram_limit_bytes, ctx.sentinel_max_mil);

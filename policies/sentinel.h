@@ -88,12 +88,11 @@ SentinelRun SimulateSentinel(const Workload& w, const std::vector<SentinelUnit>&
                              const std::set<std::pair<uint32_t, int>>& left_in_slow = {},
                              SentinelVariant variant = {});
 
-class SentinelPolicy : public PlacementPolicy {
- public:
-  std::string name() const override { return "sentinel"; }
+PolicyResult DecideSentinel(const Workload& w, const PolicyContext& ctx);
 
- protected:
-  PolicyResult DecideImpl(const Workload& w, const PolicyContext& ctx) const override;
+class SentinelPolicy : public StatelessPolicy {
+ public:
+  SentinelPolicy() : StatelessPolicy("sentinel", DecideSentinel) {}
 };
 
 }  // namespace tensortier

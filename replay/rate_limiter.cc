@@ -135,32 +135,26 @@ bool RateLimiter::TrySample(uint64_t n) {
   return true;
 }
 
-bool RateLimiter::AwaitInsert(uint64_t n, std::chrono::milliseconds timeout) {
+template <typename Allowed, typename Record>
+bool RateLimiter::Await(std::chrono::milliseconds timeout, Allowed allowed, Record record, uint64_t& blocked) {
   {
     std::unique_lock<std::mutex> lock(mu_);
-    if (!cv_.wait_for(lock, timeout, [&] { return closed_ || InsertAllowedLocked(n); }) ||
-        closed_) {
-      ++c_.blocked_inserts;
+    if (!cv_.wait_for(lock, timeout, [&] { return closed_ || allowed(); }) || closed_) {
+      ++blocked;
       return false;
     }
-    RecordInsertLocked(n);
+    record();
   }
   cv_.notify_all();
   return true;
 }
 
+bool RateLimiter::AwaitInsert(uint64_t n, std::chrono::milliseconds timeout) {
+  return Await(timeout, [&] { return InsertAllowedLocked(n); }, [&] { RecordInsertLocked(n); }, c_.blocked_inserts);
+}
+
 bool RateLimiter::AwaitSample(uint64_t n, std::chrono::milliseconds timeout) {
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!cv_.wait_for(lock, timeout, [&] { return closed_ || SampleAllowedLocked(n); }) ||
-        closed_) {
-      ++c_.blocked_samples;
-      return false;
-    }
-    c_.samples += n;
-  }
-  cv_.notify_all();
-  return true;
+  return Await(timeout, [&] { return SampleAllowedLocked(n); }, [&] { c_.samples += n; }, c_.blocked_samples);
 }
 
 void RateLimiter::Close() {

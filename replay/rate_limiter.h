@@ -113,6 +113,11 @@ class RateLimiter {
   // Inserts among the next n that earn credit (those beyond min size).
   uint64_t EarningInsertsLocked(uint64_t n) const;
   void RecordInsertLocked(uint64_t n);
+  // AwaitInsert and AwaitSample: waits up to `timeout` for `allowed()` (run
+  // locked) or Close(); true after `record()`, false on timeout or close,
+  // counted in `blocked`.
+  template <typename Allowed, typename Record>
+  bool Await(std::chrono::milliseconds timeout, Allowed allowed, Record record, uint64_t& blocked);
 
   RateLimiterConfig config_;
   double credit_ = 0;

@@ -150,18 +150,13 @@ std::unique_ptr<WorkerMetrics> WorkerMetrics::Start(const std::string& address, 
                                                     const std::string& name, const std::string& backend) {
   if (MetricsDisabled(address)) return nullptr;
   std::unique_ptr<WorkerMetrics> m(new WorkerMetrics);
-  m->server_ = std::make_unique<MetricsServer>(address);
-  m->impl_ = std::make_unique<Impl>(m->server_->registry(), backend);
-  if (!sd_dir.empty())
-    m->sd_target_ = std::make_unique<FileSdTarget>(sd_dir, "worker", name, m->server_->address(),
-                                                   std::map<std::string, std::string>{{"worker", name}});
+  prometheus::Registry& registry = m->Serve(address);
+  m->impl_ = std::make_unique<Impl>(registry, backend);
+  m->Advertise(sd_dir, "worker", name, {{"worker", name}});
   return m;
 }
 
 WorkerMetrics::~WorkerMetrics() = default;
-
-std::string WorkerMetrics::address() const { return server_->address(); }
-std::string WorkerMetrics::url() const { return server_->url(); }
 
 void WorkerMetrics::OnTask(const std::string& workload, const std::string& agent, const std::string& backend,
                            uint64_t dram_limit_bytes) {

@@ -12,15 +12,13 @@
 #include <string>
 
 #include "envs/placement_env.h"
+#include "metrics/served_metrics.h"
 #include "worker/plan_evaluator.h"
 #include "worker/worker.h"
 
 namespace tensortier {
 
-class MetricsServer;
-class FileSdTarget;
-
-class WorkerMetrics {
+class WorkerMetrics : public ServedMetrics {
  public:
   // Serves the metrics on `address` (see metrics_server.h) and, when
   // `sd_dir` is set, writes a file_sd target file worker-<name>-<pid>.json
@@ -29,9 +27,6 @@ class WorkerMetrics {
   static std::unique_ptr<WorkerMetrics> Start(const std::string& address, const std::string& sd_dir,
                                               const std::string& name, const std::string& backend);
   ~WorkerMetrics();
-
-  std::string address() const;
-  std::string url() const;
 
   // A task was accepted and its evaluator prepared.
   void OnTask(const std::string& workload, const std::string& agent, const std::string& backend,
@@ -48,8 +43,6 @@ class WorkerMetrics {
  private:
   WorkerMetrics() = default;
   struct Impl;
-  std::unique_ptr<MetricsServer> server_;
-  std::unique_ptr<FileSdTarget> sd_target_;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "agents/dqn_agent.h"
+#include "tests/agents/agent_probes.h"
 #include "replay/replay_buffer.h"
 #include "envs/placement_env.h"
 #include "envs/transition.h"
@@ -66,22 +67,6 @@ ReplayBuffer RandomReplay(size_t n, uint64_t seed, int actions = 2) {
     replay.Add(std::move(t));
   }
   return replay;
-}
-
-std::vector<std::vector<float>> ProbeObservations(int n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<std::vector<float>> out(n, std::vector<float>(kObs));
-  for (auto& o : out)
-    for (auto& x : o) x = normal(rng);
-  return out;
-}
-
-std::vector<std::vector<float>> AllQ(const DqnAgent& agent,
-                                     const std::vector<std::vector<float>>& probes) {
-  std::vector<std::vector<float>> q;
-  for (const auto& o : probes) q.push_back(agent.QValues(o.data()));
-  return q;
 }
 
 std::string TempPath(const std::string& name) {
@@ -211,7 +196,7 @@ TEST(DqnAgent, DeviceSelection) {
 }
 
 TEST(DqnAgent, SeedDecidesInitialWeights) {
-  auto probes = ProbeObservations(8, 3);
+  auto probes = RandomProbes(8, 3);
   DqnAgent a(SmallConfig(11)), b(SmallConfig(11)), c(SmallConfig(12));
   EXPECT_EQ(AllQ(a, probes), AllQ(b, probes));
   EXPECT_NE(AllQ(a, probes), AllQ(c, probes));
@@ -223,12 +208,12 @@ TEST(DqnAgent, SeedDecidesInitialWeights) {
 TEST(DqnAgent, ActIsGreedyAtZeroEpsilonAndUniformAtOne) {
   DqnAgent agent(SmallConfig(4));
   std::mt19937_64 rng(1);
-  for (const auto& o : ProbeObservations(50, 8)) {
+  for (const auto& o : RandomProbes(50, 8)) {
     auto q = agent.QValues(o.data());
     int greedy = q[1] > q[0] ? 1 : 0;
     EXPECT_EQ(agent.Act(o.data(), 0.0, rng), greedy);
   }
-  auto o = ProbeObservations(1, 2)[0];
+  auto o = RandomProbes(1, 2)[0];
   int ones = 0;
   const int n = 20000;
   for (int i = 0; i < n; ++i) ones += agent.Act(o.data(), 1.0, rng);
@@ -243,7 +228,7 @@ TEST(DqnAgent, ActIsGreedyAtZeroEpsilonAndUniformAtOne) {
 TEST(DqnAgent, UpdateChangesWeightsAndReportsStats) {
   DqnAgent agent(SmallConfig(2));
   ReplayBuffer replay = RandomReplay(200, 1);
-  auto probes = ProbeObservations(4, 1);
+  auto probes = RandomProbes(4, 1);
   auto before = AllQ(agent, probes);
   std::mt19937_64 rng(3);
   TrainStats s = agent.Update(replay, rng);
@@ -263,24 +248,11 @@ TEST(DqnAgent, UpdateChangesWeightsAndReportsStats) {
 TEST(DqnAgent, NonFiniteLossSkipsTheStep) {
   DqnAgent agent(SmallConfig(2));
   ReplayBuffer replay = RandomReplay(200, 1);
-  auto probes = ProbeObservations(4, 1);
-  auto before = AllQ(agent, probes);
   std::mt19937_64 rng(3);
-  std::vector<Transition> rows;
-  for (const Transition* t : replay.Sample(16, rng)) rows.push_back(*t);
-  rows[5].reward = std::numeric_limits<float>::quiet_NaN();
-  std::vector<const Transition*> batch;
-  for (const Transition& t : rows) batch.push_back(&t);
-  TrainStats s = agent.Update(batch, {}, nullptr);
-  EXPECT_TRUE(s.skipped);
-  EXPECT_EQ(agent.updates(), 0u);
-  EXPECT_EQ(AllQ(agent, probes), before);
-  s = agent.Update(replay, rng);
-  EXPECT_FALSE(s.skipped);
-  EXPECT_TRUE(std::isfinite(s.loss));
+  ExpectNonFiniteLossSkipsTheStep(agent, RandomProbes(4, 1), replay, rng, [](std::vector<Transition>& rows) {
+    rows[5].reward = std::numeric_limits<float>::quiet_NaN();
+  });
   EXPECT_EQ(agent.updates(), 1u);
-  for (const auto& q : AllQ(agent, probes))
-    for (float v : q) EXPECT_TRUE(std::isfinite(v));
 }
 
 TEST(DqnAgent, UpdateRejectsMalformedTransitions) {
@@ -396,7 +368,7 @@ void CheckAgainstReference(const std::vector<int>& hidden, double clip_norm) {
   torch::optim::Adam adam(online->parameters(), torch::optim::AdamOptions(c.learning_rate));
 
   std::mt19937_64 rng_agent(5), rng_ref(5);
-  auto probes = ProbeObservations(10, 13);
+  auto probes = RandomProbes(10, 13);
   int clipped = 0, unclipped = 0;
   for (int step = 1; step <= 16; ++step) {
     TrainStats got = agent.Update(replay, rng_agent);
@@ -461,7 +433,7 @@ TEST(DqnAgent, WeightsRoundTripGivesIdenticalQValues) {
   EXPECT_GT(blob.size(), 0u);
 
   DqnAgent fresh(SmallConfig(99));
-  auto probes = ProbeObservations(16, 5);
+  auto probes = RandomProbes(16, 5);
   EXPECT_NE(AllQ(fresh, probes), AllQ(trained, probes));
   fresh.LoadWeights(blob);
   EXPECT_EQ(AllQ(fresh, probes), AllQ(trained, probes));
@@ -471,7 +443,7 @@ TEST(DqnAgent, WeightsRoundTripGivesIdenticalQValues) {
 
 TEST(DqnAgent, BadWeightsThrowAndLeaveWeightsUnchanged) {
   DqnAgent agent(SmallConfig(1));
-  auto probes = ProbeObservations(8, 6);
+  auto probes = RandomProbes(8, 6);
   auto before = AllQ(agent, probes);
   std::string good = agent.SerializeWeights();
 
@@ -520,7 +492,7 @@ TEST(DqnAgent, CheckpointResumesTrainingIdentically) {
   a.SaveCheckpoint(path);
   ASSERT_TRUE(std::filesystem::exists(path));
   std::mt19937_64 rng_at_save = rng;
-  auto probes = ProbeObservations(16, 9);
+  auto probes = RandomProbes(16, 9);
   auto q_at_save = AllQ(a, probes);
   std::string weights_at_save = a.SerializeWeights();
 
@@ -566,7 +538,7 @@ TEST(DqnAgent, CheckpointErrors) {
   DqnAgent(other).SaveCheckpoint(path);
 
   DqnAgent agent(SmallConfig(1));
-  auto probes = ProbeObservations(4, 1);
+  auto probes = RandomProbes(4, 1);
   auto before = AllQ(agent, probes);
   try {
     agent.LoadCheckpoint(path);

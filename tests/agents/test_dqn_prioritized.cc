@@ -14,6 +14,7 @@
 #include "envs/placement_env.h"
 #include "replay/prioritized_replay.h"
 #include "replay/replay_buffer.h"
+#include "tests/agents/agent_probes.h"
 #include "tests/agents/hand_graph_mdp.h"
 #include "tests/core/brute_force.h"
 #include "tests/core/hand_graph.h"
@@ -48,6 +49,12 @@ Transition RandomTransition(std::mt19937_64& rng) {
   return t;
 }
 
+std::vector<Transition> RandomTransitions(int n, std::mt19937_64& rng) {
+  std::vector<Transition> out;
+  for (int i = 0; i < n; ++i) out.push_back(RandomTransition(rng));
+  return out;
+}
+
 // Double-DQN TD error before any update: the target network equals the
 // online one, so the target is r + gamma max_a Q(s', a).
 double ExpectedTdError(const DqnAgent& agent, const Transition& t) {
@@ -65,10 +72,8 @@ double Huber(double e, double delta) {
 TEST(DqnPrioritized, ReturnsAbsTdErrorsAndWeightsTheLoss) {
   DqnAgent agent(SmallConfig());
   std::mt19937_64 rng(11);
-  std::vector<Transition> items;
-  for (int i = 0; i < kBatch; ++i) items.push_back(RandomTransition(rng));
-  std::vector<const Transition*> batch;
-  for (const Transition& t : items) batch.push_back(&t);
+  const std::vector<Transition> items = RandomTransitions(kBatch, rng);
+  std::vector<const Transition*> batch = BatchOf(items);
   const std::vector<float> weights = {1.0f, 0.5f, 0.25f, 0.0f, 0.75f, 1.0f, 0.1f, 0.9f};
 
   std::vector<double> expected_td;
@@ -88,10 +93,9 @@ TEST(DqnPrioritized, ReturnsAbsTdErrorsAndWeightsTheLoss) {
 
 TEST(DqnPrioritized, ZeroWeightItemsDoNotMoveTheNetwork) {
   std::mt19937_64 rng(3);
-  std::vector<Transition> kept, other_a, other_b;
-  for (int i = 0; i < kBatch / 2; ++i) kept.push_back(RandomTransition(rng));
-  for (int i = 0; i < kBatch / 2; ++i) other_a.push_back(RandomTransition(rng));
-  for (int i = 0; i < kBatch / 2; ++i) other_b.push_back(RandomTransition(rng));
+  const std::vector<Transition> kept = RandomTransitions(kBatch / 2, rng);
+  const std::vector<Transition> other_a = RandomTransitions(kBatch / 2, rng);
+  const std::vector<Transition> other_b = RandomTransitions(kBatch / 2, rng);
   std::vector<float> weights(kBatch, 1.0f);
   std::fill(weights.begin() + kBatch / 2, weights.end(), 0.0f);
   auto batch_of = [&](const std::vector<Transition>& rest) {
@@ -162,10 +166,8 @@ TEST(DqnPrioritized, UpdateWritesAbsTdErrorsAsPriorities) {
 TEST(DqnPrioritized, RejectsMismatchedBatches) {
   DqnAgent agent(SmallConfig());
   std::mt19937_64 rng(1);
-  std::vector<Transition> items;
-  for (int i = 0; i < kBatch; ++i) items.push_back(RandomTransition(rng));
-  std::vector<const Transition*> batch;
-  for (const Transition& t : items) batch.push_back(&t);
+  const std::vector<Transition> items = RandomTransitions(kBatch, rng);
+  std::vector<const Transition*> batch = BatchOf(items);
   EXPECT_THROW(agent.Update(batch, std::vector<float>(kBatch - 1, 1.0f), nullptr), std::invalid_argument);
   std::vector<float> negative(kBatch, 1.0f);
   negative[2] = -1.0f;

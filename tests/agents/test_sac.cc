@@ -26,7 +26,9 @@
 #include "envs/synthetic.h"
 #include "replay/prioritized_replay.h"
 #include "replay/replay_buffer.h"
+#include "tests/agents/agent_probes.h"
 #include "tests/agents/random_replay.h"
+#include "tests/common/synthetic_family.h"
 #include "tests/core/brute_force.h"
 #include "tests/core/hand_graph.h"
 
@@ -60,24 +62,9 @@ ReplayBuffer RandomReplay(size_t n, uint64_t seed, int obs = kObservationSize) {
   return RandomNormalReplay(n, seed, obs);
 }
 
-std::vector<std::vector<float>> Probes(int n, uint64_t seed, int obs = kObservationSize) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<std::vector<float>> out(n, std::vector<float>(obs));
-  for (auto& o : out)
-    for (auto& x : o) x = normal(rng);
-  return out;
-}
-
 std::vector<std::vector<float>> AllProbabilities(const SacAgent& agent, const std::vector<std::vector<float>>& probes) {
   std::vector<std::vector<float>> out;
   for (const auto& p : probes) out.push_back(agent.ActionProbabilities(p.data()));
-  return out;
-}
-
-std::vector<std::vector<float>> AllQ(const SacAgent& agent, const std::vector<std::vector<float>>& probes) {
-  std::vector<std::vector<float>> out;
-  for (const auto& p : probes) out.push_back(agent.QValues(p.data()));
   return out;
 }
 
@@ -121,7 +108,7 @@ TEST(SacAgent, DeviceSelection) {
 }
 
 TEST(SacAgent, SeedDecidesInitialWeights) {
-  auto probes = Probes(8, 1);
+  auto probes = RandomProbes(8, 1);
   SacAgent a(SmallConfig(kObservationSize, 5)), b(SmallConfig(kObservationSize, 5)), c(SmallConfig(kObservationSize, 6));
   EXPECT_EQ(AllProbabilities(a, probes), AllProbabilities(b, probes));
   EXPECT_EQ(AllQ(a, probes), AllQ(b, probes));
@@ -132,7 +119,7 @@ TEST(SacAgent, SeedDecidesInitialWeights) {
 
 TEST(SacAgent, ActSamplesFromThePolicyAndGreedyTakesTheMode) {
   SacAgent agent(SmallConfig());
-  auto probes = Probes(4, 2);
+  auto probes = RandomProbes(4, 2);
   std::mt19937_64 rng(3);
   for (const auto& obs : probes) {
     std::vector<float> p = agent.ActionProbabilities(obs.data());
@@ -154,7 +141,7 @@ TEST(SacAgent, ActSamplesFromThePolicyAndGreedyTakesTheMode) {
 TEST(SacAgent, UpdateReportsStatsAndMovesTheNetworks) {
   SacAgent agent(SmallConfig());
   ReplayBuffer replay = RandomReplay(200, 4);
-  auto probes = Probes(6, 5);
+  auto probes = RandomProbes(6, 5);
   auto p0 = AllProbabilities(agent, probes);
   auto q0 = AllQ(agent, probes);
   std::mt19937_64 rng(6);
@@ -193,24 +180,11 @@ TEST(SacAgent, UpdateReportsStatsAndMovesTheNetworks) {
 TEST(SacAgent, NonFiniteLossSkipsTheStep) {
   SacAgent agent(SmallConfig());
   ReplayBuffer replay = RandomReplay(200, 4);
-  auto probes = Probes(6, 5);
-  auto q0 = AllQ(agent, probes);
   std::mt19937_64 rng(6);
-  std::vector<Transition> rows;
-  for (const Transition* t : replay.Sample(16, rng)) rows.push_back(*t);
-  rows[3].reward = std::numeric_limits<float>::infinity();
-  rows[4].reward = -std::numeric_limits<float>::infinity();
-  std::vector<const Transition*> batch;
-  for (const Transition& t : rows) batch.push_back(&t);
-  TrainStats s = agent.Update(batch);
-  EXPECT_TRUE(s.skipped);
-  EXPECT_EQ(agent.updates(), 0u);
-  EXPECT_EQ(AllQ(agent, probes), q0);
-  s = agent.Update(replay, rng);
-  EXPECT_FALSE(s.skipped);
-  EXPECT_TRUE(std::isfinite(s.loss));
-  for (const auto& q : AllQ(agent, probes))
-    for (float v : q) EXPECT_TRUE(std::isfinite(v));
+  ExpectNonFiniteLossSkipsTheStep(agent, RandomProbes(6, 5), replay, rng, [](std::vector<Transition>& rows) {
+    rows[3].reward = std::numeric_limits<float>::infinity();
+    rows[4].reward = -std::numeric_limits<float>::infinity();
+  });
 }
 
 TEST(SacAgent, ZeroImportanceWeightsFreezeTheCritics) {
@@ -220,7 +194,7 @@ TEST(SacAgent, ZeroImportanceWeightsFreezeTheCritics) {
   SacAgent agent(SmallConfig());
   ReplayBuffer replay = RandomReplay(64, 7);
   std::mt19937_64 rng(8);
-  auto probes = Probes(4, 9);
+  auto probes = RandomProbes(4, 9);
   auto q = AllQ(agent, probes);
   auto p = AllProbabilities(agent, probes);
   std::vector<double> td;
@@ -305,7 +279,7 @@ TEST(SacAgent, WeightsRoundTripGivesTheSamePolicy) {
   ReplayBuffer replay = RandomReplay(64, 13);
   std::mt19937_64 rng(14);
   for (int i = 0; i < 5; ++i) a.Update(replay, rng);
-  auto probes = Probes(8, 15);
+  auto probes = RandomProbes(8, 15);
   b.LoadWeights(a.SerializeWeights());
   EXPECT_EQ(AllProbabilities(a, probes), AllProbabilities(b, probes));
   std::mt19937_64 ra(1), rb(1);
@@ -314,7 +288,7 @@ TEST(SacAgent, WeightsRoundTripGivesTheSamePolicy) {
 
 TEST(SacAgent, BadWeightsThrowAndLeaveWeightsUnchanged) {
   SacAgent agent(SmallConfig());
-  auto probes = Probes(4, 16);
+  auto probes = RandomProbes(4, 16);
   auto before = AllProbabilities(agent, probes);
   const std::string good = agent.SerializeWeights();
   SacConfig other = SmallConfig();
@@ -349,7 +323,7 @@ TEST(SacAgent, CheckpointResumesTrainingIdentically) {
   b.LoadCheckpoint(path);
   EXPECT_EQ(b.updates(), 7u);
   EXPECT_DOUBLE_EQ(b.alpha(), a.alpha());
-  auto probes = Probes(8, 19);
+  auto probes = RandomProbes(8, 19);
   EXPECT_EQ(AllProbabilities(a, probes), AllProbabilities(b, probes));
   EXPECT_EQ(AllQ(a, probes), AllQ(b, probes));
   // The same batches from here on give the same updates: optimiser moments,
@@ -379,7 +353,7 @@ TEST(SacAgent, CheckpointErrorsLeaveTheAgentUnchanged) {
   ReplayBuffer replay = RandomReplay(64, 21);
   std::mt19937_64 rng(22);
   agent.Update(replay, rng);
-  auto probes = Probes(4, 23);
+  auto probes = RandomProbes(4, 23);
   auto before = AllProbabilities(agent, probes);
   auto q_before = AllQ(agent, probes);
 
@@ -558,7 +532,7 @@ TEST(HeatSacConfig, JsonRoundTripAndErrors) {
 TEST(HeatWeightAgent, ActionsAreInRangeAndDeterministicActionsRepeat) {
   HeatWeightAgent agent(SmallHeatConfig());
   std::mt19937_64 rng(1);
-  auto probes = Probes(20, 2, kHeatObservationSize);
+  auto probes = RandomProbes(20, 2, kHeatObservationSize);
   for (const auto& p : probes) {
     std::vector<float> a = agent.Act(p.data(), false, rng);
     ASSERT_EQ(a.size(), static_cast<size_t>(kHeatActionSize));
@@ -618,17 +592,11 @@ TEST(HeatWeightAgent, CheckpointAndWeightsRoundTrip) {
   for (int e = 0; e < 4; ++e) {
     HeatObservation obs = env.Reset();
     while (!env.done()) {
-      std::vector<float> act = a.Act(obs.data(), false, rng);
-      HeatAction action{};
-      std::copy(act.begin(), act.end(), action.begin());
-      HeatStepResult r = env.Step(action);
-      replay.Add({std::vector<float>(obs.begin(), obs.end()), act, static_cast<float>(r.reward),
-                  std::vector<float>(r.observation.begin(), r.observation.end()), r.done});
-      obs = r.observation;
+      obs = StepIntoReplay(env, obs, a.Act(obs.data(), false, rng), replay);
     }
   }
   for (int i = 0; i < 5; ++i) a.Update(replay, rng);
-  auto probes = Probes(6, 7, kHeatObservationSize);
+  auto probes = RandomProbes(6, 7, kHeatObservationSize);
 
   HeatWeightAgent b(SmallHeatConfig(8));
   b.LoadWeights(a.SerializeWeights());
@@ -665,11 +633,8 @@ TEST(HeatWeightAgent, CheckpointAndWeightsRoundTrip) {
 // plan on these graphs, whose copies are slow next to their penalties) (by hand: --gtest_also_run_disabled_tests
 // --gtest_filter='*HeatWeightsAgainstAlgorithm1*').
 TEST(HeatWeightAgent, DISABLED_HeatWeightsAgainstAlgorithm1) {
-  for (auto shape : {SyntheticShape::kVggLike, SyntheticShape::kResnetLike, SyntheticShape::kMobilenetLike}) {
-    SyntheticOptions o;
-    o.shape = shape;
-    o.layers = 8;
-    Workload w = GenerateSynthetic(o);
+  for (SyntheticShape shape : testing::kSyntheticFamilies) {
+    Workload w = testing::SyntheticWithLayers(shape, 8);
     HeatWeightEnvConfig ec;
     ec.dram_limit_bytes = w.peak_live_bytes() / 2;
     ec.beta = 1.0;

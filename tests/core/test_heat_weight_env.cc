@@ -9,6 +9,7 @@
 #include "envs/cost_model.h"
 #include "envs/heat_weight_env.h"
 #include "envs/synthetic.h"
+#include "tests/common/synthetic_family.h"
 #include "tests/core/hand_graph.h"
 
 namespace tensortier {
@@ -139,11 +140,8 @@ TEST(HeatWeightEnv, StepWithHeatsPlacesHottestFirstWithinTheLimit) {
 }
 
 TEST(HeatWeightEnv, Algorithm1RespectsTheLimitOnSyntheticWorkloads) {
-  for (auto shape : {SyntheticShape::kVggLike, SyntheticShape::kResnetLike, SyntheticShape::kMobilenetLike}) {
-    SyntheticOptions o;
-    o.shape = shape;
-    o.layers = 6;
-    Workload w = GenerateSynthetic(o);
+  for (SyntheticShape shape : testing::kSyntheticFamilies) {
+    Workload w = testing::SyntheticWithLayers(shape, 6);
     for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
       HeatWeightEnvConfig c;
       c.dram_limit_bytes = w.peak_live_bytes() / 2;

@@ -7,6 +7,7 @@
 #include "envs/first_touch.h"
 #include "envs/placement_env.h"
 #include "envs/synthetic.h"
+#include "tests/common/synthetic_family.h"
 #include "tests/core/hand_graph.h"
 
 namespace tensortier {
@@ -500,11 +501,8 @@ namespace {
 // (a constant-DRAM policy did, on MobileNetV2 at 0.2 x peak).
 TEST(PlacementEnv, AsyncEpisodesNeverRunOutOfMemoryWithClipToFit) {
   int episodes = 0;
-  for (SyntheticShape shape : {SyntheticShape::kVggLike, SyntheticShape::kResnetLike, SyntheticShape::kMobilenetLike}) {
-    SyntheticOptions so;
-    so.shape = shape;
-    so.layers = 8;
-    Workload w = GenerateSynthetic(so);
+  for (SyntheticShape shape : testing::kSyntheticFamilies) {
+    Workload w = testing::SyntheticWithLayers(shape, 8);
     w.Finalize();
     for (double fraction : {0.1, 0.2, 0.35})
     for (DecisionScope scope : {DecisionScope::kRelevant, DecisionScope::kAccessGaps}) {

@@ -91,6 +91,13 @@ class WorkloadIo : public ::testing::Test {
     return "";
   }
 
+  // A refused file's error names the file (the user has many) and why.
+  static void ExpectReadRefused(const std::string& path, const std::string& why) {
+    const std::string error = ReadWorkloadError(path);
+    EXPECT_NE(error.find(path), std::string::npos) << error;
+    EXPECT_NE(error.find(why), std::string::npos) << error;
+  }
+
   std::filesystem::path dir_;
 };
 
@@ -139,9 +146,7 @@ TEST_F(WorkloadIo, RejectsBadMagic) {
   bytes.replace(0, 8, "NOTMAGIC");
   const std::string path = PathOf("bad_magic.ttw");
   WriteFileAtomically(path, bytes);
-  const std::string error = ReadWorkloadError(path);
-  EXPECT_NE(error.find(path), std::string::npos) << error;
-  EXPECT_NE(error.find("bad magic"), std::string::npos) << error;
+  ExpectReadRefused(path, "bad magic");
 }
 
 TEST_F(WorkloadIo, RejectsPlanFileReadAsWorkload) {
@@ -168,9 +173,7 @@ TEST_F(WorkloadIo, TruncatedFileErrorNamesTheFile) {
   const std::string bytes = SerializeWorkload(MakeWorkload());
   const std::string path = PathOf("truncated.ttw");
   WriteFileAtomically(path, bytes.substr(0, bytes.size() - 16));
-  const std::string error = ReadWorkloadError(path);
-  EXPECT_NE(error.find(path), std::string::npos) << error;
-  EXPECT_NE(error.find("truncated"), std::string::npos) << error;
+  ExpectReadRefused(path, "truncated");
 }
 
 TEST_F(WorkloadIo, RejectsTrailingBytes) {
@@ -181,9 +184,7 @@ TEST_F(WorkloadIo, RejectsTrailingBytes) {
 TEST_F(WorkloadIo, RejectsOtherFormatVersion) {
   const std::string path = PathOf("future.ttw");
   WriteFileAtomically(path, WorkloadBytesWithVersion(MakeWorkload(), 7));
-  const std::string error = ReadWorkloadError(path);
-  EXPECT_NE(error.find(path), std::string::npos) << error;
-  EXPECT_NE(error.find("format version 7, this build reads 1"), std::string::npos) << error;
+  ExpectReadRefused(path, "format version 7, this build reads 1");
 }
 
 TEST_F(WorkloadIo, RejectsAccessToTensorOutOfRange) {
@@ -191,9 +192,7 @@ TEST_F(WorkloadIo, RejectsAccessToTensorOutOfRange) {
   w.accesses.push_back({1, 9, 1, 0, 1.0});  // there are three tensors
   const std::string path = PathOf("bad_index.ttw");
   WriteWorkloadFile(w, path);
-  const std::string error = ReadWorkloadError(path);
-  EXPECT_NE(error.find(path), std::string::npos) << error;
-  EXPECT_NE(error.find("names tensor 9"), std::string::npos) << error;
+  ExpectReadRefused(path, "names tensor 9");
 }
 
 TEST_F(WorkloadIo, RejectsTensorFreedAfterLastKernel) {

@@ -15,10 +15,8 @@
 # Exit: 0 passed, 1 failed, 77 skipped (no binary).
 set -uo pipefail
 
-bin="${1:?usage: test_netns_fleet.sh TENSORTIER_BINARY SOURCE_DIR}"
-src="${2:?usage: test_netns_fleet.sh TENSORTIER_BINARY SOURCE_DIR}"
-[ -x "$bin" ] || { echo "SKIP: no tensortier binary at $bin"; exit 77; }
-bin="$(readlink -f "$bin")"
+# shellcheck source-path=SCRIPTDIR source=binary_args.sh
+source "$(dirname "$0")/binary_args.sh" "$@"
 
 tag="$$"
 dir="$(mktemp -d "${TMPDIR:-/tmp}/tensortier-netns-XXXXXX")"

@@ -16,7 +16,7 @@
 #include "envs/workload_spec.h"
 #include "evaluation/benchmark.h"
 #include "executor/executor.h"
-#include "tests/common/derived_times.h"
+#include "tests/common/profiled_workload.h"
 
 namespace tensortier {
 namespace {
@@ -176,19 +176,7 @@ TEST(Benchmark, RoundRatiosCancelALoadedRoundAndFlagPlansFasterThanAllDram) {
 // columns are filled and name their backend; all-DRAM and all-slow run in
 // every round.
 TEST(Benchmark, MeasuredRowsOnRealIterations) {
-  Workload w;
-  {
-    RunnerOptions r;
-    r.model.name = "alexnet";
-    r.model.batch_size = 1;
-    r.model.image_size = 32;
-    r.slow_tier = "emulated:optane-dcpmm";
-    r.profile_timing_iterations = 1;
-    r.threads = 1;
-    RealWorkloadRunner runner(r);
-    // Measured times would give the ILP another plan under every load.
-    w = testing::WithTimesFromSizes(runner.Profile().workload);
-  }
+  const Workload w = testing::ProfiledWithTimesFromSizes("alexnet", 1, 32);
   BenchmarkOptions o;
   o.policies = {"all-slow", "first-touch", "autotm-sync"};
   o.dram_fractions = {0.3};

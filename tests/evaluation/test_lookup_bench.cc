@@ -26,7 +26,7 @@
 #include "exporter/lookup_writer.h"
 #include "hostrt/tensortier_lookup.hpp"
 #include "replay/replay_buffer.h"
-#include "tests/common/derived_times.h"
+#include "tests/common/profiled_workload.h"
 #include "tests/export/export_test_util.h"
 
 namespace tensortier {
@@ -64,15 +64,12 @@ struct Exported {
 Exported TrainAndExport(const Workload& w, uint64_t budget, const std::string& path) {
   const int threads = torch::get_num_threads();
   torch::set_num_threads(1);
-  DqnConfig c;
-  c.observation_size = kObservationSize;
+  // The export tests' DQN, smaller and quicker to start learning.
+  DqnConfig c = testing::ExportedDqn();
   c.hidden = {32, 32};
-  c.learning_rate = 1e-3;
-  c.batch_size = 32;
   c.target_update_interval = 100;
   c.learning_starts = 256;
   c.seed = 7;
-  c.device = "cpu";
   DqnAgent agent(c);
   EnvConfig env;
   env.dram_limit_bytes = budget;
@@ -227,18 +224,7 @@ TEST(LookupBench, RefusesAFileThatCannotGiveAPlan) {
 // On a profiled model the lookup's plan runs real iterations like every
 // other policy's (`bench --repeats`).
 TEST(LookupBench, RowIsMeasuredOnRealIterations) {
-  Workload w;
-  {
-    RunnerOptions r;
-    r.model.name = "alexnet";
-    r.model.batch_size = 1;
-    r.model.image_size = 32;
-    r.slow_tier = "emulated:optane-dcpmm";
-    r.profile_timing_iterations = 1;
-    r.threads = 1;
-    RealWorkloadRunner runner(r);
-    w = testing::WithTimesFromSizes(runner.Profile().workload);
-  }
+  const Workload w = testing::ProfiledWithTimesFromSizes("alexnet", 1, 32);
   // A policy exported for another model: the host's plan comes from the
   // generalised lookup.
   const Workload other = LoadWorkloadSpec(kTrainedOn);

@@ -10,11 +10,14 @@
 #include "allocator/page_region.h"
 #include "allocator/tiered_allocator.h"
 #include "tests/execution/real_training.h"
+#include "tests/execution/tiers_fixture.h"
 
 namespace tensortier {
 namespace {
 
+using testing::ExpectNothingCharged;
 using testing::ExpectSame;
+using testing::LimitDram;
 using testing::SmallRunner;
 
 TEST(PageRegion, AdjacentBlocksPageCountsAndCoalescing) {
@@ -53,11 +56,7 @@ TEST(PageRegion, AdjacentBlocksPageCountsAndCoalescing) {
   EXPECT_EQ(dram->bytes_in_use(), 0u);
 }
 
-struct AggFixture : ::testing::Test {
-  std::shared_ptr<MemoryTier> dram = MakeDramTier();
-  std::shared_ptr<MemoryTier> slow = MakeSlowTier("emulated:optane-dcpmm");
-};
-using Aggregation = AggFixture;
+using Aggregation = testing::TiersFixture;
 
 // Allocates `n` float tensors of `elems` each under routing to `tier`/`cls`.
 std::vector<at::Tensor> Allocate(TieredAllocator& a, int n, int64_t elems, Tier tier, BlockClass cls) {
@@ -69,6 +68,14 @@ std::vector<at::Tensor> Allocate(TieredAllocator& a, int n, int64_t elems, Tier 
   for (int i = 0; i < n; ++i) v.push_back(at::full({elems}, static_cast<float>(i + 1)));
   a.EndIteration();
   return v;
+}
+
+// A started move's copy, done here instead of by the executor's migration
+// thread: claim it, copy the bytes, mark it copied.
+void CopyAsAMigrationThreadWould(TieredAllocator::MoveTicket& t) {
+  ASSERT_TRUE(TieredAllocator::ClaimCopy(t));
+  std::memcpy(t.dst, t.src, t.bytes);
+  TieredAllocator::MarkCopied(t);
 }
 
 TEST_F(Aggregation, SmallTensorsSharePagesAndAreChargedTheirBytes) {
@@ -102,8 +109,7 @@ TEST_F(Aggregation, SmallTensorsSharePagesAndAreChargedTheirBytes) {
 TEST_F(Aggregation, DramLimitChargesRequestedBytesNotReservedRegions) {
   TieredAllocator a(dram, slow);
   a.Install();
-  a.set_dram_limit(3000);
-  a.set_overflow_policy(DramOverflowPolicy::kSpillToSlow);
+  LimitDram(a, 3000, DramOverflowPolicy::kSpillToSlow);
   std::vector<at::Tensor> v = Allocate(a, 16, 64, Tier::kDram, BlockClass::kSmall);  // 4096 bytes in all
   size_t in_dram = 0, in_slow_region = 0;
   for (const at::Tensor& t : v) {
@@ -121,8 +127,7 @@ TEST_F(Aggregation, DramLimitChargesRequestedBytesNotReservedRegions) {
 TEST_F(Aggregation, FailPolicyRefusesRegionBlocksBeyondTheLimit) {
   TieredAllocator a(dram, slow);
   a.Install();
-  a.set_dram_limit(1000);
-  a.set_overflow_policy(DramOverflowPolicy::kFail);
+  LimitDram(a, 1000, DramOverflowPolicy::kFail);
   IterationRouting r;
   r.tiers.assign(4, Tier::kDram);
   r.classes.assign(4, BlockClass::kSmall);
@@ -160,9 +165,7 @@ TEST_F(Aggregation, GroupMoveIsOneCopyAndKeepsNeighboursAdjacent) {
   EXPECT_EQ(t.src, rs[1]->ptr);
   EXPECT_EQ(a.usage(Tier::kSlow).charged_bytes, 3u * 1200);  // both copies held while open
   EXPECT_EQ(a.usage(Tier::kDram).charged_bytes, 4u * 1200);
-  ASSERT_TRUE(TieredAllocator::ClaimCopy(t));
-  std::memcpy(t.dst, t.src, t.bytes);
-  TieredAllocator::MarkCopied(t);
+  ASSERT_NO_FATAL_FAILURE(CopyAsAMigrationThreadWould(t));
   std::vector<uint8_t> moved;
   EXPECT_EQ(a.CompleteMove(t, &moved), 3u);
   EXPECT_EQ(moved, (std::vector<uint8_t>{1, 1, 1}));
@@ -179,14 +182,11 @@ TEST_F(Aggregation, GroupMoveIsOneCopyAndKeepsNeighboursAdjacent) {
   for (int i = 0; i < 4; ++i) EXPECT_TRUE(at::equal(v[i], at::full({300}, static_cast<float>(i + 1)))) << i;
   // And back, as one copy again.
   ASSERT_EQ(a.BeginGroupMove({rs[1], rs[2], rs[3]}, Tier::kDram, &t), TieredAllocator::MoveStart::kStarted);
-  ASSERT_TRUE(TieredAllocator::ClaimCopy(t));
-  std::memcpy(t.dst, t.src, t.bytes);
-  TieredAllocator::MarkCopied(t);
+  ASSERT_NO_FATAL_FAILURE(CopyAsAMigrationThreadWould(t));
   EXPECT_EQ(a.CompleteMove(t), 3u);
   for (int i = 0; i < 4; ++i) EXPECT_TRUE(at::equal(v[i], at::full({300}, static_cast<float>(i + 1)))) << i;
   v.clear();
-  EXPECT_EQ(a.usage(Tier::kDram).charged_bytes, 0u);
-  EXPECT_EQ(a.usage(Tier::kSlow).charged_bytes, 0u);
+  ExpectNothingCharged(a);
 }
 
 TEST_F(Aggregation, FreeingAMemberOfAnOpenGroupMoveIsSafe) {
@@ -201,9 +201,7 @@ TEST_F(Aggregation, FreeingAMemberOfAnOpenGroupMoveIsSafe) {
   at::Tensor reuse = Allocate(a, 1, 1024, Tier::kDram, BlockClass::kLongLived)[0];
   const char* d = static_cast<const char*>(t.dst);
   EXPECT_FALSE(reuse.data_ptr() >= static_cast<const void*>(d) && reuse.data_ptr() < static_cast<const void*>(d + t.bytes));
-  ASSERT_TRUE(TieredAllocator::ClaimCopy(t));
-  std::memcpy(t.dst, t.src, t.bytes);
-  TieredAllocator::MarkCopied(t);
+  ASSERT_NO_FATAL_FAILURE(CopyAsAMigrationThreadWould(t));
   std::vector<uint8_t> moved;
   EXPECT_EQ(a.CompleteMove(t, &moved), 2u);
   EXPECT_EQ(moved, (std::vector<uint8_t>{1, 0, 1}));
@@ -221,8 +219,7 @@ TEST_F(Aggregation, FreeingAMemberOfAnOpenGroupMoveIsSafe) {
   EXPECT_EQ(a.CompleteMove(t), 0u);
   v.clear();
   reuse.reset();
-  EXPECT_EQ(a.usage(Tier::kDram).charged_bytes, 0u);
-  EXPECT_EQ(a.usage(Tier::kSlow).charged_bytes, 0u);
+  ExpectNothingCharged(a);
 }
 
 TEST_F(Aggregation, PlaceContiguouslyLaysOutInOrderOnce) {

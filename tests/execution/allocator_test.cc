@@ -5,16 +5,13 @@
 #include <cstring>
 
 #include "allocator/tiered_allocator.h"
+#include "tests/execution/tiers_fixture.h"
 
 namespace tensortier {
 namespace {
 
-struct Fixture : ::testing::Test {
-  std::shared_ptr<MemoryTier> dram = MakeDramTier();
-  std::shared_ptr<MemoryTier> slow = MakeSlowTier("emulated:optane-dcpmm");
-};
-
-using TieredAllocatorTest = Fixture;
+using testing::LimitDram;
+using TieredAllocatorTest = testing::TiersFixture;
 
 TEST_F(TieredAllocatorTest, InstallsAndRestoresThePreviousAllocator) {
   c10::Allocator* before = c10::GetCPUAllocator();
@@ -92,8 +89,7 @@ TEST_F(TieredAllocatorTest, ReportsSizeMismatches) {
 TEST_F(TieredAllocatorTest, DramLimitSpillsToTheSlowTier) {
   TieredAllocator a(dram, slow);
   a.Install();
-  a.set_dram_limit(10000);
-  a.set_overflow_policy(DramOverflowPolicy::kSpillToSlow);
+  LimitDram(a, 10000, DramOverflowPolicy::kSpillToSlow);
   at::Tensor x = at::empty({2000});  // 8000 bytes: fits
   at::Tensor y = at::empty({1000});  // 4000 more: over
   EXPECT_EQ(TieredAllocator::RecordOf(x.storage())->tier, Tier::kDram);
@@ -108,8 +104,7 @@ TEST_F(TieredAllocatorTest, DramLimitSpillsToTheSlowTier) {
 TEST_F(TieredAllocatorTest, DramLimitFailsTheRequestWithoutCrashing) {
   TieredAllocator a(dram, slow);
   a.Install();
-  a.set_dram_limit(10000);
-  a.set_overflow_policy(DramOverflowPolicy::kFail);
+  LimitDram(a, 10000, DramOverflowPolicy::kFail);
   at::Tensor x = at::empty({2000});
   EXPECT_THROW(at::empty({1000}), DramOomError);
   EXPECT_THROW(x.matmul(at::ones({2000, 4})), std::exception);  // inside an operator

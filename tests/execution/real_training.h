@@ -12,12 +12,8 @@ namespace tensortier::testing {
 
 // On the emulated slow tier, timed once.
 inline RunnerOptions SmallRunner(const std::string& model) {
-  RunnerOptions o;
-  o.model.name = model;
-  o.model.batch_size = 2;
-  o.model.image_size = 32;
+  RunnerOptions o = ZooRunnerOptions(model, 2, 32, "emulated:optane-dcpmm");
   o.model.num_classes = 10;
-  o.slow_tier = "emulated:optane-dcpmm";
   o.profile_timing_iterations = 1;
   o.warmup_iterations = 0;
   o.repeats = 1;

@@ -63,11 +63,8 @@ namespace {
 // Dumps the first kernels of a profile with their accesses, and the counters
 // of a sync and an async run of a simple offloading plan. For eyeballing.
 TEST(ZooModels, DISABLED_DumpProfile) {
-  RunnerOptions o;
-  o.model.name = std::getenv("TT_ZOO_MODELS") ? std::getenv("TT_ZOO_MODELS") : "resnet18";
-  o.model.batch_size = 2;
-  o.model.image_size = 32;
-  o.slow_tier = "emulated:optane-dcpmm";
+  const RunnerOptions o = ZooRunnerOptions(std::getenv("TT_ZOO_MODELS") ? std::getenv("TT_ZOO_MODELS") : "resnet18", 2,
+                                           32, "emulated:optane-dcpmm");
   RealWorkloadRunner runner(o);
   const ProfileReport& p = runner.Profile();
   const Workload& w = p.workload;

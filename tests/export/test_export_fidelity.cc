@@ -103,22 +103,32 @@ class ExportFidelity : public ::testing::Test {
     c.dram_limit_bytes = static_cast<uint64_t>(std::llround(factor * T().env.dram_limit_bytes));
     return c;
   }
+
+  struct Agreement {
+    size_t states = 0, agree = 0;
+  };
+  // The network's episodes at each budget `factor`: the states, and on how
+  // many the lookup answers as it does. As ExportReport counts: where DRAM
+  // is full, both answers clip to the slow tier.
+  Agreement AgreementAt(const std::vector<double>& factors, Lookup& l, std::mt19937_64& rng) const {
+    Agreement r;
+    for (double factor : factors) {
+      PlacementEnv env(T().w, EnvAt(factor));
+      RunEpisode(env, [&](const Observation& o) {
+        const int a = T().agent->Act(o.data(), 0.0, rng);
+        ++r.states;
+        r.agree += env.DramRequestWouldSpill() || l.Decide(o.data(), o.size()) == a;
+        return a;
+      });
+    }
+    return r;
+  }
 };
 
 TEST_F(ExportFidelity, LookupAgreesWithTheNetworkOnEvaluationStates) {
   Lookup l = Lookup::OpenForModel(T().lookup_path, T().w.Signature());
   std::mt19937_64 rng(1);
-  size_t states = 0, agree = 0;
-  for (double factor : ExportOptions().eval_budget_factors) {
-    PlacementEnv env(T().w, EnvAt(factor));
-    RunEpisode(env, [&](const Observation& o) {
-      const int a = T().agent->Act(o.data(), 0.0, rng);
-      ++states;
-      // As ExportReport counts: where DRAM is full, both answers clip to the slow tier.
-      agree += env.DramRequestWouldSpill() || l.Decide(o.data(), o.size()) == a;
-      return a;
-    });
-  }
+  const auto [states, agree] = AgreementAt(ExportOptions().eval_budget_factors, l, rng);
   ASSERT_GT(states, 100u);
   const double agreement = static_cast<double>(agree) / states;
   EXPECT_GE(agreement, 0.995) << agree << " of " << states;
@@ -126,16 +136,7 @@ TEST_F(ExportFidelity, LookupAgreesWithTheNetworkOnEvaluationStates) {
   EXPECT_EQ(agree, T().report.eval_agreements);
 
   // Budgets the export never saw: generalisation, reported, not a target.
-  size_t held_states = 0, held_agree = 0;
-  for (double factor : {0.7, 0.95, 1.4}) {
-    PlacementEnv env(T().w, EnvAt(factor));
-    RunEpisode(env, [&](const Observation& o) {
-      const int a = T().agent->Act(o.data(), 0.0, rng);
-      ++held_states;
-      held_agree += env.DramRequestWouldSpill() || l.Decide(o.data(), o.size()) == a;
-      return a;
-    });
-  }
+  const auto [held_states, held_agree] = AgreementAt({0.7, 0.95, 1.4}, l, rng);
   // Models the export never saw: the network's greedy path on other graphs.
   size_t other_states = 0, other_agree = 0;
   for (const char* spec : {"synthetic:resnet:6:1048576", "synthetic:vgg:4:1048576"}) {

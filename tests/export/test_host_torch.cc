@@ -59,11 +59,7 @@ constexpr int64_t kImage = 16;
 constexpr const char* kSlowTier = "emulated:optane-dcpmm";
 
 RunnerOptions Runner() {
-  RunnerOptions o;
-  o.model.name = kModel;
-  o.model.batch_size = kBatch;
-  o.model.image_size = kImage;
-  o.slow_tier = kSlowTier;
+  RunnerOptions o = ZooRunnerOptions(kModel, kBatch, kImage, kSlowTier);
   o.profile_timing_iterations = 1;
   o.warmup_iterations = 1;
   o.repeats = 3;
@@ -114,6 +110,14 @@ Workload ProfiledWorkload() {
 
 using testing::QuickExport;
 using testing::WithTimesFromSizes;
+
+// An untrained DQN (the point is the path, not its quality) exported for
+// `other`, a model the tests do not train: their job gets the generalised
+// lookup's plan.
+void ExportUntrainedDqn(const Workload& other, const std::string& path) {
+  DqnAgent agent(testing::ExportedDqn());
+  ExportLookupFrom(agent, other, FirstTouchPlan(other, other.peak_live_bytes() / 3), QuickExport(path));
+}
 
 TEST(HostTorchFidelity, LookupPlanMakesTheNetworksDecisionsOnRealIterations) {
   // Profiled by a runner that is gone before the agent exists: tensors made
@@ -267,8 +271,7 @@ TEST(TieredTraining, UsesTheGeneralisedLookupForAModelWithoutAPlan) {
   // A policy (untrained, it does not matter here) exported for another model.
   const Workload other = LoadWorkloadSpec("synthetic:vgg:6:2097152");
   const std::string path = TempPath("generalised.ttlookup");
-  DqnAgent agent(testing::ExportedDqn());
-  ExportLookupFrom(agent, other, FirstTouchPlan(other, other.peak_live_bytes() / 3), QuickExport(path));
+  ExportUntrainedDqn(other, path);
   const std::vector<double> plain = PlainLosses(8);
 
   std::vector<std::string> log;
@@ -350,8 +353,7 @@ TEST(TieredTraining, KeepsTheDefaultAllocatorWhenNothingInTheFileApplies) {
 TEST(TieredTraining, KeepsTheDefaultAllocatorForAModelBuiltBeforeIt) {
   const Workload other = LoadWorkloadSpec("synthetic:vgg:6:2097152");
   const std::string path = TempPath("early.ttlookup");
-  DqnAgent agent(testing::ExportedDqn());
-  ExportLookupFrom(agent, other, FirstTouchPlan(other, other.peak_live_bytes() / 3), QuickExport(path));
+  ExportUntrainedDqn(other, path);
   auto job = th::MakeZooJob(kModel, kBatch, kImage);  // before TieredTraining: its tensors are not ours
   std::vector<std::string> log;
   th::TieredTraining tiering(path, Quiet(&log));
@@ -401,8 +403,7 @@ class ChangingJob : public th::TrainingJob {
 TEST(TieredTraining, LeavesThePlanWhenTheGraphChangesAndTrainsOn) {
   const Workload other = LoadWorkloadSpec("synthetic:vgg:6:2097152");
   const std::string path = TempPath("changing.ttlookup");
-  DqnAgent agent(testing::ExportedDqn());
-  ExportLookupFrom(agent, other, FirstTouchPlan(other, other.peak_live_bytes() / 3), QuickExport(path));
+  ExportUntrainedDqn(other, path);
   std::vector<double> plain;
   {
     ChangingJob job;
@@ -531,8 +532,7 @@ TEST(TorchHostExample, TrainsATorchScriptModelUnderALookup) {
   // another model: the user's model gets the generalised lookup's plan.
   const Workload other = LoadWorkloadSpec("synthetic:vgg:6:2097152");
   const std::string generalised = TempPath("host_generalised.ttlookup");
-  DqnAgent agent(testing::ExportedDqn());
-  ExportLookupFrom(agent, other, FirstTouchPlan(other, other.peak_live_bytes() / 3), QuickExport(generalised));
+  ExportUntrainedDqn(other, generalised);
   auto [out, rc] = RunCommand(host + " " + generalised + " --model torchscript:" + model + flags);
   std::printf("%s", out.c_str());  // its timings are reported, not asserted
   EXPECT_EQ(rc, 0) << out;

@@ -110,6 +110,33 @@ inline std::string OomReport(uint32_t worker_id, uint64_t episode_id) {
   return EncodeMessage(r);
 }
 
+// A learner serving on a thread of its own, for tests that play the fleet
+// by hand. `result` is what Run() returned once Wait() has; a test that ends
+// before (a failed ASSERT) stops the learner rather than leave the thread
+// running.
+class ServingLearner {
+ public:
+  explicit ServingLearner(const LearnerConfig& config) : learner(config), serve_([this] { result = learner.Run(); }) {}
+  ~ServingLearner() {
+    if (!serve_.joinable()) return;
+    learner.Stop();
+    serve_.join();
+  }
+  ServingLearner(const ServingLearner&) = delete;
+  ServingLearner& operator=(const ServingLearner&) = delete;
+
+  const LearnerResult& Wait() {
+    serve_.join();
+    return result;
+  }
+
+  Learner learner;
+  LearnerResult result;
+
+ private:
+  std::thread serve_;
+};
+
 // Runs `learner` to the end with `workers` worker threads.
 inline LearnerResult RunFleet(Learner& learner, int workers, std::vector<WorkerStats>* stats = nullptr) {
   LearnerResult result;

@@ -14,9 +14,12 @@
 #include "learner/imitation.h"
 #include "learner/run_report.h"
 #include "policies/autotm.h"
+#include "tests/common/imitation_steps.h"
 
 namespace tensortier {
 namespace {
+
+using testing::ImitationSteps;
 
 struct Task {
   Workload w;
@@ -58,10 +61,7 @@ TEST(Imitation, TheAgentEndsAtTheBestRoundAndNearTheExpert) {
   first_touch.produced_by = "first-touch";
   const double expert_ns = EvaluatePlan(t.w, first_touch).total_ns;
   ASSERT_LT(expert_ns, EvaluatePlan(t.w, slow).total_ns);
-  ImitationConfig c;
-  c.pretrain_updates = 800;
-  c.dagger_rounds = 4;
-  c.updates_per_round = 400;
+  ImitationConfig c = ImitationSteps(800, 4, 400);
   c.focus_on_mistakes = true;
   c.polish_updates = 0;  // PolishingOnTheExpertsStatesEndsOnItsPlan
   std::mt19937_64 rng(3);
@@ -94,10 +94,7 @@ TEST(Imitation, PolishingOnTheExpertsStatesEndsOnItsPlan) {
   PlacementEnv env(t.w, t.env);
   auto agent = SmallDqn();
   const PlacementPlan expert = FirstTouchPlan(t.w, t.env.dram_limit_bytes);
-  ImitationConfig c;
-  c.pretrain_updates = 100;
-  c.dagger_rounds = 1;
-  c.updates_per_round = 100;
+  ImitationConfig c = ImitationSteps(100, 1, 100);
   c.polish_updates = 40000;
   c.polish_chunk = 500;
   std::mt19937_64 rng(3);
@@ -126,9 +123,7 @@ TEST(Imitation, OwnSearchesImproveAPolicyWithNoExpertPlan) {
   SelfImitationConfig c;
   c.rounds = 3;
   c.search = {32, 8, 0};
-  c.imitation.pretrain_updates = 200;
-  c.imitation.dagger_rounds = 1;
-  c.imitation.updates_per_round = 200;
+  c.imitation = ImitationSteps(200, 1, 200);
   c.imitation.polish_updates = 1000;
   c.imitation.polish_chunk = 500;
   std::mt19937_64 rng(5);
@@ -154,10 +149,7 @@ TEST(Imitation, TheAggregateIsCapped) {
   Task t = ResnetTask();
   PlacementEnv env(t.w, t.env);
   auto agent = SmallDqn();
-  ImitationConfig c;
-  c.pretrain_updates = 10;
-  c.dagger_rounds = 3;
-  c.updates_per_round = 10;
+  ImitationConfig c = ImitationSteps(10, 3, 10);
   c.max_demonstrations = 100;
   std::mt19937_64 rng(3);
   ImitationResult r = LearnFromPlans(*agent, env, {FirstTouchPlan(t.w, t.env.dram_limit_bytes)}, c, rng);
@@ -170,10 +162,7 @@ TEST(Imitation, TheLearningRateAfterImitationIsTheAgentsFromThenOn) {
   Task t = ResnetTask();
   PlacementEnv env(t.w, t.env);
   auto agent = SmallDqn();
-  ImitationConfig c;
-  c.pretrain_updates = 10;
-  c.dagger_rounds = 1;
-  c.updates_per_round = 10;
+  ImitationConfig c = ImitationSteps(10, 1, 10);
   c.learning_rate_after = 2.5e-5;
   std::mt19937_64 rng(3);
   LearnFromPlans(*agent, env, {FirstTouchPlan(t.w, t.env.dram_limit_bytes)}, c, rng);
@@ -226,10 +215,7 @@ TEST(Imitation, ACorpusNetworkImitatesEveryModelsExpertAndKeepsTheBestMeanRound)
   PlacementPlan vgg_first_touch = FirstTouchPlan(vgg.w, vgg.env.dram_limit_bytes);
   vgg_first_touch.produced_by = "first-touch";
   ASSERT_LT(EvaluatePlan(vgg.w, vgg_first_touch).total_ns, EvaluatePlan(vgg.w, slow).total_ns);
-  ImitationConfig c;
-  c.pretrain_updates = 800;
-  c.dagger_rounds = 3;
-  c.updates_per_round = 400;
+  ImitationConfig c = ImitationSteps(800, 3, 400);
   c.polish_updates = 1000;
   c.polish_chunk = 500;
   std::mt19937_64 rng(5);

@@ -30,6 +30,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::ChildProcess;
 using testing::RunFleet;
+using testing::ServingLearner;
 using testing::TinyLearner;
 
 using testing::ReadCsv;
@@ -187,9 +188,8 @@ TEST(LearnerResume, AnEpisodePartlyInReplayIsNotInsertedTwice) {
     c.checkpoint_interval_episodes = 1;
     c.samples_per_insert = 1e6;
     c.eval_interval_episodes = 0;
-    Learner learner(c);
-    LearnerResult first;
-    std::thread serve([&] { first = learner.Run(); });
+    ServingLearner first_life(c);
+    Learner& learner = first_life.learner;
     auto [client, id] = connect(learner);
     ASSERT_NE(id, 0u);
     for (const TransitionBatchMsg& chunk : episode(id, 1, kLong)) client->Send(EncodeMessage(chunk));
@@ -208,7 +208,7 @@ TEST(LearnerResume, AnEpisodePartlyInReplayIsNotInsertedTwice) {
     fs::copy(c.run_dir, crash_copy + "/run", fs::copy_options::recursive);
     fs::copy(c.run_dir, crash_copy + "/probe", fs::copy_options::recursive);
     learner.Stop();
-    serve.join();
+    first_life.Wait();
   }
   // What replay held at the checkpoint: a learner resumed from it and
   // stopped at once reports the restored inserts. Part of the episode.
@@ -232,16 +232,14 @@ TEST(LearnerResume, AnEpisodePartlyInReplayIsNotInsertedTwice) {
   c.resume = true;
   c.samples_per_insert = 0.5;
   c.eval_interval_episodes = 0;
-  Learner learner(c);
-  LearnerResult second;
-  std::thread serve([&] { second = learner.Run(); });
-  auto [client, id] = connect(learner);
+  ServingLearner serving(c);
+  auto [client, id] = connect(serving.learner);
   ASSERT_NE(id, 0u);
   for (const TransitionBatchMsg& chunk : episode(id, 1, kLong)) client->Send(EncodeMessage(chunk));
   client->Send(testing::OomReport(id, 1));
   for (const TransitionBatchMsg& chunk : episode(id, 2, kShort)) client->Send(EncodeMessage(chunk));
   client->Send(testing::OomReport(id, 2));
-  serve.join();
+  const LearnerResult& second = serving.Wait();
   ASSERT_TRUE(second.resumed);
   EXPECT_EQ(second.resumed_at_episode, 1u);
   EXPECT_EQ(second.episodes, 2u);

@@ -19,6 +19,7 @@ namespace {
 using testing::OomReport;
 using testing::QuickLearner;
 using testing::RegisterByHand;
+using testing::ServingLearner;
 using testing::ReceiveA;
 
 // One real worker on `endpoint` until the learner shuts it down.
@@ -31,10 +32,8 @@ WorkerStats RunOneWorker(const std::string& endpoint) {
 }
 
 TEST(LearnerRobustness, BadFramesAreCountedAnsweredAndSurvived) {
-  Learner learner(QuickLearner(30));
-  const std::string endpoint = learner.endpoint();
-  LearnerResult result;
-  std::thread serve([&] { result = learner.Run(); });
+  ServingLearner serving(QuickLearner(30));
+  const std::string endpoint = serving.learner.endpoint();
 
   FleetClient rogue(endpoint);
   // Garbage, an empty frame, a wrong version, a frame from an unregistered peer.
@@ -64,7 +63,7 @@ TEST(LearnerRobustness, BadFramesAreCountedAnsweredAndSurvived) {
 
   // A real worker still trains to the end.
   WorkerStats stats = RunOneWorker(endpoint);
-  serve.join();
+  const LearnerResult& result = serving.Wait();
 
   EXPECT_TRUE(stats.shutdown_by_learner);
   EXPECT_EQ(result.episodes, 30u);
@@ -80,10 +79,8 @@ TEST(LearnerRobustness, BadFramesAreCountedAnsweredAndSurvived) {
 TEST(LearnerRobustness, HostileBatchesAreRefusedAndTheRunCompletes) {
   LearnerConfig config = QuickLearner(30);
   config.dqn.learning_starts = 8;
-  Learner learner(config);
-  const std::string endpoint = learner.endpoint();
-  LearnerResult result;
-  std::thread serve([&] { result = learner.Run(); });
+  ServingLearner serving(config);
+  const std::string endpoint = serving.learner.endpoint();
 
   testing::RawDealer rogue(endpoint);
   // Its host name carries a CR and an ESC (the log escapes them: test_log.cc).
@@ -122,7 +119,7 @@ TEST(LearnerRobustness, HostileBatchesAreRefusedAndTheRunCompletes) {
   }
 
   WorkerStats stats = RunOneWorker(endpoint);
-  serve.join();
+  const LearnerResult& result = serving.Wait();
 
   EXPECT_TRUE(stats.shutdown_by_learner);
   EXPECT_EQ(result.episodes, 30u);
@@ -142,10 +139,8 @@ TEST(LearnerRobustness, HostileBatchesAreRefusedAndTheRunCompletes) {
 // three times is three, on one worker id), and a message of several frames
 // is counted and logged, not silently dropped.
 TEST(LearnerRobustness, RegistrationsAndMultipartMessagesAreCounted) {
-  Learner learner(QuickLearner(10));
-  const std::string endpoint = learner.endpoint();
-  LearnerResult result;
-  std::thread serve([&] { result = learner.Run(); });
+  ServingLearner serving(QuickLearner(10));
+  const std::string endpoint = serving.learner.endpoint();
   testing::RawDealer peer(endpoint);
   for (int i = 0; i < 3; ++i) {
     peer.Send(testing::HandRegister("h"));
@@ -154,8 +149,9 @@ TEST(LearnerRobustness, RegistrationsAndMultipartMessagesAreCounted) {
   peer.SendParts({testing::HandRegister("h"), "second part"});
   {
     testing::WorkerThreads fleet(endpoint, 1);
-    serve.join();
+    serving.Wait();
   }
+  const LearnerResult& result = serving.result;
   EXPECT_EQ(result.episodes, 10u);
   EXPECT_GE(result.counters.workers_registered, 4u);  // the peer's three, the worker's
   EXPECT_EQ(result.workers_seen.size(), 2u);
@@ -213,10 +209,8 @@ TEST(LearnerRobustness, AFrameOver64MiBIsCountedAsAClosedConnectionAndTheRunGoes
 }
 
 TEST(LearnerRobustness, DuplicateBatchesAreIngestedOnce) {
-  Learner learner(QuickLearner(1));
-  LearnerResult result;
-  std::thread serve([&] { result = learner.Run(); });
-  FleetClient client(learner.endpoint());
+  ServingLearner serving(QuickLearner(1));
+  FleetClient client(serving.learner.endpoint());
   const uint32_t id = RegisterByHand(client, "dup");
   ASSERT_NE(id, 0u);
   TransitionBatchMsg batch;
@@ -227,7 +221,7 @@ TEST(LearnerRobustness, DuplicateBatchesAreIngestedOnce) {
   client.Send(EncodeMessage(batch));
   client.Send(EncodeMessage(batch));
   client.Send(OomReport(id, 7));
-  serve.join();
+  const LearnerResult& result = serving.Wait();
   EXPECT_EQ(result.counters.transitions_ingested, 1u);
   EXPECT_EQ(result.counters.duplicate_batches, 1u);
   EXPECT_EQ(result.episodes, 1u);
@@ -239,10 +233,8 @@ TEST(LearnerRobustness, DuplicateBatchesAreIngestedOnce) {
 TEST(LearnerRobustness, ChunkedEpisodesAreIngestedWholeAndOnce) {
   LearnerConfig config = QuickLearner(2);
   config.keep_batch_log = true;
-  Learner learner(config);
-  LearnerResult result;
-  std::thread serve([&] { result = learner.Run(); });
-  FleetClient client(learner.endpoint());
+  ServingLearner serving(config);
+  FleetClient client(serving.learner.endpoint());
   const uint32_t worker_id = RegisterByHand(client, "chunks");
   ASSERT_NE(worker_id, 0u);
   auto episode = [&](uint64_t id, size_t transitions) {
@@ -273,7 +265,7 @@ TEST(LearnerRobustness, ChunkedEpisodesAreIngestedWholeAndOnce) {
   client.Send(EncodeMessage(whole[3]));
   client.Send(EncodeMessage(whole[1]));
   client.Send(report(9));
-  serve.join();
+  const LearnerResult& result = serving.Wait();
   EXPECT_EQ(result.episodes, 2u);
   EXPECT_EQ(result.counters.transitions_ingested, 10u);
   EXPECT_EQ(result.counters.duplicate_batches, 1u);
@@ -289,10 +281,8 @@ TEST(LearnerRobustness, ChunkedEpisodesAreIngestedWholeAndOnce) {
 // leaving it to retry until its give-up time.
 TEST(LearnerRobustness, AWorkerGivenUpOnStillHearsTheShutdown) {
   LearnerConfig config = QuickLearner(8);
-  Learner learner(config);
-  LearnerResult result;
-  std::thread serve([&] { result = learner.Run(); });
-  FleetClient late(learner.endpoint());
+  ServingLearner serving(config);
+  FleetClient late(serving.learner.endpoint());
   const uint32_t id = RegisterByHand(late, "starved");
   ASSERT_NE(id, 0u);
   // Silent for ten liveness periods: the learner expires it (it keeps
@@ -308,9 +298,10 @@ TEST(LearnerRobustness, AWorkerGivenUpOnStillHearsTheShutdown) {
     }
   });
   {
-    testing::WorkerThreads fleet(learner.endpoint(), 1);
-    serve.join();
+    testing::WorkerThreads fleet(serving.learner.endpoint(), 1);
+    serving.Wait();
   }
+  const LearnerResult& result = serving.result;
   speaker.join();
   EXPECT_EQ(result.episodes, 8u);
   EXPECT_GE(result.counters.workers_expired, 1u);

@@ -10,6 +10,7 @@
 #include "envs/first_touch.h"
 #include "learner/checkpoint_store.h"
 #include "learner/starting_policy.h"
+#include "tests/common/imitation_steps.h"
 #include "tests/common/temp_dir.h"
 #include "tests/learner/learner_parts.h"
 
@@ -26,9 +27,7 @@ LearnerConfig SmallRun() {
   c.workload.Finalize();
   c.env = SmallEnv(c.workload);
   c.dqn = SmallDqn(3);
-  c.imitation.pretrain_updates = 50;
-  c.imitation.dagger_rounds = 1;
-  c.imitation.updates_per_round = 50;
+  c.imitation = testing::ImitationSteps(50, 1, 50);
   c.imitation.polish_updates = 0;
   return c;
 }

@@ -13,6 +13,7 @@
 #include "envs/cost_model.h"
 #include "envs/synthetic.h"
 #include "envs/workload.h"
+#include "policies/policy.h"
 
 namespace tensortier::testing {
 
@@ -27,6 +28,21 @@ inline Workload Synthetic(SyntheticShape shape, int layers, uint64_t seed, uint6
 
 inline uint64_t Fraction(const Workload& w, double f) {
   return std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(w.peak_live_bytes()) * f));
+}
+
+// A context whose DRAM limit is fraction `f` of the workload's peak.
+inline PolicyContext LimitAt(const Workload& w, double f) {
+  PolicyContext ctx;
+  ctx.dram_limit_bytes = Fraction(w, f);
+  return ctx;
+}
+
+// The device of hand-made graphs: copies at 10 GB/s both ways. Finalised.
+inline Workload WithTenGbCopies(Workload w) {
+  w.device.slow_to_dram_bytes_per_second = 1e10;
+  w.device.dram_to_slow_bytes_per_second = 1e10;
+  w.Finalize();
+  return w;
 }
 
 // Every valid migration boundary of tensor t: after kernel k for k in

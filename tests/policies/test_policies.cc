@@ -17,6 +17,7 @@ namespace tensortier {
 namespace {
 
 using testing::Fraction;
+using testing::LimitAt;
 using testing::HandGraph;
 using testing::NearlyEqual;
 using testing::Synthetic;
@@ -102,8 +103,7 @@ TEST(PolicyLimits, EveryPolicyRespectsTheDramLimitOnRandomGraphs) {
 
 TEST(AllDram, IgnoresTheLimitAndIsTheIdeal) {
   const Workload w = Synthetic(SyntheticShape::kResnetLike, 3, 1);
-  PolicyContext ctx;
-  ctx.dram_limit_bytes = Fraction(w, 0.2);
+  PolicyContext ctx = LimitAt(w, 0.2);
   const PlacementPlan plan = MakePolicy("all-dram")->Plan(w, ctx);
   EXPECT_EQ(plan.dram_limit_bytes, 0u);
   EXPECT_TRUE(plan.migrations.empty());
@@ -112,8 +112,7 @@ TEST(AllDram, IgnoresTheLimitAndIsTheIdeal) {
 
 TEST(AllSlow, PutsEverythingInTheSlowTier) {
   const Workload w = Synthetic(SyntheticShape::kVggLike, 3, 1);
-  PolicyContext ctx;
-  ctx.dram_limit_bytes = Fraction(w, 0.2);
+  PolicyContext ctx = LimitAt(w, 0.2);
   const PlacementPlan plan = MakePolicy("all-slow")->Plan(w, ctx);
   for (Tier t : plan.initial_tiers) EXPECT_EQ(t, Tier::kSlow);
   EXPECT_TRUE(plan.migrations.empty());
@@ -122,8 +121,7 @@ TEST(AllSlow, PutsEverythingInTheSlowTier) {
 
 TEST(Random, IsStaticSeededAndUsesDram) {
   const Workload w = Synthetic(SyntheticShape::kResnetLike, 4, 2);
-  PolicyContext ctx;
-  ctx.dram_limit_bytes = Fraction(w, 0.5);
+  PolicyContext ctx = LimitAt(w, 0.5);
   ctx.seed = 7;
   const auto policy = MakePolicy("random");
   const PlacementPlan a = policy->Plan(w, ctx), b = policy->Plan(w, ctx);
@@ -187,8 +185,7 @@ TEST(DeepTmHeuristic, KeepsEverythingInDramWithoutABottleneck) {
 
 TEST(DeepTmHeuristic, MovesTensorsBetweenKernelsUnderPressure) {
   const Workload w = Synthetic(SyntheticShape::kResnetLike, 4, 1);
-  PolicyContext ctx;
-  ctx.dram_limit_bytes = Fraction(w, 0.3);
+  PolicyContext ctx = LimitAt(w, 0.3);
   const PolicyResult r = MakePolicy("deeptm-heuristic")->Decide(w, ctx);
   EXPECT_FALSE(r.plan.migrations.empty());
   int in_dram = 0;
@@ -220,8 +217,7 @@ TEST(CachedArrays, HintsFollowTheGraph) {
 
 TEST(CachedArrays, RetireFreesDeadObjectsAndPrefetchMovesReadsIn) {
   const Workload w = Synthetic(SyntheticShape::kResnetLike, 4, 3);
-  PolicyContext ctx;
-  ctx.dram_limit_bytes = Fraction(w, 0.3);
+  PolicyContext ctx = LimitAt(w, 0.3);
   const PolicyResult l = MakePolicy("ca-l")->Decide(w, ctx);
   const PolicyResult lm = MakePolicy("ca-lm")->Decide(w, ctx);
   const PolicyResult lmp = MakePolicy("ca-lmp")->Decide(w, ctx);

@@ -15,6 +15,7 @@ namespace {
 
 using testing::Fraction;
 using testing::Synthetic;
+using testing::WithTenGbCopies;
 
 // Six kernels; tensor k (alive all iteration) is read only by kernel k.
 // Copies into DRAM run at 10 bytes/ns, so a tensor's copy takes size/10 ns.
@@ -42,10 +43,7 @@ Workload MilCase() {
     w.tensors.push_back({"t" + std::to_string(k), sizes[k], TensorKind::kActivation, 0, 5, false});
     w.accesses.push_back({static_cast<uint32_t>(k), static_cast<uint32_t>(k), 1, 0, sizes[k] / 10.0});
   }
-  w.device.slow_to_dram_bytes_per_second = 1e10;
-  w.device.dram_to_slow_bytes_per_second = 1e10;
-  w.Finalize();
-  return w;
+  return WithTenGbCopies(std::move(w));
 }
 
 TEST(SentinelMil, PicksTheLeastSimulatedExposedMigrationNotTheLongestFeasible) {
@@ -138,10 +136,7 @@ Workload EvictPrefetchCase() {
   for (int k = 0; k < 4; ++k) w.kernels.push_back({"k" + std::to_string(k), 5000});
   w.tensors = {{"X", 10000, TensorKind::kActivation, 0, 3, false}};
   w.accesses = {{0, 0, 0, 1, 100}, {3, 0, 1, 0, 1e6}};
-  w.device.slow_to_dram_bytes_per_second = 1e10;
-  w.device.dram_to_slow_bytes_per_second = 1e10;
-  w.Finalize();
-  return w;
+  return WithTenGbCopies(std::move(w));
 }
 
 TEST(Sentinel, EvictsAfterTheLastUseInAnIntervalAndPrefetchesForTheNext) {
@@ -172,9 +167,7 @@ TEST(Sentinel, PrefetchesTheHottestTensorFirstWhenDramIsShort) {
   w.tensors = {{"C", 10000, TensorKind::kActivation, 0, 3, false},
                {"H", 10000, TensorKind::kActivation, 0, 3, false}};
   w.accesses = {{2, 0, 1, 0, 1e5}, {2, 1, 5, 0, 1e5}};
-  w.device.slow_to_dram_bytes_per_second = 1e10;
-  w.device.dram_to_slow_bytes_per_second = 1e10;
-  w.Finalize();
+  w = WithTenGbCopies(std::move(w));
   for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
     const SentinelRun run = SimulateSentinel(w, SentinelUnits(w), 1, mode, 15000);
     const auto tiers = run.plan.TierTimeline(w);

@@ -192,12 +192,14 @@ TEST(PrioritizedReplay, TreeStaysExactUnderManyUpdatesAndRestores) {
 
 // ---------------------------------------------------------------------------
 
+// The three settings by name, where a braced RateLimiterConfig{4, 100, 64}
+// would leave the reader to count fields.
+RateLimiterConfig LimiterConfig(double samples_per_insert, uint64_t min_size_to_sample, double error_buffer) {
+  return RateLimiterConfig{samples_per_insert, min_size_to_sample, error_buffer};
+}
+
 TEST(RateLimiter, NeverSamplesBelowMinSize) {
-  RateLimiterConfig c;
-  c.samples_per_insert = 4;
-  c.min_size_to_sample = 100;
-  c.error_buffer = 64;
-  RateLimiter limiter(c);
+  RateLimiter limiter(LimiterConfig(4, 100, 64));
   for (int i = 0; i < 99; ++i) {
     EXPECT_FALSE(limiter.CanSample(1));
     ASSERT_TRUE(limiter.TryInsert(1));
@@ -215,10 +217,7 @@ TEST(RateLimiter, NeverSamplesBelowMinSize) {
 
 TEST(RateLimiter, InvariantsHoldUnderRandomTraffic) {
   for (double spi : {0.5, 1.0, 8.0, 32.0}) {
-    RateLimiterConfig c;
-    c.samples_per_insert = spi;
-    c.min_size_to_sample = 50;
-    c.error_buffer = std::max(64.0, spi);
+    const RateLimiterConfig c = LimiterConfig(spi, 50, std::max(64.0, spi));
     RateLimiter limiter(c);
     std::mt19937_64 rng(static_cast<uint64_t>(spi * 10));
     std::bernoulli_distribution insert_side(0.5);
@@ -263,11 +262,7 @@ TEST(RateLimiter, InvariantsHoldUnderRandomTraffic) {
 }
 
 TEST(RateLimiter, BlockingCallsWaitForTheOtherSide) {
-  RateLimiterConfig c;
-  c.samples_per_insert = 2;
-  c.min_size_to_sample = 10;
-  c.error_buffer = 8;
-  RateLimiter limiter(c);
+  RateLimiter limiter(LimiterConfig(2, 10, 8));
   std::atomic<int> inserted{0};
   std::thread producer([&] {
     for (int i = 0; i < 500; ++i) {
@@ -332,10 +327,7 @@ TEST(RateLimiter, ValidatesConfigAndRestoresCounters) {
 // earns the ratio in force when it was made, the earned credit is never
 // re-priced, and the bounds hold against that credit whatever the changes.
 TEST(RateLimiter, RatioChangesApplyToLaterInsertsOnly) {
-  RateLimiterConfig c;
-  c.samples_per_insert = 1;
-  c.min_size_to_sample = 10;
-  c.error_buffer = 128;
+  RateLimiterConfig c = LimiterConfig(1, 10, 128);
   RateLimiter limiter(c);
   for (int i = 0; i < 110; ++i) ASSERT_TRUE(limiter.TryInsert(1));
   EXPECT_DOUBLE_EQ(limiter.credit(), 100.0);  // the first 10 earn nothing
