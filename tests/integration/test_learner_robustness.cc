@@ -185,10 +185,9 @@ TEST(FleetTransport, AFrameOverTheSizeLimitClosesItsConnectionWhichIsCounted) {
 // The same at the default limit (64 MiB) against a learner: counted as a
 // closed connection while the learner runs, and every episode still arrives.
 TEST(LearnerRobustness, AFrameOver64MiBIsCountedAsAClosedConnectionAndTheRunGoesOn) {
-  Learner learner(QuickLearner(10));
+  ServingLearner serving(QuickLearner(10));
+  Learner& learner = serving.learner;
   const std::string endpoint = learner.endpoint();
-  LearnerResult result;
-  std::thread serve([&] { result = learner.Run(); });
   {
     testing::RawDealer peer(endpoint);
     peer.Send(testing::HandRegister("big"));
@@ -200,10 +199,8 @@ TEST(LearnerRobustness, AFrameOver64MiBIsCountedAsAClosedConnectionAndTheRunGoes
     EXPECT_EQ(learner.status().counters.connections_closed, 1u);
     EXPECT_EQ(learner.status().counters.malformed_frames, 0u);
   }
-  {
-    testing::WorkerThreads fleet(endpoint, 1);
-    serve.join();
-  }
+  testing::WorkerThreads fleet(endpoint, 1);
+  const LearnerResult& result = serving.Wait();
   EXPECT_EQ(result.episodes, 10u);
   EXPECT_GE(result.counters.connections_closed, 1u);
 }

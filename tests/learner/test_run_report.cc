@@ -53,6 +53,11 @@ std::string LineWith(const std::string& text, const std::string& needle) {
   return text.substr(start, text.find('\n', at) - start);
 }
 
+// The line of `text` that holds `needle` is `expected`.
+void ExpectLineWith(const std::string& text, const std::string& needle, const std::string& expected) {
+  EXPECT_EQ(LineWith(text, needle), expected) << text;
+}
+
 TEST(RunReportMeasured, TheFinalPlansOwnMeasurementIsFoundByItsHash) {
   EndedRun run;
   run.AddMeasured(run.OtherPlan(), 12);
@@ -68,15 +73,12 @@ TEST(RunReportMeasured, TheFinalPlansOwnMeasurementIsFoundByItsHash) {
   EXPECT_DOUBLE_EQ(m.normalised_cost, 0.25);
 
   const std::string table = ComparisonMarkdown(ComparePlans(run.w, run.env, run.result, run.final_plan, {}), m);
-  EXPECT_EQ(LineWith(table, "| all-dram (no limit) | measured on emulated:optane-dcpmm |"),
-            "| all-dram (no limit) | measured on emulated:optane-dcpmm | 10.000 | 100.0% | 0.000 | – | – | no |")
-      << table;
-  EXPECT_EQ(LineWith(table, "| all-slow | measured on emulated:optane-dcpmm |"),
-            "| all-slow | measured on emulated:optane-dcpmm | 30.000 | 33.3% | 1.000 | – | – | no |")
-      << table;
-  EXPECT_EQ(LineWith(table, "| dqn-greedy v40 | measured on"),
-            "| dqn-greedy v40 | measured on emulated:optane-dcpmm (final plan) | 15.000 | 66.7% | 0.250 | – | – | no |")
-      << table;
+  ExpectLineWith(table, "| all-dram (no limit) | measured on emulated:optane-dcpmm |",
+                 "| all-dram (no limit) | measured on emulated:optane-dcpmm | 10.000 | 100.0% | 0.000 | – | – | no |");
+  ExpectLineWith(table, "| all-slow | measured on emulated:optane-dcpmm |",
+                 "| all-slow | measured on emulated:optane-dcpmm | 30.000 | 33.3% | 1.000 | – | – | no |");
+  ExpectLineWith(table, "| dqn-greedy v40 | measured on",
+                 "| dqn-greedy v40 | measured on emulated:optane-dcpmm (final plan) | 15.000 | 66.7% | 0.250 | – | – | no |");
   const std::string legend = ComparisonLegend({"cost-model", "emulated:optane-dcpmm"}, run.final_plan.source, m);
   EXPECT_NE(LineWith(legend, "  measured on ...").find("an episode of training that ran this plan"), std::string::npos)
       << legend;
@@ -133,12 +135,10 @@ TEST(RunReportMeasured, SummaryJsonSaysWhatWasMeasured) {
   EXPECT_EQ(comparison[comparison.size() - 3]["policy"], "all-dram (no limit)");
   EXPECT_DOUBLE_EQ(comparison[comparison.size() - 2]["runtime_ns"].get<double>(), 30e6);
   const std::string csv = ReadFile(dir + "/comparison.csv");
-  EXPECT_EQ(LineWith(csv, "\"dqn-greedy v40\",\"measured on"),
-            "\"dqn-greedy v40\",\"measured on emulated:optane-dcpmm (final plan)\",15000000,0.6666666667,0.25,,,0,")
-      << csv;
-  EXPECT_EQ(LineWith(csv, "\"all-slow\",\"measured on"),
-            "\"all-slow\",\"measured on emulated:optane-dcpmm\",30000000,0.3333333333,1,,,0,")
-      << csv;
+  ExpectLineWith(csv, "\"dqn-greedy v40\",\"measured on",
+                 "\"dqn-greedy v40\",\"measured on emulated:optane-dcpmm (final plan)\",15000000,0.6666666667,0.25,,,0,");
+  ExpectLineWith(csv, "\"all-slow\",\"measured on",
+                 "\"all-slow\",\"measured on emulated:optane-dcpmm\",30000000,0.3333333333,1,,,0,");
 
   EndedRun modelled;
   WriteRunDirectory(dir, "", modelled.w, modelled.env, modelled.result, modelled.final_plan,

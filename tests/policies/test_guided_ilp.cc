@@ -35,6 +35,17 @@ Case SmallCase(MigrationMode mode) {
   return c;
 }
 
+// AutoTM's whole program of `c` in `formulation`, to its optimum.
+AutoTmIlpResult SolveWholeProgram(const Case& c, AutoTmFormulation formulation) {
+  AutoTmIlpOptions o;
+  o.formulation = formulation;
+  o.mode = c.env.mode;
+  o.dram_limit_bytes = c.env.dram_limit_bytes;
+  o.mip_gap = 0;
+  o.time_limit_seconds = 30;
+  return SolveAutoTmIlp(c.w, o);
+}
+
 GuidedIlpOptions Options(double share) {
   GuidedIlpOptions o;
   o.fixed_shares = {share};
@@ -63,14 +74,8 @@ TEST(GuidedIlp, NothingFixedSolvesTheWholeIlpFromThePolicysPlan) {
     EXPECT_DOUBLE_EQ(r.cost.total_ns, EvaluatePlan(c.w, r.plan).total_ns);
 
     // The same formulation solved from first-touch reaches the same optimum.
-    AutoTmIlpOptions plain;
-    plain.formulation = mode == MigrationMode::kSync ? AutoTmFormulation::kSynchronous
-                                                     : AutoTmFormulation::kAsynchronous;
-    plain.mode = mode;
-    plain.dram_limit_bytes = c.env.dram_limit_bytes;
-    plain.mip_gap = 0;
-    plain.time_limit_seconds = 30;
-    const AutoTmIlpResult whole = SolveAutoTmIlp(c.w, plain);
+    const AutoTmIlpResult whole = SolveWholeProgram(
+        c, mode == MigrationMode::kSync ? AutoTmFormulation::kSynchronous : AutoTmFormulation::kAsynchronous);
     ASSERT_EQ(whole.mip.status, "optimal");
     EXPECT_NEAR(r.cost.total_ns, EvaluatePlan(c.w, whole.plan).total_ns, 1e-6 * r.cost.total_ns);
   }
@@ -140,12 +145,7 @@ TEST(GuidedIlp, InAsyncModeTheWholeSynchronousProgramFollowsItsShares) {
   EXPECT_DOUBLE_EQ(r.solves[2].target_gap, o.mip_gap);
   // The whole synchronous program's optimum is where the asynchronous
   // solves start: none of them ends slower than it.
-  AutoTmIlpOptions sync;
-  sync.mode = MigrationMode::kAsync;
-  sync.dram_limit_bytes = c.env.dram_limit_bytes;
-  sync.mip_gap = 0;
-  sync.time_limit_seconds = 30;
-  const AutoTmIlpResult whole = SolveAutoTmIlp(c.w, sync);
+  const AutoTmIlpResult whole = SolveWholeProgram(c, AutoTmFormulation::kSynchronous);
   ASSERT_EQ(whole.mip.status, "optimal");
   const double sync_optimum_ns = EvaluatePlan(c.w, whole.plan).total_ns;
   for (size_t i = 3; i < r.solves.size(); ++i) EXPECT_LE(r.solves[i].cost_ns, sync_optimum_ns * (1 + 1e-6));
