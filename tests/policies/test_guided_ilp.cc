@@ -46,14 +46,15 @@ AutoTmIlpResult SolveWholeProgram(const Case& c, AutoTmFormulation formulation) 
   return SolveAutoTmIlp(c.w, o);
 }
 
-GuidedIlpOptions Options(double share) {
+GuidedIlpOptions Options(std::vector<double> shares) {
   GuidedIlpOptions o;
-  o.fixed_shares = {share};
+  o.fixed_shares = std::move(shares);
   o.mip_gap = 0;
   o.final_mip_gap = 0;  // each solve is already to the optimum of its program
   o.time_limit_seconds = 30;
   return o;
 }
+GuidedIlpOptions Options(double share) { return Options(std::vector<double>{share}); }
 
 TEST(GuidedIlp, NothingFixedSolvesTheWholeIlpFromThePolicysPlan) {
   for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
@@ -102,8 +103,7 @@ TEST(GuidedIlp, FixingThePolicysSureDecisionsRestrictsTheSolver) {
 TEST(GuidedIlp, EachSolveFixesLessAndStartsFromTheBestPlanSoFar) {
   Case c = SmallCase(MigrationMode::kSync);
   PlacementEnv env(c.w, c.env);
-  GuidedIlpOptions o = Options(1);
-  o.fixed_shares = {1, 0.5, 0};
+  GuidedIlpOptions o = Options({1, 0.5, 0});
   const GuidedIlpResult r = SolveGuidedIlp(env, PrefersDram(), o);
   ASSERT_EQ(r.solves.size(), 3u);
   EXPECT_GT(r.solves[0].fixed_variables, r.solves[1].fixed_variables);
@@ -130,9 +130,7 @@ TEST(GuidedIlp, EachSolveFixesLessAndStartsFromTheBestPlanSoFar) {
 TEST(GuidedIlp, InAsyncModeTheWholeSynchronousProgramFollowsItsShares) {
   Case c = SmallCase(MigrationMode::kAsync);
   PlacementEnv env(c.w, c.env);
-  GuidedIlpOptions o = Options(1);
-  o.fixed_shares = {1, 0.5};
-  const GuidedIlpResult r = SolveGuidedIlp(env, PrefersDram(), o);
+  const GuidedIlpResult r = SolveGuidedIlp(env, PrefersDram(), Options({1, 0.5}));
   ASSERT_EQ(r.solves.size(), 5u);
   const std::vector<std::string> formulations = {"synchronous", "synchronous", "synchronous", "asynchronous",
                                                  "asynchronous"};
@@ -142,7 +140,7 @@ TEST(GuidedIlp, InAsyncModeTheWholeSynchronousProgramFollowsItsShares) {
     EXPECT_DOUBLE_EQ(r.solves[i].fixed_share, shares[i]) << "solve " << i;
   }
   EXPECT_EQ(r.solves[2].fixed_variables, 0);
-  EXPECT_DOUBLE_EQ(r.solves[2].target_gap, o.mip_gap);
+  EXPECT_DOUBLE_EQ(r.solves[2].target_gap, Options(0).mip_gap);
   // The whole synchronous program's optimum is where the asynchronous
   // solves start: none of them ends slower than it.
   const AutoTmIlpResult whole = SolveWholeProgram(c, AutoTmFormulation::kSynchronous);
@@ -155,8 +153,7 @@ TEST(GuidedIlp, InAsyncModeTheWholeSynchronousProgramFollowsItsShares) {
 TEST(GuidedIlp, InAsyncModeTheAsynchronousFormulationStartsFromTheSynchronousOnesBest) {
   Case c = SmallCase(MigrationMode::kAsync);
   PlacementEnv env(c.w, c.env);
-  GuidedIlpOptions o = Options(0.5);
-  o.fixed_shares = {0.5, 0};
+  GuidedIlpOptions o = Options({0.5, 0});
   const GuidedIlpResult both = SolveGuidedIlp(env, PrefersDram(), o);
   ASSERT_EQ(both.solves.size(), 4u);
   double best = both.greedy.cost.total_ns;
@@ -181,8 +178,7 @@ TEST(GuidedIlp, InAsyncModeTheAsynchronousFormulationStartsFromTheSynchronousOne
 TEST(GuidedIlp, TimeLeftAfterTheSharesGoesToTheWholeProgramAtTheFinalGap) {
   Case c = SmallCase(MigrationMode::kSync);
   PlacementEnv env(c.w, c.env);
-  GuidedIlpOptions o = Options(0.9);
-  o.fixed_shares = {0.9};
+  GuidedIlpOptions o = Options({0.9});
   o.mip_gap = 0.5;  // the share's solve may stop far from its optimum
   o.final_mip_gap = 1e-9;
   const GuidedIlpResult r = SolveGuidedIlp(env, PrefersDram(), o);
