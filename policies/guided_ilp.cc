@@ -45,6 +45,8 @@ void ValidateGuidedIlpOptions(const GuidedIlpOptions& options) {
       throw std::invalid_argument("guided ILP: fixed shares must descend (each solve fixes less)");
   }
   if (!(options.time_limit_seconds > 0)) throw std::invalid_argument("guided ILP: the time limit must be positive");
+  if (!(options.share_time_fraction > 0 && options.share_time_fraction <= 1))
+    throw std::invalid_argument("guided ILP: the share time fraction must be in (0, 1]");
 }
 
 GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, const GuidedIlpOptions& options) {
@@ -94,7 +96,7 @@ GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, co
     std::vector<double> best_values;  // of this formulation's best solve, when it beat the plan before
     // One solve that fixes the surest `share` (0: nothing) and stops at
     // `gap`; false when it ran out of time.
-    auto solve_once = [&](double share, double gap) {
+    auto solve_once = [&](double share, double gap, double time_fraction) {
       const double left = phases[phase].second - elapsed();
       if (left <= 0) return false;
       GuidedIlpSolve solve;
@@ -120,7 +122,7 @@ GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, co
       };
       ilp.start_tier = plan_tier;
       ilp.start_values = best_values;
-      ilp.time_limit_seconds = left;
+      ilp.time_limit_seconds = solve.time_limit_seconds = left * time_fraction;
       ilp.mip_gap = gap;
       try {
         AutoTmIlpResult solved = SolveAutoTmIlp(w, ilp);
@@ -154,24 +156,24 @@ GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, co
           .kv("status", solve.mip.status)
           .kv("gap", solve.mip.gap)
           .kv("seconds", solve.mip.seconds)
+          .kv("time_limit_seconds", solve.time_limit_seconds)
           .kv("runtime_ns", solve.cost_ns)
           .kv("improved", solve.improved);
       result.solves.push_back(std::move(solve));
       return in_time;
     };
-    bool in_time = true;
     for (double share : options.fixed_shares)
-      if (!(in_time = solve_once(share, options.mip_gap))) break;  // a solve that fixes less would not finish either
-    // Time left after a formulation's shares: its whole program from the
-    // best plan. After the last formulation, closer to its optimum than the
+      if (!solve_once(share, options.mip_gap, options.share_time_fraction)) break;  // one that fixes less would not finish either
+    // The time left after a formulation's shares: its whole program from
+    // the best plan. After the last formulation, closer to its optimum than the
     // shares' gap allows. After the synchronous one in async mode, to the
     // shares' gap: where the network's surest decisions are wrong (a model
     // it never saw), every share's program keeps some of them, and the whole
     // synchronous program (seconds where it is small) gives the asynchronous
     // solves AutoTM-sync's level to start from.
     const bool last = phase + 1 == phases.size();
-    if (in_time && last && options.final_mip_gap > 0) solve_once(0, options.final_mip_gap);
-    if (in_time && !last && options.fixed_shares.back() > 0) solve_once(0, options.mip_gap);
+    if (last && options.final_mip_gap > 0) solve_once(0, options.final_mip_gap, 1.0);
+    if (!last && options.fixed_shares.back() > 0) solve_once(0, options.mip_gap, 1.0);
   }
   result.seconds = elapsed();
   return result;

@@ -150,6 +150,36 @@ TEST(GuidedIlp, InAsyncModeTheWholeSynchronousProgramFollowsItsShares) {
   EXPECT_LE(r.cost.total_ns, sync_optimum_ns * (1 + 1e-6));
 }
 
+// One share's program can stall CBC: each share may use only a fraction of
+// the time left, and the whole program from the best plan follows even a
+// share that ran out of its time.
+TEST(GuidedIlp, ASharesSolveGetsAFractionOfTheTimeAndTheWholeProgramTheRest) {
+  Case c = SmallCase(MigrationMode::kSync);
+  PlacementEnv env(c.w, c.env);
+  GuidedIlpOptions o = Options({0.9, 0.5});
+  o.share_time_fraction = 1e-6;  // 30 microseconds: too little for any share
+  o.final_mip_gap = 1e-9;
+  const GuidedIlpResult r = SolveGuidedIlp(env, PrefersDram(), o);
+  ASSERT_GE(r.solves.size(), 2u);
+  for (size_t i = 0; i + 1 < r.solves.size(); ++i) {
+    EXPECT_GT(r.solves[i].fixed_share, 0) << "solve " << i;
+    EXPECT_LE(r.solves[i].time_limit_seconds, 30e-6) << "solve " << i;
+  }
+  const GuidedIlpSolve& whole = r.solves.back();
+  EXPECT_EQ(whole.fixed_share, 0);
+  EXPECT_EQ(whole.fixed_variables, 0);
+  EXPECT_GT(whole.time_limit_seconds, 20);  // all that was left of 30 s
+  ASSERT_EQ(whole.mip.status, "optimal");
+  const AutoTmIlpResult optimum = SolveWholeProgram(c, AutoTmFormulation::kSynchronous);
+  ASSERT_EQ(optimum.mip.status, "optimal");
+  EXPECT_NEAR(r.cost.total_ns, EvaluatePlan(c.w, optimum.plan).total_ns, 1e-6 * r.cost.total_ns);
+
+  o.share_time_fraction = 0;
+  EXPECT_THROW(SolveGuidedIlp(env, PrefersDram(), o), std::invalid_argument);
+  o.share_time_fraction = 1.5;
+  EXPECT_THROW(SolveGuidedIlp(env, PrefersDram(), o), std::invalid_argument);
+}
+
 TEST(GuidedIlp, InAsyncModeTheAsynchronousFormulationStartsFromTheSynchronousOnesBest) {
   Case c = SmallCase(MigrationMode::kAsync);
   PlacementEnv env(c.w, c.env);
