@@ -13,12 +13,15 @@ namespace tensortier::testing {
 // `model` profiled once, single-threaded, on the emulated slow tier, with
 // its times derived from sizes: measured ones would give the ILP another
 // plan under every load.
-inline Workload ProfiledWithTimesFromSizes(const std::string& model, int64_t batch_size, int64_t image_size) {
-  RunnerOptions r = ZooRunnerOptions(model, batch_size, image_size, "emulated:optane-dcpmm");
+inline Workload ProfiledWithTimesFromSizes(RunnerOptions r) {
   r.profile_timing_iterations = 1;
   r.threads = 1;
   RealWorkloadRunner runner(r);
   return WithTimesFromSizes(runner.Profile().workload);
+}
+
+inline Workload ProfiledWithTimesFromSizes(const std::string& model, int64_t batch_size, int64_t image_size) {
+  return ProfiledWithTimesFromSizes(ZooRunnerOptions(model, batch_size, image_size, "emulated:optane-dcpmm"));
 }
 
 }  // namespace tensortier::testing

@@ -17,6 +17,7 @@
 #include "evaluation/benchmark.h"
 #include "executor/executor.h"
 #include "tests/common/profiled_workload.h"
+#include "tests/evaluation/measured_benchmark.h"
 
 namespace tensortier {
 namespace {
@@ -177,13 +178,7 @@ TEST(Benchmark, RoundRatiosCancelALoadedRoundAndFlagPlansFasterThanAllDram) {
 // every round.
 TEST(Benchmark, MeasuredRowsOnRealIterations) {
   const Workload w = testing::ProfiledWithTimesFromSizes("alexnet", 1, 32);
-  BenchmarkOptions o;
-  o.policies = {"all-slow", "first-touch", "autotm-sync"};
-  o.dram_fractions = {0.3};
-  o.slow_tier = "emulated:optane-dcpmm";
-  o.rounds = 3;
-  o.repeats = 1;
-  o.solver_time_limit_seconds = 10;
+  BenchmarkOptions o = testing::MeasuredBenchmark({"all-slow", "first-touch", "autotm-sync"}, 0.3, 3);
   const std::vector<BenchmarkRow> rows = RunBenchmark(w, o);
   ASSERT_EQ(rows.size(), 3u);
   for (const BenchmarkRow& r : rows) {

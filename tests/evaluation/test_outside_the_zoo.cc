@@ -25,7 +25,8 @@
 
 #include "evaluation/benchmark.h"
 #include "executor/executor.h"
-#include "tests/common/derived_times.h"
+#include "tests/common/profiled_workload.h"
+#include "tests/evaluation/measured_benchmark.h"
 
 namespace tensortier {
 namespace {
@@ -107,20 +108,11 @@ Workload Profiled(torch::jit::Module module, const std::string& name) {
   module.save(path);
   RunnerOptions r = ZooRunnerOptions("torchscript", 2, 32, "emulated:optane-dcpmm");
   r.model.torchscript_path = path;
-  r.profile_timing_iterations = 1;
-  r.threads = 1;
-  RealWorkloadRunner runner(r);
-  return testing::WithTimesFromSizes(runner.Profile().workload);
+  return testing::ProfiledWithTimesFromSizes(r);
 }
 
 void ExpectBaselinePlansExecuteAsPlanned(const Workload& w) {
-  BenchmarkOptions o;
-  o.policies = {"first-touch", "sentinel", "autotm-sync", "ca-lm"};
-  o.dram_fractions = {0.2};
-  o.slow_tier = "emulated:optane-dcpmm";
-  o.rounds = 1;
-  o.repeats = 1;
-  o.solver_time_limit_seconds = 10;
+  const BenchmarkOptions o = testing::MeasuredBenchmark({"first-touch", "sentinel", "autotm-sync", "ca-lm"}, 0.2, 1);
   const std::vector<BenchmarkRow> rows = RunBenchmark(w, o);
   ASSERT_EQ(rows.size(), o.policies.size());
   for (const BenchmarkRow& r : rows) {
