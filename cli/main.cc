@@ -287,8 +287,7 @@ FinalPlanMeasurement MeasureFinalPlan(const Workload& w, const PlacementPlan& pl
   m.all_dram_ns = row.measured_all_dram_ns;
   m.all_slow_ns = row.measured_all_slow_ns;
   m.relative_performance = row.measured_relative;
-  if (m.all_slow_ns > m.all_dram_ns)
-    m.normalised_cost = (m.runtime_ns - m.all_dram_ns) / (m.all_slow_ns - m.all_dram_ns);
+  m.normalised_cost = MeasuredNormalisedCost(m.runtime_ns, m.all_dram_ns, m.all_slow_ns);
   LogInfo("final_plan_measured").kv("backend", m.backend).kv("runtime_ms", m.runtime_ns / 1e6)
       .kv("all_dram_ms", m.all_dram_ns / 1e6).kv("all_slow_ms", m.all_slow_ns / 1e6)
       .kv("relative_performance", m.relative_performance);

@@ -118,6 +118,10 @@ std::vector<PolicyScore> ComparePlans(const Workload& w, const EnvConfig& env, c
   return out;
 }
 
+double MeasuredNormalisedCost(double runtime_ns, double all_dram_ns, double all_slow_ns, double no_span) {
+  return all_slow_ns > all_dram_ns ? (runtime_ns - all_dram_ns) / (all_slow_ns - all_dram_ns) : no_span;
+}
+
 FinalPlanMeasurement FinalPlanMeasuredInTraining(const LearnerResult& result, const PlacementPlan& final_plan) {
   FinalPlanMeasurement m;
   m.plan_name = final_plan.produced_by;
@@ -133,8 +137,7 @@ FinalPlanMeasurement FinalPlanMeasuredInTraining(const LearnerResult& result, co
     m.all_slow_ns = e.max_runtime_ns;
     m.oom = e.oom;
     if (!e.oom && e.runtime_ns > 0) m.relative_performance = e.min_runtime_ns / e.runtime_ns;
-    if (!e.oom && e.max_runtime_ns > e.min_runtime_ns)
-      m.normalised_cost = (e.runtime_ns - e.min_runtime_ns) / (e.max_runtime_ns - e.min_runtime_ns);
+    if (!e.oom) m.normalised_cost = MeasuredNormalisedCost(e.runtime_ns, e.min_runtime_ns, e.max_runtime_ns);
     return m;
   }
   if (result.measurements.empty())
@@ -149,14 +152,14 @@ FinalPlanMeasurement FinalPlanMeasuredInTraining(const LearnerResult& result, co
 std::vector<MeasuredComparisonRow> MeasuredComparisonRows(const FinalPlanMeasurement& measured) {
   if (!measured.measured) return {};
   const std::string source = "measured on " + measured.backend;
-  const double span = measured.all_slow_ns - measured.all_dram_ns;
   auto reference = [&](const std::string& policy, double ns) {
     MeasuredComparisonRow r;
     r.policy = policy;
     r.source = source;
     r.runtime_ns = ns;
     r.relative_performance = ns > 0 ? measured.all_dram_ns / ns : 0;
-    r.normalised_cost = span > 0 ? (ns - measured.all_dram_ns) / span : std::numeric_limits<double>::quiet_NaN();
+    r.normalised_cost = MeasuredNormalisedCost(ns, measured.all_dram_ns, measured.all_slow_ns,
+                                               std::numeric_limits<double>::quiet_NaN());
     return r;
   };
   std::vector<MeasuredComparisonRow> rows{reference("all-dram (no limit)", measured.all_dram_ns),

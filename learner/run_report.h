@@ -68,6 +68,10 @@ struct FinalPlanMeasurement {
   std::string not_measured_reason;  // when !measured: "final plan not measured: ..."
 };
 
+// (runtime - all-DRAM) / (all-slow - all-DRAM) from measured times: 0 at
+// all-DRAM's speed, 1 at all-slow's; `no_span` when all-slow was not slower.
+double MeasuredNormalisedCost(double runtime_ns, double all_dram_ns, double all_slow_ns, double no_span = 0);
+
 // From the run's measurement cache (LearnerResult::measurements): the entry
 // with the final plan's hash and the references its worker measured, or,
 // when there is none, why (no episode ran real iterations, or the measured
