@@ -129,6 +129,9 @@ Workload ProfileModel(const ModelFlags& m, const std::string& slow_tier,
               o.model.name.c_str(), p.workload.num_kernels(), p.workload.num_tensors(),
               FormatBytes(p.workload.peak_live_bytes()).c_str(), p.iteration_dram_ns / 1e6,
               p.iteration_slow_ns / 1e6, p.backend.c_str());
+  if (p.workload.pinned_dram_bytes() > 0)
+    std::printf("  %s held in DRAM by the framework outside any tensor (pinned: no plan can move it)\n",
+                FormatBytes(p.workload.pinned_dram_bytes()).c_str());
   std::fflush(stdout);
   return p.workload;
 }

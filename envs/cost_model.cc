@@ -44,6 +44,10 @@ void EvaluateValidPlan(const Workload& w, const PlacementPlan& plan, CostReport&
   kernel_ns.assign(K, 0);
   r.kernel_ns = std::move(kernel_ns);
   std::vector<Tier> tier = plan.initial_tiers;
+  // Pinned tensors stay in DRAM whatever the plan says (as on any executor).
+  if (w.pinned_dram_bytes() > 0)
+    for (uint32_t t = 0; t < w.num_tensors(); ++t)
+      if (w.tensors[t].pinned_dram) tier[t] = Tier::kDram;
   std::vector<InFlight> in_flight;
   size_t next = 0;
   // Bytes of the live tensors in each tier, carried from kernel to kernel
@@ -83,7 +87,7 @@ void EvaluateValidPlan(const Workload& w, const PlacementPlan& plan, CostReport&
     const int32_t boundary = static_cast<int32_t>(k) - 1;
     for (; next < plan.migrations.size() && plan.migrations[next].after_kernel <= boundary; ++next) {
       const Migration& m = plan.migrations[next];
-      if (tier[m.tensor] == m.to) continue;
+      if (tier[m.tensor] == m.to || w.tensors[m.tensor].pinned_dram) continue;
       double ns = count_copy(m.tensor, m.to);
       if (plan.mode == MigrationMode::kSync || w.KernelWrites(k, m.tensor)) {
         blocking_ns += ns;
@@ -123,7 +127,7 @@ void EvaluateValidPlan(const Workload& w, const PlacementPlan& plan, CostReport&
   // The plan repeats every iteration: persistent tensors go back to where
   // the next iteration starts them.
   for (uint32_t t = 0; t < w.num_tensors(); ++t) {
-    if (!w.tensors[t].persistent || tier[t] == plan.initial_tiers[t]) continue;
+    if (!w.tensors[t].persistent || w.tensors[t].pinned_dram || tier[t] == plan.initial_tiers[t]) continue;
     double ns = count_copy(t, plan.initial_tiers[t]);
     r.migration_ns += ns;
     r.kernel_ns[K - 1] += ns;

@@ -26,13 +26,14 @@ HeatWeightEnv::HeatWeightEnv(const Workload& w, HeatWeightEnvConfig config) : w_
   if (!(config_.threshold_max >= config_.threshold_min) || !std::isfinite(config_.threshold_min) ||
       !std::isfinite(config_.threshold_max))
     throw std::invalid_argument("HeatWeightEnv: need threshold_min <= threshold_max");
+  limit_bytes_ = PlannableDramBytes(w, config_.dram_limit_bytes);
   const size_t K = w.num_kernels();
   bottleneck_.resize(K);
   features_.resize(K);
   touched_bytes_.assign(K, 0);
   penalty_ns_.assign(K, 0.0);
   for (size_t k = 0; k < K; ++k) {
-    bottleneck_[k] = w.live_bytes_at(k) > config_.dram_limit_bytes;
+    bottleneck_[k] = w.live_bytes_at(k) > limit_bytes_;
     if (bottleneck_[k]) {
       decision_kernels_.push_back(static_cast<uint32_t>(k));
       features_[k] = ComputeHeatFeatures(w, k);
@@ -128,7 +129,7 @@ HeatObservation HeatWeightEnv::MakeObservation() const {
   HeatObservation o{};
   const size_t k = kernel_;
   const size_t K = w_.num_kernels();
-  const double limit = static_cast<double>(config_.dram_limit_bytes);
+  const double limit = static_cast<double>(limit_bytes_);
   const double live = std::max(1.0, static_cast<double>(w_.live_bytes_at(k)));
   o[kHeatObsPosition] = static_cast<float>(static_cast<double>(k) / static_cast<double>(K));
   o[kHeatObsLiveOverLimit] = Cap(live / limit, 4.0) / 4.0f;
@@ -171,7 +172,7 @@ HeatStepResult HeatWeightEnv::StepWithHeats(const std::vector<double>& heat, dou
   if (heat.size() != live.size())
     throw std::invalid_argument("HeatWeightEnv::StepWithHeats: " + std::to_string(heat.size()) +
                                 " heats for " + std::to_string(live.size()) + " live tensors");
-  const uint64_t limit = config_.dram_limit_bytes;
+  const uint64_t limit = limit_bytes_;
   const bool async = config_.mode == MigrationMode::kAsync;
 
   // DRAM a tensor holds during kernel k whatever we decide: with async
@@ -261,6 +262,7 @@ double HeatWeightEnv::EpisodicReward(double normalised_cost, uint64_t dram_peak_
 void HeatWeightEnv::FinishEpisode() {
   done_ = true;
   plan_.Normalize();
+  plan_.KeepPinnedInDram(w_);
   summary_.plan = plan_;
   summary_.cost = EvaluatePlan(w_, plan_);
   summary_.oom = summary_.cost.oom;

@@ -112,6 +112,7 @@ class HeatWeightEnv {
 
   const Workload& w_;
   HeatWeightEnvConfig config_;
+  uint64_t limit_bytes_ = 0;  // DRAM for the tensors: the limit less the pinned tensors
   std::vector<bool> bottleneck_;
   std::vector<uint32_t> decision_kernels_;
   std::vector<HeatFeatures> features_;  // per kernel (bottleneck kernels only)

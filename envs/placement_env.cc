@@ -123,7 +123,8 @@ PlacementEnv::PlacementEnv(const Workload& w, EnvConfig config) : w_(w), config_
     throw std::invalid_argument("PlacementEnv: unknown decision scope");
   if (!(config_.beta >= 0 && config_.beta <= 1)) throw std::invalid_argument("PlacementEnv: beta must be in [0, 1]");
   const size_t K = w.num_kernels(), T = w.num_tensors();
-  const double limit = static_cast<double>(config_.dram_limit_bytes);
+  limit_bytes_ = PlannableDramBytes(w, config_.dram_limit_bytes);
+  const double limit = static_cast<double>(limit_bytes_);
   signature_ = w.Signature();
   min_cost_ns_ = MinCostNs(w);
   max_cost_ns_ = MaxCostNs(w);
@@ -167,7 +168,7 @@ PlacementEnv::PlacementEnv(const Workload& w, EnvConfig config) : w_(w), config_
   slot_begin_.resize(K + 1);
   size_t slots = 0;
   for (size_t k = 0; k < K; ++k) {
-    bottleneck_[k] = w.live_bytes_at(k) > config_.dram_limit_bytes;
+    bottleneck_[k] = w.live_bytes_at(k) > limit_bytes_;
     if (bottleneck_[k] || config_.scope == DecisionScope::kAccessGaps) slots += w.live_at(k).size();
   }
   // Bottleneck kernels before each kernel: a tensor whose life holds none
@@ -182,7 +183,7 @@ PlacementEnv::PlacementEnv(const Workload& w, EnvConfig config) : w_(w), config_
   slot_use_.reserve(slots);
   slot_gap_peak_.reserve(slots);
   slot_gap_length_.reserve(slots);
-  const LivePeaks peaks(w, config_.dram_limit_bytes);
+  const LivePeaks peaks(w, limit_bytes_);
   const double log_kernels = std::log1p(static_cast<double>(K));
   // Each tensor's first use at or after k, as k goes up.
   cursor.assign(use_begin_.begin(), use_begin_.end() - 1);
@@ -190,7 +191,7 @@ PlacementEnv::PlacementEnv(const Workload& w, EnvConfig config) : w_(w), config_
   HeatWeights weights;  // carried from kernel to kernel, as ComputeAllHeats does
   for (size_t k = 0; k < K; ++k) {
     slot_begin_[k] = static_cast<uint32_t>(slot_word_.size());
-    KernelHeats heats = AdjustHeats(w, k, config_.dram_limit_bytes, weights);
+    KernelHeats heats = AdjustHeats(w, k, limit_bytes_, weights);
     weights = heats.weights;
     const bool open = !bottleneck_[k];
     if (open && config_.scope != DecisionScope::kAccessGaps) continue;
@@ -413,7 +414,7 @@ Observation PlacementEnv::ObservationOf(uint32_t slot) const {
   const size_t k = kernel_;
   const uint32_t t = slot_word_[slot] & kSlotTensor;
   const double size = static_cast<double>(size_[t]);
-  const double limit = static_cast<double>(config_.dram_limit_bytes);
+  const double limit = static_cast<double>(limit_bytes_);
   const double kernel_ns = kernel_ns_[k];
   const uint32_t end = use_begin_[t + 1];
   uint32_t u = slot_use_[slot];
@@ -478,7 +479,7 @@ bool PlacementEnv::DramRequestDoesNotFit(uint32_t t) const {
   uint64_t needed = size_[t];
   if (config_.mode == MigrationMode::kAsync)
     needed += resident_undecided_bytes_ - (state_[t] == kInDram ? size_[t] : 0);
-  return needed > config_.dram_limit_bytes - dram_committed_;
+  return needed > limit_bytes_ - dram_committed_;
 }
 
 bool PlacementEnv::DramRequestWouldSpill() const {
@@ -550,7 +551,7 @@ StepResult PlacementEnv::Step(int action) {
   undecided_bytes_ -= size;
   ++summary_.steps;
 
-  if (dram_committed_ > config_.dram_limit_bytes) {
+  if (dram_committed_ > limit_bytes_) {
     reward -= config_.oom_penalty;
     summary_.step_reward_sum += reward;
     FinishEpisode(true);
@@ -603,6 +604,7 @@ void PlacementEnv::FinishEpisode(bool oom) {
   if (kernel_ < w_.num_kernels())
     for (uint32_t t = 0; t < w_.num_tensors(); ++t)
       if (state_[t] == kNotPlaced && w_.tensors[t].alloc_kernel >= kernel_) plan.initial_tiers[t] = Tier::kSlow;
+  plan.KeepPinnedInDram(w_);
 #ifndef NDEBUG
   PlacementPlan normalized = plan;
   normalized.Normalize();

@@ -229,6 +229,7 @@ class PlacementEnv {
 
   const Workload& w_;
   EnvConfig config_;
+  uint64_t limit_bytes_ = 0;  // DRAM for the tensors: the limit less the pinned tensors
   uint64_t signature_ = 0;                        // the workload's, for every episode's plan
   std::vector<uint8_t> bottleneck_;
   // Decision slots: one per live tensor of each bottleneck kernel, hottest

@@ -41,6 +41,33 @@ void PlacementPlan::Normalize() {
   migrations = std::move(kept);
 }
 
+uint64_t PlannableDramBytes(const Workload& w, uint64_t dram_limit_bytes) {
+  const uint64_t pinned = w.pinned_dram_bytes();
+  if (dram_limit_bytes == 0 || pinned == 0) return dram_limit_bytes;
+  if (dram_limit_bytes <= pinned)
+    throw std::invalid_argument("a DRAM limit of " + std::to_string(dram_limit_bytes) +
+                                " bytes cannot be met: the framework holds " + std::to_string(pinned) +
+                                " bytes in DRAM that no plan can move (the workload's pinned tensors)");
+  return dram_limit_bytes - pinned;
+}
+
+size_t PlacementPlan::KeepPinnedInDram(const Workload& w) {
+  if (w.pinned_dram_bytes() == 0) return 0;
+  size_t changed = 0;
+  for (size_t t = 0; t < initial_tiers.size() && t < w.num_tensors(); ++t)
+    if (w.tensors[t].pinned_dram && initial_tiers[t] != Tier::kDram) {
+      initial_tiers[t] = Tier::kDram;
+      ++changed;
+    }
+  const size_t before = migrations.size();
+  migrations.erase(std::remove_if(migrations.begin(), migrations.end(),
+                                  [&](const Migration& m) {
+                                    return m.tensor < w.num_tensors() && w.tensors[m.tensor].pinned_dram;
+                                  }),
+                   migrations.end());
+  return changed + before - migrations.size();
+}
+
 void PlacementPlan::Validate(const Workload& w) const {
   auto fail = [](const std::string& what) { throw std::invalid_argument("invalid plan: " + what); };
   if (initial_tiers.size() != w.num_tensors())

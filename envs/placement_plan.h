@@ -52,6 +52,10 @@ struct PlacementPlan {
   // Sorts migrations and drops ones that do not change a tier. Call after
   // building a plan by hand.
   void Normalize();
+  // Puts the workload's pinned_dram tensors in DRAM and drops their
+  // migrations: what every executor does with them, said in the plan.
+  // Returns how many initial tiers and migrations it changed.
+  size_t KeepPinnedInDram(const Workload& w);
   // Throws std::invalid_argument if the plan does not fit the workload.
   void Validate(const Workload& w) const;
   // Tier of every tensor during every kernel, [kernel][tensor]; absent
@@ -62,5 +66,10 @@ struct PlacementPlan {
   uint64_t Hash() const;
   bool operator==(const PlacementPlan& o) const;
 };
+
+// DRAM a plan may give to the workload's tensors under `dram_limit_bytes`
+// (0 = no limit, returned as 0): what the pinned tensors leave. Throws
+// std::invalid_argument, saying why, when they leave nothing.
+uint64_t PlannableDramBytes(const Workload& w, uint64_t dram_limit_bytes);
 
 }  // namespace tensortier

@@ -87,6 +87,14 @@ void Workload::Finalize() {
     }
   }
   peak_live_bytes_ = *std::max_element(live_bytes_.begin(), live_bytes_.end());
+  pinned_dram_bytes_ = 0;
+  for (uint32_t t = 0; t < T; ++t) {
+    const Tensor& x = tensors[t];
+    if (!x.pinned_dram) continue;
+    if (!x.persistent || !tensor_kernels_[t].empty())
+      Invalid("tensor " + std::to_string(t) + " is pinned to DRAM but is not a persistent tensor the step never touches");
+    pinned_dram_bytes_ += x.size_bytes;
+  }
   finalized_ = true;
 }
 
@@ -115,6 +123,10 @@ uint64_t Workload::Signature() const {
   for (const Tensor& t : tensors)
     h.Value(t.size_bytes).Value(static_cast<uint8_t>(t.kind)).Value(t.alloc_kernel).Value(t.free_kernel)
         .Value(static_cast<uint8_t>(t.persistent));
+  // Pinned tensors change what a plan may do; workloads without them keep
+  // the signatures they had before the flag existed.
+  for (uint32_t t = 0; t < tensors.size(); ++t)
+    if (tensors[t].pinned_dram) h.Value(t);
   for (const Access& a : accesses) h.Value(a.kernel).Value(a.tensor).Value(a.reads).Value(a.writes);
   return h.digest();
 }

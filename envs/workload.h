@@ -35,6 +35,12 @@ struct Tensor {
   uint32_t alloc_kernel = 0;  // first kernel in which it is live
   uint32_t free_kernel = 0;   // last kernel in which it is live (inclusive)
   bool persistent = false;    // survives the iteration (parameters, optimizer state)
+  // A persistent buffer the framework holds that the step never touches and
+  // no executor can move: not a tensor's storage but bytes read through the
+  // CPU allocator and kept (a TorchScript module's debug records). It stays
+  // in DRAM whatever a plan says; plans keep it there and the cost model
+  // charges it there (KeepPinnedInDram).
+  bool pinned_dram = false;
 };
 
 // One kernel's use of one tensor. The kernel-time model is additive: a
@@ -135,6 +141,8 @@ class Workload {
 
   uint64_t live_bytes_at(size_t k) const { return live_bytes_[k]; }
   uint64_t peak_live_bytes() const { return peak_live_bytes_; }
+  // Bytes of the pinned_dram tensors: DRAM no plan can give to others.
+  uint64_t pinned_dram_bytes() const { return pinned_dram_bytes_; }
   double total_dram_time_ns() const;
   // Sum over kernels of the time with every touched tensor in the slow tier.
   double total_slow_time_ns() const;
@@ -152,6 +160,7 @@ class Workload {
   std::vector<std::vector<uint32_t>> tensor_kernels_;
   std::vector<uint64_t> live_bytes_;
   uint64_t peak_live_bytes_ = 0;
+  uint64_t pinned_dram_bytes_ = 0;
 };
 
 // Sets each kernel's DRAM time and spreads what the all-slow run added to it

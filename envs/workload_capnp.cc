@@ -82,6 +82,7 @@ void TensorsToCapnp(const std::vector<Tensor>& tensors,
     o.setAllocKernel(t.alloc_kernel);
     o.setFreeKernel(t.free_kernel);
     o.setPersistent(t.persistent);
+    o.setPinnedDram(t.pinned_dram);
   }
 }
 
@@ -116,6 +117,7 @@ std::vector<Tensor> TensorsFromCapnp(capnp::List<schema::Tensor>::Reader in) {
     tensor.alloc_kernel = t.getAllocKernel();
     tensor.free_kernel = t.getFreeKernel();
     tensor.persistent = t.getPersistent();
+    tensor.pinned_dram = t.getPinnedDram();
     tensors.push_back(std::move(tensor));
   }
   return tensors;

@@ -208,6 +208,10 @@ void FillMeasured(const std::vector<ExecutionReport>& reports, const std::vector
     row.measured_setup_bytes = k.setup_bytes;
     row.migrations_refused = k.migrations_refused;
     row.migrations_skipped = k.migrations_skipped;
+    if (!k.first_unfollowed_move.empty())
+      row.note += std::string(row.note.empty() ? "" : "; ") + "not executed as planned: " +
+                  std::to_string(k.migrations_refused) + " moves refused, " + std::to_string(k.migrations_skipped) +
+                  " skipped; the first, " + k.first_unfollowed_move;
   }
   row.dram_peak_bytes = peak;
   row.oom_events = static_cast<uint32_t>(ooms);

@@ -84,6 +84,9 @@ struct IterationCounters {
   // Graph checks.
   bool graph_matches = true;
   std::string graph_difference;
+  // The iteration's first skipped or refused move, "" if none: which
+  // tensor, where to and why (what a user needs to find the cause).
+  std::string first_unfollowed_move;
 };
 
 }  // namespace tensortier

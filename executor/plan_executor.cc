@@ -87,11 +87,29 @@ double PacedCopy(void* dst, const void* src, size_t n, double target_ns) {
   return SteadyNowNs() - t0;
 }
 
+const char* WhyNotStarted(TieredAllocator::MoveStart why) {
+  switch (why) {
+    case TieredAllocator::MoveStart::kNoStorage:
+      return "its storage is not known (freed, or not a tensor's storage)";
+    case TieredAllocator::MoveStart::kSameTier:
+      return "it is already there";
+    case TieredAllocator::MoveStart::kBusy:
+      return "a move of it is in flight";
+    case TieredAllocator::MoveStart::kOutOfMemory:
+      return "no room there (the DRAM limit or the tier's capacity)";
+    case TieredAllocator::MoveStart::kNotAdjacent:
+      return "its group is not adjacent";
+    case TieredAllocator::MoveStart::kStarted:
+      break;
+  }
+  return "started";
+}
+
 struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObserver {
   TieredAllocator& alloc;
   const Workload& w;
   const uint32_t P;
-  const PlacementPlan& plan;
+  PlacementPlan plan;  // with the workload's pinned tensors kept in DRAM
   Config cfg;
   const DeviceProfile* dev = nullptr;
   uint32_t K = 0, T = 0;
@@ -140,6 +158,7 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
       : alloc(a), w(wl), P(p), plan(pl), cfg(c) {
     if (!w.finalized()) throw std::invalid_argument("PlanExecutor: workload not finalized");
     plan.Validate(w);
+    plan.KeepPinnedInDram(w);
     K = static_cast<uint32_t>(w.num_kernels());
     T = static_cast<uint32_t>(w.num_tensors());
     if (P > T) throw std::invalid_argument("PlanExecutor: more persistent tensors than tensors");
@@ -151,8 +170,11 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
       if (m.after_kernel < 0) continue;  // Validate() rejects these for every tensor
       after[static_cast<size_t>(m.after_kernel)].push_back(m);
       needs_storage[m.tensor] = 1;
-
     }
+    // Persistent tensors the task does not name (a TorchScript module's
+    // constants) are bound when the step uses them, so that the next
+    // iteration can place them.
+    for (uint32_t i = 0; i < P; ++i) needs_storage[i] = 1;
     // Storages are observed on every run, with or without migrations of
     // dynamic tensors, so that all plans (all-DRAM included) pay the same
     // tracing overhead and their times compare.
@@ -177,6 +199,7 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     block_class.assign(T, BlockClass::kOwn);
     for (uint32_t t = 0; t < T; ++t) {
       const Tensor& x = w.tensors[t];
+      if (x.pinned_dram) continue;  // it cannot move, so it keeps the block it has
       if (agg.batch_small_tensors && x.size_bytes < agg.small_tensor_bytes && kernels_accessing[t] >= 2)
         block_class[t] = BlockClass::kSmall;
       else if (agg.adjoin_long_lived &&
@@ -265,8 +288,16 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
         if (AllocationRecord* r = rec[p.tensors[i]]) page_of[p.tensors[i]] = PageOf(r->ptr);
       } else {
         ++cur.migrations_skipped;
+        NoteUnfollowed("migration", p.tensors[i], p.ticket.to, TieredAllocator::MoveStart::kNoStorage);
       }
     }
+  }
+
+  void NoteUnfollowed(const char* what, uint32_t tensor, Tier to, TieredAllocator::MoveStart why) {
+    if (!cur.first_unfollowed_move.empty()) return;
+    const Tensor& x = w.tensors[tensor];
+    cur.first_unfollowed_move = std::string(what) + " of tensor " + std::to_string(tensor) + " (" + x.name + ", " +
+                                std::to_string(x.size_bytes) + " B) to " + TierName(to) + ": " + WhyNotStarted(why);
   }
 
   static uintptr_t PageOf(const void* p) { return reinterpret_cast<uintptr_t>(p) / PageRegion::kPageBytes; }
@@ -324,6 +355,7 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     for (uint32_t t : tensors) rs.push_back(rec[t]);
     if (rs.size() == 1 && rs[0] == nullptr) {
       ++cur.migrations_skipped;
+      NoteUnfollowed("migration", tensors[0], to, TieredAllocator::MoveStart::kNoStorage);
       return;
     }
     TieredAllocator::MoveTicket t;
@@ -339,9 +371,11 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
       case TieredAllocator::MoveStart::kOutOfMemory:
         ++cur.migrations_refused;
         if (to == Tier::kDram) ++cur.migration_oom_events;
+        NoteUnfollowed("migration", tensors[0], to, start);
         return;
       default:
         ++cur.migrations_skipped;
+        NoteUnfollowed("migration", tensors[0], to, start);
         return;
     }
     Pending p{t, tensors, {}};
@@ -461,7 +495,8 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
   void PlaceInitially(AllocationRecord* r, Tier want, BlockClass cls) {
     const uint64_t bytes = r->bytes;
     const bool tier_changes = r->tier != want;
-    switch (alloc.Place(r, want, cls)) {
+    const TieredAllocator::MoveStart res = alloc.Place(r, want, cls);
+    switch (res) {
       case TieredAllocator::MoveStart::kStarted:
         ++cur.setup_moves;
         cur.setup_bytes += bytes;
@@ -474,6 +509,7 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
         if (!tier_changes) break;
         ++cur.migrations_refused;
         if (want == Tier::kDram) ++cur.migration_oom_events;
+        NoteUnfollowed("initial placement", static_cast<uint32_t>(r->tensor_id), want, res);
     }
   }
 

@@ -223,6 +223,7 @@ struct RealWorkloadRunner::Impl {
         .kv("kernels", report.workload.num_kernels())
         .kv("tensors", report.workload.num_tensors())
         .kv("peak_bytes", report.workload.peak_live_bytes())
+        .kv("pinned_dram_bytes", report.workload.pinned_dram_bytes())
         .kv("deterministic", report.deterministic)
         .kv("backend", report.backend)
         .kv("aggregation", o.aggregation.Describe());

@@ -16,11 +16,17 @@ namespace tensortier {
 
 PolicyResult PlacementPolicy::Decide(const Workload& w, const PolicyContext& ctx) const {
   if (!w.finalized()) throw std::logic_error("policy " + name() + ": workload not finalized");
+  // Pinned tensors hold DRAM no plan can give to others: the policy plans
+  // the rest under what they leave, and they are put in DRAM after it.
+  PolicyContext inner = ctx;
+  inner.dram_limit_bytes = PlannableDramBytes(w, ctx.dram_limit_bytes);
   const auto start = std::chrono::steady_clock::now();
-  PolicyResult r = DecideImpl(w, ctx);
+  PolicyResult r = DecideImpl(w, inner);
   r.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.plan.produced_by = name();
   r.plan.workload_signature = w.Signature();
+  if (r.plan.dram_limit_bytes == inner.dram_limit_bytes) r.plan.dram_limit_bytes = ctx.dram_limit_bytes;
+  r.plan.KeepPinnedInDram(w);
   r.plan.Validate(w);
   return r;
 }

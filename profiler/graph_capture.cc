@@ -213,6 +213,17 @@ CapturedIteration CaptureIteration(TrainingTask& task, TieredAllocator& alloc) {
     a.writes = kv.second.second;
     w.accesses.push_back(a);
   }
+  // An untracked allocation the step never touches is no tensor's storage
+  // that the executor could ever bind and move (a TorchScript module keeps
+  // its debug records this way): it stays where it is, in DRAM.
+  std::vector<uint8_t> touched(P, 0);
+  for (const Access& a : w.accesses)
+    if (a.tensor < P) touched[a.tensor] = 1;
+  for (uint32_t t = 0; t < P; ++t)
+    if (!touched[t] && w.tensors[t].name.rfind("untracked:", 0) == 0) {
+      w.tensors[t].pinned_dram = true;
+      ++out.pinned_persistent;
+    }
   for (AllocationRecord* r : precs) r->tensor_id = -1;
   w.Finalize();
   return out;

@@ -7,7 +7,10 @@
 //              task's PersistentTensors() in order (parameters, buffers,
 //              gradients, optimizer state, input, target), then any other
 //              live allocation of the allocator ("untracked:*", by sequence);
-//              alloc_kernel 0, free_kernel K-1, persistent = true.
+//              alloc_kernel 0, free_kernel K-1, persistent = true. An
+//              untracked one the step never touches is pinned_dram: bytes the
+//              framework keeps (a TorchScript module's debug records), which
+//              no executor can move.
 //   P + i      the i-th non-empty allocation during the iteration.
 // Lifetimes: an allocation between two kernels belongs to the next kernel, a
 // free between kernels to the previous one. Every tensor gets a write access
@@ -32,6 +35,7 @@ struct CapturedIteration {
   uint32_t num_persistent = 0;  // P
   std::vector<uint64_t> dynamic_sizes;  // sizes of tensors P.. in allocation order
   uint32_t untracked_persistent = 0;    // live allocations not named by the task
+  uint32_t pinned_persistent = 0;       // of those, the ones the step never touches (pinned_dram)
   uint32_t alive_at_end = 0;            // dynamic tensors not freed by the end of the iteration
   uint64_t dropped_accesses = 0;        // outside a lifetime (should be 0)
   double loss = 0;

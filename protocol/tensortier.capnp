@@ -40,6 +40,7 @@ struct Tensor {
   allocKernel @3 :UInt32;    # first kernel in which the tensor is live
   freeKernel @4 :UInt32;     # last kernel in which the tensor is live (inclusive)
   persistent @5 :Bool;       # lives across iterations (parameters, optimizer state)
+  pinnedDram @6 :Bool;       # a framework buffer the step never touches: stays in DRAM whatever the plan
 }
 
 struct Access {

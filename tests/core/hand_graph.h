@@ -36,6 +36,23 @@ inline Workload HandGraph(bool a_persistent = false) {
 
 enum HandTensor : uint32_t { kA = 0, kB = 1, kC = 2, kD = 3 };
 
+// `w` with one more tensor: `bytes` the framework holds in DRAM, persistent
+// and never touched (Tensor::pinned_dram), as the profiler finds a
+// TorchScript module's debug records. Finalised; the new tensor is last.
+inline Workload WithPinnedBuffer(Workload w, uint64_t bytes) {
+  Tensor t;
+  t.name = "untracked:4";
+  t.size_bytes = bytes;
+  t.kind = TensorKind::kTemporary;
+  t.alloc_kernel = 0;
+  t.free_kernel = static_cast<uint32_t>(w.kernels.size() - 1);
+  t.persistent = true;
+  t.pinned_dram = true;
+  w.tensors.push_back(t);
+  w.Finalize();
+  return w;
+}
+
 // One tensor P (400 B, tensor 0) read at k0 and at k5 and idle between,
 // and at each kernel ki a 700 B temporary Xi (tensor 1 + i) that ki writes:
 // with a 1,000 B DRAM limit every kernel is a bottleneck, and P's access gap

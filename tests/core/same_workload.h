@@ -27,6 +27,7 @@ inline void ExpectSameWorkload(const Workload& a, const Workload& b) {
     EXPECT_EQ(x.alloc_kernel, y.alloc_kernel) << "tensor " << i;
     EXPECT_EQ(x.free_kernel, y.free_kernel) << "tensor " << i;
     EXPECT_EQ(x.persistent, y.persistent) << "tensor " << i;
+    EXPECT_EQ(x.pinned_dram, y.pinned_dram) << "tensor " << i;
   }
   ASSERT_EQ(a.accesses.size(), b.accesses.size());
   for (size_t i = 0; i < a.accesses.size(); ++i) {

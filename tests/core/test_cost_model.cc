@@ -11,6 +11,7 @@ using testing::kA;
 using testing::kB;
 using testing::kC;
 using testing::kD;
+using testing::WithPinnedBuffer;
 
 PlacementPlan Plan(const Workload& w, std::vector<Tier> tiers, std::vector<Migration> moves,
                    MigrationMode mode, uint64_t limit = 0) {
@@ -224,6 +225,76 @@ TEST(Workload, IndicesDescribeLiveness) {
   EXPECT_EQ(w.Signature(), other.Signature());
   other.tensors[0].size_bytes = 999;
   EXPECT_NE(w.Signature(), other.Signature());
+}
+
+// A pinned tensor (a buffer the framework holds, never touched) stays in
+// DRAM on every executor, so the cost model charges it there whatever the
+// plan says, and never a copy of it.
+TEST(PinnedTensors, StayInDramWhateverThePlanSays) {
+  const Workload w = WithPinnedBuffer(HandGraph(), 300);
+  const uint32_t pinned = 4;
+  ASSERT_EQ(w.pinned_dram_bytes(), 300u);
+  const PlacementPlan says_slow = Plan(w, {Tier::kSlow, Tier::kSlow, Tier::kSlow, Tier::kSlow, Tier::kSlow},
+                                       {{0, pinned, Tier::kDram}}, MigrationMode::kSync, 1000);
+  const PlacementPlan says_dram = Plan(w, {Tier::kSlow, Tier::kSlow, Tier::kSlow, Tier::kSlow, Tier::kDram}, {},
+                                       MigrationMode::kSync, 1000);
+  const CostReport a = EvaluatePlan(w, says_slow), b = EvaluatePlan(w, says_dram);
+  EXPECT_EQ(a.dram_peak_bytes, 300u);
+  EXPECT_EQ(b.dram_peak_bytes, 300u);
+  EXPECT_DOUBLE_EQ(a.total_ns, b.total_ns);
+  EXPECT_EQ(a.bytes_to_dram + a.bytes_to_slow, 0u);
+  EXPECT_EQ(a.migrations_to_dram, 0u);
+  // All-slow for the rest: the three kernels' times plus every penalty.
+  EXPECT_DOUBLE_EQ(b.total_ns, 600 + 50 + 30 + 20 + 40 + 25 + 60 + 10);
+  // Under a limit below its size every plan is over the limit.
+  PlacementPlan tight = says_slow;
+  tight.dram_limit_bytes = 299;
+  EXPECT_TRUE(EvaluatePlan(w, tight).oom);
+}
+
+TEST(PinnedTensors, KeepPinnedInDramSaysWhatExecutorsDo) {
+  const Workload w = WithPinnedBuffer(HandGraph(), 300);
+  PlacementPlan plan = Plan(w, {Tier::kSlow, Tier::kDram, Tier::kSlow, Tier::kSlow, Tier::kSlow},
+                            {{0, kA, Tier::kDram}, {0, 4, Tier::kDram}}, MigrationMode::kSync, 1000);
+  EXPECT_EQ(plan.KeepPinnedInDram(w), 2u);  // its initial tier and its migration
+  EXPECT_EQ(plan.initial_tiers[4], Tier::kDram);
+  ASSERT_EQ(plan.migrations.size(), 1u);
+  EXPECT_EQ(plan.migrations[0].tensor, kA);
+  EXPECT_EQ(plan.KeepPinnedInDram(w), 0u);
+  // A workload without pinned tensors: nothing changes.
+  PlacementPlan plain = Plan(HandGraph(), {Tier::kSlow, Tier::kSlow, Tier::kSlow, Tier::kSlow}, {},
+                             MigrationMode::kSync, 1000);
+  EXPECT_EQ(plain.KeepPinnedInDram(HandGraph()), 0u);
+}
+
+TEST(PinnedTensors, PlansShareWhatTheyLeaveOfTheLimit) {
+  const Workload w = WithPinnedBuffer(HandGraph(), 300);
+  EXPECT_EQ(PlannableDramBytes(w, 1000), 700u);
+  EXPECT_EQ(PlannableDramBytes(w, 0), 0u);  // no limit stays no limit
+  EXPECT_EQ(PlannableDramBytes(HandGraph(), 1000), 1000u);
+  try {
+    PlannableDramBytes(w, 300);
+    FAIL() << "a limit the pinned tensors fill was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot be met"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("300"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PinnedTensors, OnlyAPersistentTensorNoKernelTouchesCanBePinned) {
+  Workload touched = HandGraph(/*a_persistent=*/true);
+  touched.tensors[kA].pinned_dram = true;  // k0 and k2 read it
+  EXPECT_THROW(touched.Finalize(), std::invalid_argument);
+  Workload transient = HandGraph();
+  transient.tensors.push_back({"buffer", 64, TensorKind::kTemporary, 0, 2, /*persistent=*/false, /*pinned_dram=*/true});
+  EXPECT_THROW(transient.Finalize(), std::invalid_argument);
+  // The flag is part of the graph's identity: plans for one do not fit the other.
+  Workload unpinned = WithPinnedBuffer(HandGraph(), 300);
+  const uint64_t pinned_signature = unpinned.Signature();
+  unpinned.tensors.back().pinned_dram = false;
+  unpinned.Finalize();
+  EXPECT_NE(unpinned.Signature(), pinned_signature);
+  EXPECT_EQ(unpinned.pinned_dram_bytes(), 0u);
 }
 
 }  // namespace

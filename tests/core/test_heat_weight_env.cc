@@ -95,6 +95,22 @@ TEST(HeatWeightEnv, EpisodeReturnIsTheFinalPlansScore) {
   }
 }
 
+// A buffer the framework holds in DRAM takes its share of the limit: the
+// episode's plan keeps it there and still fits.
+TEST(HeatWeightEnv, PinnedTensorsStayInDramAndThePlanFitsBesideThem) {
+  const Workload w = testing::WithPinnedBuffer(testing::HandGraph(), 200);
+  HeatWeightEnv env(w, HandConfig());
+  std::mt19937_64 rng(5);
+  for (int e = 0; e < 20; ++e) {
+    env.Reset();
+    while (!env.done()) env.Step(RandomAction(rng));
+    const EpisodeSummary& s = env.summary();
+    EXPECT_EQ(s.plan.initial_tiers.back(), Tier::kDram);
+    EXPECT_FALSE(s.oom);
+    EXPECT_LE(s.cost.dram_peak_bytes, 1000u);
+  }
+}
+
 TEST(HeatWeightEnv, ThresholdExtremesGiveAllColdOrAsMuchDramAsFits) {
   Workload w = testing::HandGraph();
   HeatWeightEnvConfig c = HandConfig();

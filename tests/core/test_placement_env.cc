@@ -108,6 +108,32 @@ TEST(PlacementEnv, MigrationCostIsSubtractedFromTheStepReward) {
   EXPECT_NEAR(r.reward, 500.0 / 1100.0 - 1.0, 1e-12);
 }
 
+// A buffer the framework holds in DRAM takes its share of the limit in
+// every decision scope: whatever the agent does, the episode's plan keeps
+// the buffer in DRAM and fits beside it.
+TEST(PlacementEnv, PinnedTensorsStayInDramAndThePlanFitsBesideThem) {
+  const Workload plain = SixLayers(SyntheticShape::kResnetLike);
+  const Workload w = testing::WithPinnedBuffer(plain, plain.peak_live_bytes() / 20);
+  const uint32_t pinned = static_cast<uint32_t>(w.num_tensors() - 1);
+  std::mt19937_64 rng(9);
+  for (DecisionScope scope : {DecisionScope::kAccessGaps, DecisionScope::kRelevant, DecisionScope::kAllLive}) {
+    EnvConfig c = ThirdOfPeak(w);
+    c.scope = scope;
+    PlacementEnv env(w, c);
+    for (int policy = 0; policy < 3; ++policy) {  // all DRAM, all slow, random
+      env.Reset();
+      while (!env.done()) env.Step(policy == 0 ? 0 : policy == 1 ? 1 : static_cast<int>(rng() % 2));
+      const EpisodeSummary& s = env.summary();
+      SCOPED_TRACE(std::string(DecisionScopeName(scope)) + " policy " + std::to_string(policy));
+      EXPECT_EQ(s.plan.initial_tiers[pinned], Tier::kDram);
+      for (const Migration& m : s.plan.migrations) EXPECT_NE(m.tensor, pinned);
+      EXPECT_FALSE(s.oom);
+      EXPECT_LE(s.cost.dram_peak_bytes, c.dram_limit_bytes);
+      EXPECT_EQ(s.plan.dram_limit_bytes, c.dram_limit_bytes);
+    }
+  }
+}
+
 TEST(PlacementEnv, RunningOutOfDramEndsTheEpisodeWithAPenalty) {
   Workload w = HandGraph();
   EnvConfig c = HandConfig();

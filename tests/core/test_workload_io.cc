@@ -32,6 +32,7 @@ Workload MakeWorkload() {
       {"weight", 4096, TensorKind::kParameter, 0, 2, true},
       {"act", 1u << 20, TensorKind::kActivation, 0, 2, false},
       {"tmp", 777, TensorKind::kOptimizerState, 1, 1, false},
+      {"untracked:4", 1880, TensorKind::kTemporary, 0, 2, true, /*pinned_dram=*/true},
   };
   w.accesses = {
       {0, 0, 1, 0, 12.5}, {0, 1, 0, 1, 40.0}, {1, 2, 2, 3, 7.25}, {2, 1, 5, 0, 99.0},

@@ -8,12 +8,11 @@
 // allocation may overflow the limit, and no planned migration may be
 // refused or skipped.
 //
-// Disabled: both fail on the current executor (issue 16 item 1 is open).
-// Found 2026-11-25 with this file: on the dense block, Sentinel's plan has 2
-// skipped migrations and AutoTM-sync's and CA-LM's 1 refused each; on the
-// transformer block, first-touch has 1 OOM event and 2 refused migrations,
-// AutoTM-sync 1 and 1, CA-LM 2 and 2 (DRAM limit 72,225 B). The zoo's models
-// show none (zoo_test.cc). Run them with --gtest_also_run_disabled_tests.
+// Both failed before the profile marked the bytes a TorchScript module keeps
+// through the CPU allocator (its debug records: no tensor's storage, so no
+// executor can move them) as pinned in DRAM: plans sent them to the slow
+// tier, the executor could not move them, and the DRAM they held made moves
+// into DRAM overflow the limit (docs/results/executor.md).
 #include <gtest/gtest.h>
 #include <torch/script.h>
 #include <torch/torch.h>
@@ -112,14 +111,18 @@ Workload Profiled(torch::jit::Module module, const std::string& name) {
 }
 
 void ExpectBaselinePlansExecuteAsPlanned(const Workload& w) {
+  // Whatever the profile pinned is a buffer the step never touches, not
+  // one of the module's parameters.
+  for (const Tensor& t : w.tensors)
+    if (t.pinned_dram) EXPECT_EQ(t.name.rfind("untracked:", 0), 0u) << t.name;
   const BenchmarkOptions o = testing::MeasuredBenchmark({"first-touch", "sentinel", "autotm-sync", "ca-lm"}, 0.2, 1);
   const std::vector<BenchmarkRow> rows = RunBenchmark(w, o);
   ASSERT_EQ(rows.size(), o.policies.size());
   for (const BenchmarkRow& r : rows) {
     ASSERT_TRUE(r.measured) << w.name << " " << r.policy << ": " << r.note;
     EXPECT_EQ(r.oom_events, 0u) << w.name << " " << r.policy;
-    EXPECT_EQ(r.migrations_refused, 0u) << w.name << " " << r.policy;
-    EXPECT_EQ(r.migrations_skipped, 0u) << w.name << " " << r.policy;
+    EXPECT_EQ(r.migrations_refused, 0u) << w.name << " " << r.policy << ": " << r.note;
+    EXPECT_EQ(r.migrations_skipped, 0u) << w.name << " " << r.policy << ": " << r.note;
     EXPECT_LE(r.dram_peak_bytes, r.dram_limit_bytes) << w.name << " " << r.policy;
   }
   // AutoTM's plan moves tensors during the iteration: the checks above are
@@ -127,14 +130,14 @@ void ExpectBaselinePlansExecuteAsPlanned(const Workload& w) {
   EXPECT_GT(rows[2].measured_bytes_migrated, 0u) << w.name;
 }
 
-TEST(OutsideTheZoo, DISABLED_BaselinePlansExecuteAsPlannedOnADenseBlockWithAChannelShuffle) {
+TEST(OutsideTheZoo, BaselinePlansExecuteAsPlannedOnADenseBlockWithAChannelShuffle) {
   const Workload w = Profiled(DenseShuffleNet(), "dense_shuffle");
   EXPECT_EQ(w.name, "dense_shuffle");
   EXPECT_GT(w.num_kernels(), 20u);
   ExpectBaselinePlansExecuteAsPlanned(w);
 }
 
-TEST(OutsideTheZoo, DISABLED_BaselinePlansExecuteAsPlannedOnATransformerBlock) {
+TEST(OutsideTheZoo, BaselinePlansExecuteAsPlannedOnATransformerBlock) {
   const Workload w = Profiled(TinyTransformer(), "tiny_transformer");
   EXPECT_GT(w.num_kernels(), 20u);
   ExpectBaselinePlansExecuteAsPlanned(w);

@@ -101,6 +101,37 @@ TEST(PolicyLimits, EveryPolicyRespectsTheDramLimitOnRandomGraphs) {
   EXPECT_EQ(plans, 4 * 2 * 4 * 2 * static_cast<int>(PolicyNames().size() - 1));
 }
 
+// A buffer the framework holds in DRAM (a TorchScript module's debug
+// records) is in every plan's DRAM: each policy plans the rest under what it
+// leaves, and its plan says the buffer stays in DRAM.
+TEST(PolicyLimits, EveryPolicyKeepsPinnedTensorsInDramAndFitsBesideThem) {
+  const Workload plain = Synthetic(SyntheticShape::kResnetLike, 4, 3);
+  const Workload w = testing::WithPinnedBuffer(plain, plain.peak_live_bytes() / 20);
+  const uint32_t pinned = static_cast<uint32_t>(w.num_tensors() - 1);
+  for (double f : {0.2, 0.4}) {
+    for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
+      PolicyContext ctx = LimitAt(w, f);
+      ctx.mode = mode;
+      ctx.mip_gap = 0.05;
+      ctx.solver_time_limit_seconds = 0.3;
+      for (const std::string& name : PolicyNames()) {
+        if (name == "all-dram") continue;
+        SCOPED_TRACE(name + " fraction " + std::to_string(f) + " " + MigrationModeName(mode));
+        const PolicyResult r = MakePolicy(name)->Decide(w, ctx);
+        EXPECT_EQ(r.plan.initial_tiers[pinned], Tier::kDram);
+        for (const Migration& m : r.plan.migrations) EXPECT_NE(m.tensor, pinned);
+        EXPECT_EQ(r.plan.dram_limit_bytes, ctx.dram_limit_bytes);
+        const CostReport c = EvaluatePlan(w, r.plan);
+        EXPECT_FALSE(c.oom) << "kernel " << c.oom_kernel << " over by " << c.oom_excess_bytes;
+        EXPECT_LE(c.dram_peak_bytes, ctx.dram_limit_bytes);
+      }
+    }
+  }
+  PolicyContext full;
+  full.dram_limit_bytes = w.pinned_dram_bytes();
+  EXPECT_THROW(MakePolicy("first-touch")->Decide(w, full), std::invalid_argument);
+}
+
 TEST(AllDram, IgnoresTheLimitAndIsTheIdeal) {
   const Workload w = Synthetic(SyntheticShape::kResnetLike, 3, 1);
   PolicyContext ctx = LimitAt(w, 0.2);
