@@ -126,7 +126,7 @@ Workload ProfileModel(const ModelFlags& m, const std::string& slow_tier,
   if (!p.deterministic)
     throw std::runtime_error("the graph of " + o.model.name + " changes between iterations: " + p.graph_difference);
   std::printf("profiled %s: %zu kernels, %zu tensors, peak %s; iteration %.1f ms all-DRAM, %.1f ms all-slow (%s)\n",
-              o.model.name.c_str(), p.workload.num_kernels(), p.workload.num_tensors(),
+              p.workload.name.c_str(), p.workload.num_kernels(), p.workload.num_tensors(),
               FormatBytes(p.workload.peak_live_bytes()).c_str(), p.iteration_dram_ns / 1e6,
               p.iteration_slow_ns / 1e6, p.backend.c_str());
   if (p.workload.pinned_dram_bytes() > 0)
