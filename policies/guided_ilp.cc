@@ -80,7 +80,9 @@ GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, co
 
   AutoTmIlpOptions ilp;
   ilp.mode = env.config().mode;
-  ilp.dram_limit_bytes = env.config().dram_limit_bytes;
+  // The program plans what the workload's pinned tensors leave; they are put
+  // back in DRAM in each solution.
+  ilp.dram_limit_bytes = PlannableDramBytes(w, env.config().dram_limit_bytes);
   std::vector<std::pair<AutoTmFormulation, double>> phases;  // formulation, when its solves must end
   if (ilp.mode == MigrationMode::kAsync && options.synchronous_first_in_async)
     phases = {{AutoTmFormulation::kSynchronous, options.time_limit_seconds / 2},
@@ -127,6 +129,8 @@ GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, co
       try {
         AutoTmIlpResult solved = SolveAutoTmIlp(w, ilp);
         PlacementPlan plan = std::move(solved.plan);
+        plan.dram_limit_bytes = env.config().dram_limit_bytes;
+        plan.KeepPinnedInDram(w);
         RepairToLimit(w, &plan);
         CostReport cost = EvaluatePlan(w, plan);
         solve.cost_ns = cost.oom ? 0 : cost.total_ns;

@@ -197,6 +197,7 @@ int RepairToLimit(const Workload& w, PlacementPlan* plan) {
     for (uint32_t t : w.live_at(k)) {
       if (r.tier[k][t] != Tier::kDram) continue;
       const Tensor& x = w.tensors[t];
+      if (x.pinned_dram) continue;  // it stays in DRAM whatever the plan says
       int32_t first = k, last = k;
       while (first > static_cast<int32_t>(x.alloc_kernel) && r.tier[first - 1][t] == Tier::kDram) --first;
       while (last < static_cast<int32_t>(x.free_kernel) && r.tier[last + 1][t] == Tier::kDram) ++last;

@@ -9,6 +9,7 @@
 #include "envs/placement_env.h"
 #include "policies/autotm.h"
 #include "policies/guided_ilp.h"
+#include "tests/core/hand_graph.h"
 #include "tests/policies/policy_test_util.h"
 
 namespace tensortier {
@@ -55,6 +56,29 @@ GuidedIlpOptions Options(std::vector<double> shares) {
   return o;
 }
 GuidedIlpOptions Options(double share) { return Options(std::vector<double>{share}); }
+
+// A buffer the framework holds in DRAM (Tensor::pinned_dram): the program
+// plans the rest under what it leaves, so that the plan fits beside it, and
+// nothing is lost to it: the optimum is the graph's without the buffer under
+// the limit less its bytes.
+TEST(GuidedIlp, PlansTheRestOfTheLimitBesideAPinnedBuffer) {
+  Case plain = SmallCase(MigrationMode::kSync);
+  const uint64_t pinned_bytes = plain.env.dram_limit_bytes / 10;
+  Case c{testing::WithPinnedBuffer(plain.w, pinned_bytes), plain.env};
+  const uint32_t pinned = static_cast<uint32_t>(c.w.num_tensors() - 1);
+  PlacementEnv env(c.w, c.env);
+  const GuidedIlpResult r = SolveGuidedIlp(env, PrefersDram(), Options(0));
+  ASSERT_TRUE(r.solved);
+  EXPECT_FALSE(r.cost.oom);
+  EXPECT_LE(r.cost.dram_peak_bytes, c.env.dram_limit_bytes);
+  EXPECT_EQ(r.plan.dram_limit_bytes, c.env.dram_limit_bytes);
+  EXPECT_EQ(r.plan.initial_tiers[pinned], Tier::kDram);
+  for (const Migration& m : r.plan.migrations) EXPECT_NE(m.tensor, pinned);
+  plain.env.dram_limit_bytes -= pinned_bytes;
+  const AutoTmIlpResult whole = SolveWholeProgram(plain, AutoTmFormulation::kSynchronous);
+  ASSERT_EQ(whole.mip.status, "optimal");
+  EXPECT_NEAR(r.cost.total_ns, EvaluatePlan(plain.w, whole.plan).total_ns, 1e-6 * r.cost.total_ns);
+}
 
 TEST(GuidedIlp, NothingFixedSolvesTheWholeIlpFromThePolicysPlan) {
   for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
