@@ -132,20 +132,21 @@ uint64_t Workload::Signature() const {
 }
 
 void AssignKernelTimes(Workload& w, const std::vector<double>& kernel_dram_ns,
-                       const std::vector<double>& kernel_slow_ns) {
+                       const std::vector<double>& kernel_slow_ns, const AccessWeight& weight) {
   if (!w.finalized()) throw std::logic_error("AssignKernelTimes: workload not finalized");
   if (kernel_dram_ns.size() != w.num_kernels() || kernel_slow_ns.size() != w.num_kernels())
     throw std::invalid_argument("AssignKernelTimes: one DRAM and one slow time per kernel");
   for (size_t k = 0; k < w.num_kernels(); ++k) {
     w.kernels[k].dram_time_ns = kernel_dram_ns[k];
     const double extra = std::max(0.0, kernel_slow_ns[k] - kernel_dram_ns[k]);
-    auto moved_bytes = [&](const Access& a) {
-      return static_cast<double>(w.tensors[a.tensor].size_bytes) * (a.reads + a.writes);
+    auto share = [&](const Access& a) {
+      const uint64_t bytes = w.tensors[a.tensor].size_bytes;
+      return weight ? weight(bytes, a.reads, a.writes) : static_cast<double>(bytes) * (a.reads + a.writes);
     };
     double total = 0;
-    for (uint32_t ai : w.accesses_of_kernel(k)) total += moved_bytes(w.accesses[ai]);
+    for (uint32_t ai : w.accesses_of_kernel(k)) total += share(w.accesses[ai]);
     for (uint32_t ai : w.accesses_of_kernel(k))
-      w.accesses[ai].slow_penalty_ns = total > 0 ? extra * moved_bytes(w.accesses[ai]) / total : 0;
+      w.accesses[ai].slow_penalty_ns = total > 0 ? extra * share(w.accesses[ai]) / total : 0;
   }
   w.Finalize();
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -163,12 +164,19 @@ class Workload {
   uint64_t pinned_dram_bytes_ = 0;
 };
 
+// What one access to a tensor of `bytes` in the slow tier adds to its
+// kernel's time, up to a factor shared by the kernel's accesses: how
+// AssignKernelTimes spreads a kernel's measured extra over them.
+using AccessWeight = std::function<double(uint64_t bytes, uint32_t reads, uint32_t writes)>;
+
 // Sets each kernel's DRAM time and spreads what the all-slow run added to it
-// over the kernel's accesses, in proportion to the bytes each one moves: the
-// additive per-tensor penalties the cost model sums (AutoTM's n_{k,c}
-// restricted to one tensor at a time). Both vectors have one entry per
-// kernel; `w` must be finalized and is finalized again.
+// over the kernel's accesses, in proportion to `weight` (by default the
+// bytes each one moves): the additive per-tensor penalties the cost model
+// sums (AutoTM's n_{k,c} restricted to one tensor at a time). A device
+// whose accesses pay a latency beside their bytes (an emulated one says how
+// much) gives small tensors more than their bytes' share. Both vectors have
+// one entry per kernel; `w` must be finalized and is finalized again.
 void AssignKernelTimes(Workload& w, const std::vector<double>& kernel_dram_ns,
-                       const std::vector<double>& kernel_slow_ns);
+                       const std::vector<double>& kernel_slow_ns, const AccessWeight& weight = nullptr);
 
 }  // namespace tensortier

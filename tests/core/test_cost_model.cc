@@ -227,6 +227,32 @@ TEST(Workload, IndicesDescribeLiveness) {
   EXPECT_NE(w.Signature(), other.Signature());
 }
 
+// What the all-slow run adds to a kernel is spread over its accesses: by
+// the bytes each moves, or by a device's cost of an access (a latency each,
+// beside the bytes), which gives small tensors more than their bytes' share.
+TEST(AssignKernelTimes, SpreadsEachKernelsExtraByBytesOrByTheDevicesAccessCost) {
+  Workload w = HandGraph();
+  const std::vector<double> dram = {100, 200, 300}, slow = {180, 285, 370};
+  AssignKernelTimes(w, dram, slow);
+  // k0: 80 ns over A (1,000 B read) and B (500 B written).
+  EXPECT_DOUBLE_EQ(w.FindAccess(0, kA)->slow_penalty_ns, 80.0 * 1000 / 1500);
+  EXPECT_DOUBLE_EQ(w.FindAccess(0, kB)->slow_penalty_ns, 80.0 * 500 / 1500);
+  EXPECT_DOUBLE_EQ(w.kernels[1].dram_time_ns, 200);
+  // 100 ns of latency per access and 0.1 ns per byte.
+  const AccessWeight device = [](uint64_t bytes, uint32_t reads, uint32_t writes) {
+    return (reads + writes) * (100 + 0.1 * static_cast<double>(bytes));
+  };
+  AssignKernelTimes(w, dram, slow, device);
+  EXPECT_DOUBLE_EQ(w.FindAccess(0, kA)->slow_penalty_ns, 80.0 * 200 / 350);
+  EXPECT_DOUBLE_EQ(w.FindAccess(0, kB)->slow_penalty_ns, 80.0 * 150 / 350);
+  for (size_t k = 0; k < 3; ++k) {
+    double sum = 0;
+    for (uint32_t ai : w.accesses_of_kernel(k)) sum += w.accesses[ai].slow_penalty_ns;
+    EXPECT_NEAR(sum, slow[k] - dram[k], 1e-9) << "kernel " << k;
+  }
+  EXPECT_DOUBLE_EQ(EvaluatePlan(w, PlacementPlan::Uniform(w, S, 0)).total_ns, 180 + 285 + 370);
+}
+
 // A pinned tensor (a buffer the framework holds, never touched) stays in
 // DRAM on every executor, so the cost model charges it there whatever the
 // plan says, and never a copy of it.

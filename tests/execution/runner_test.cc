@@ -97,6 +97,9 @@ TEST(RealExecution, ProfileIsDeterministicAndComplete) {
   EXPECT_GT(p.iteration_slow_ns, p.iteration_dram_ns);
   EXPECT_GT(w.total_slow_time_ns(), w.total_dram_time_ns());
   EXPECT_EQ(w.device.name, "emulated:optane-dcpmm");
+  // The emulated device's latency and bandwidth spread each kernel's
+  // slow-tier time over its accesses, and the profile says so.
+  EXPECT_NE(w.profile.kernel_timing.find("latency and bytes"), std::string::npos) << w.profile.kernel_timing;
   // The workload file of the foundation issue: round trip, same signature.
   Workload back = ParseWorkload(SerializeWorkload(w));
   EXPECT_EQ(back.Signature(), w.Signature());
