@@ -87,6 +87,12 @@ double PacedCopy(void* dst, const void* src, size_t n, double target_ns) {
   return SteadyNowNs() - t0;
 }
 
+AccessWeight SlowTierAccessWeight(const MemoryTier& slow, bool emulate_timing) {
+  const DeviceProfile* dev = emulate_timing ? slow.emulation() : nullptr;
+  if (dev == nullptr) return nullptr;
+  return [dev](uint64_t bytes, uint32_t reads, uint32_t writes) { return dev->ExtraAccessNs(bytes, reads, writes); };
+}
+
 const char* WhyNotStarted(TieredAllocator::MoveStart why) {
   switch (why) {
     case TieredAllocator::MoveStart::kNoStorage:

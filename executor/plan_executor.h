@@ -68,6 +68,13 @@ class PlanExecutor {
   std::unique_ptr<Impl> impl_;
 };
 
+// How a profile spreads each kernel's slow-tier time over its accesses on
+// `slow` (AssignKernelTimes): by the emulated device's cost of each access
+// (a latency per read and write, plus its bytes) when its timing is
+// emulated; by bytes (an empty weight) on a real tier, whose latency is not
+// known here.
+AccessWeight SlowTierAccessWeight(const MemoryTier& slow, bool emulate_timing);
+
 // Copies n bytes taking at least target_ns (0 = as fast as possible);
 // returns the time taken.
 double PacedCopy(void* dst, const void* src, size_t n, double target_ns);

@@ -180,11 +180,7 @@ struct RealWorkloadRunner::Impl {
       r.deterministic = false;
       r.graph_difference = "timing iterations: " + diff;
     }
-    // An emulated device says what an access costs (latency and bytes);
-    // a real one is spread by bytes.
-    AccessWeight weight;
-    if (const DeviceProfile* dev = o.emulate_slow_timing ? slow->emulation() : nullptr)
-      weight = [dev](uint64_t bytes, uint32_t reads, uint32_t writes) { return dev->ExtraAccessNs(bytes, reads, writes); };
+    const AccessWeight weight = SlowTierAccessWeight(*slow, o.emulate_slow_timing);
     AssignKernelTimes(w, r.kernel_dram_ns, r.kernel_slow_ns, weight);
     r.kernel_timing += weight ? "; slow-tier time spread over accesses by the device's latency and bytes"
                               : "; slow-tier time spread over accesses by bytes";
