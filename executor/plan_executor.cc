@@ -93,6 +93,8 @@ AccessWeight SlowTierAccessWeight(const MemoryTier& slow, bool emulate_timing) {
   return [dev](uint64_t bytes, uint32_t reads, uint32_t writes) { return dev->ExtraAccessNs(bytes, reads, writes); };
 }
 
+namespace {
+
 const char* WhyNotStarted(TieredAllocator::MoveStart why) {
   switch (why) {
     case TieredAllocator::MoveStart::kNoStorage:
@@ -110,6 +112,8 @@ const char* WhyNotStarted(TieredAllocator::MoveStart why) {
   }
   return "started";
 }
+
+}  // namespace
 
 struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObserver {
   TieredAllocator& alloc;

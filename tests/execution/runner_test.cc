@@ -72,6 +72,29 @@ TEST(RealExecution, BitIdenticalUnderRandomPlansResNet18) { CheckBitIdentical("r
 TEST(RealExecution, BitIdenticalUnderRandomPlansMobileNetV2) { CheckBitIdentical("mobilenet_v2"); }
 TEST(RealExecution, BitIdenticalUnderRandomPlansAlexNet) { CheckBitIdentical("alexnet"); }
 
+// A move the executor cannot make is counted and the first one explained:
+// which tensor, where to, and why.
+TEST(RealExecution, TheFirstMoveThatCannotBeMadeIsNamedWithItsReason) {
+  RealWorkloadRunner runner(SmallRunner("alexnet"));
+  const Workload& w = runner.Profile().workload;
+  // Everything slow, a 1-byte DRAM limit, and a parameter asked into DRAM
+  // after the first kernel: no room.
+  PlacementPlan plan = PlacementPlan::Uniform(w, Tier::kSlow, 1);
+  plan.migrations.push_back({0, 0, Tier::kDram});
+  const ExecutionReport r = runner.Execute(plan, 0, 1);
+  ASSERT_TRUE(r.ok) << r.failure;
+  const IterationCounters& c = r.counters.back();
+  EXPECT_EQ(c.migrations_refused, 1u);
+  EXPECT_EQ(c.migration_oom_events, 1u);
+  EXPECT_NE(c.first_unfollowed_move.find("migration of tensor 0 (" + w.tensors[0].name), std::string::npos)
+      << c.first_unfollowed_move;
+  EXPECT_NE(c.first_unfollowed_move.find("to dram: no room there"), std::string::npos) << c.first_unfollowed_move;
+  // A plan that can be followed leaves it empty.
+  const ExecutionReport ok = runner.Execute(PlacementPlan::Uniform(w, Tier::kSlow, 0), 0, 1);
+  ASSERT_TRUE(ok.ok) << ok.failure;
+  EXPECT_EQ(ok.counters.back().first_unfollowed_move, "");
+}
+
 TEST(RealExecution, ProfileIsDeterministicAndComplete) {
   RealWorkloadRunner runner(SmallRunner("resnet18"));
   const ProfileReport& p = runner.Profile();
