@@ -294,6 +294,24 @@ TEST(HeatGuidedIlp, StartsFromHeatOrderAndFixesTheHottestDecisionsToDram) {
   }
 }
 
+// Beside a pinned buffer, heat+ilp plans under the same limit as AutoTM
+// (the limit less the buffer, taken off once), so both reach the same
+// optimum of the same program.
+TEST(HeatGuidedIlp, PlansBesideAPinnedBufferUnderTheSameLimitAsAutoTm) {
+  const Workload plain = Synthetic(SyntheticShape::kVggLike, 3, 2);
+  PolicyContext ctx;
+  ctx.dram_limit_bytes = Fraction(plain, 0.3);
+  const Workload w = testing::WithPinnedBuffer(plain, ctx.dram_limit_bytes / 4);
+  ctx.mip_gap = 0;
+  ctx.solver_time_limit_seconds = 30;
+  const PolicyResult heat = MakePolicy("heat+ilp")->Decide(w, ctx);
+  const PolicyResult autotm = MakePolicy("autotm-sync")->Decide(w, ctx);
+  ASSERT_EQ(autotm.solver->status, "optimal");
+  EXPECT_EQ(heat.plan.dram_limit_bytes, ctx.dram_limit_bytes);
+  EXPECT_NEAR(EvaluatePlan(w, heat.plan).total_ns, EvaluatePlan(w, autotm.plan).total_ns,
+              1e-6 * EvaluatePlan(w, autotm.plan).total_ns);
+}
+
 TEST(HeatGuidedIlp, WithoutALimitKeepsEverythingInDram) {
   Case c = SmallCase(MigrationMode::kSync);
   PolicyContext ctx;  // no DRAM limit
