@@ -25,7 +25,7 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-port=$((20000 + RANDOM % 20000))
+port=$(free_port_base 4) || exit 1
 mport=$((port + 1))
 endpoint="tcp://127.0.0.1:$port"
 

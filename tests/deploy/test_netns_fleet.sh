@@ -151,7 +151,7 @@ if [ "$mode" = netns ]; then
   net_w1=(TT_CONNECT=tcp://10.231.0.1:5555)
   net_w2=(TT_CONNECT=tcp://10.231.0.5:5555)
 else
-  base=$((20000 + RANDOM % 20000))
+  base=$(free_port_base 4) || exit 1
   on_learner=(); on_w1=(); on_w2=()
   net_learner=(TT_BIND="tcp://127.0.0.1:$base" TT_METRICS_ADDRESS="127.0.0.1:$((base + 1))")
   net_w1=(TT_CONNECT="tcp://127.0.0.1:$base" TT_METRICS_ADDRESS="127.0.0.1:$((base + 2))")
