@@ -190,10 +190,9 @@ ActionScores HeatOrderScores() {
 PolicyResult DecideHeatGuidedIlp(const Workload& w, const PolicyContext& ctx) {
   EnvConfig env_config;
   // No limit: the limit that everything fits under, so heat order keeps all
-  // in DRAM. Decide gave this policy the limit less the pinned tensors; the
-  // environment and the ILP take the whole limit and leave them out
-  // themselves, so it is given back whole.
-  env_config.dram_limit_bytes = ctx.dram_limit_bytes > 0 ? ctx.dram_limit_bytes + w.pinned_dram_bytes()
+  // in DRAM. (Decide hands policies the workload without its pinned
+  // tensors, so `w` has none here.)
+  env_config.dram_limit_bytes = ctx.dram_limit_bytes > 0 ? ctx.dram_limit_bytes
                                                          : std::max<uint64_t>(w.peak_live_bytes(), 1);
   env_config.mode = ctx.mode;
   PlacementEnv env(w, env_config);

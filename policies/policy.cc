@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "envs/plannable_workload.h"
 #include "policies/autotm.h"
 #include "policies/basic.h"
 #include "policies/cached_arrays.h"
@@ -17,12 +18,17 @@ namespace tensortier {
 PolicyResult PlacementPolicy::Decide(const Workload& w, const PolicyContext& ctx) const {
   if (!w.finalized()) throw std::logic_error("policy " + name() + ": workload not finalized");
   // Pinned tensors hold DRAM no plan can give to others: the policy plans
-  // the rest under what they leave, and they are put in DRAM after it.
+  // the workload without them under what they leave, and they are put in
+  // DRAM after it.
+  const PlannableWorkload plannable(w);
   PolicyContext inner = ctx;
   inner.dram_limit_bytes = PlannableDramBytes(w, ctx.dram_limit_bytes);
   const auto start = std::chrono::steady_clock::now();
-  PolicyResult r = DecideImpl(w, inner);
+  PolicyResult r = plannable.workload().num_tensors() > 0
+                       ? DecideImpl(plannable.workload(), inner)
+                       : PolicyResult{PlacementPlan::Uniform(plannable.workload(), Tier::kDram, inner.dram_limit_bytes)};
   r.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.plan = plannable.ToOriginal(r.plan);
   r.plan.produced_by = name();
   r.plan.workload_signature = w.Signature();
   if (r.plan.dram_limit_bytes == inner.dram_limit_bytes) r.plan.dram_limit_bytes = ctx.dram_limit_bytes;

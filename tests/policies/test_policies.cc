@@ -2,6 +2,7 @@
 // under the cost model, and the semantics of the simple ones.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -130,6 +131,34 @@ TEST(PolicyLimits, EveryPolicyKeepsPinnedTensorsInDramAndFitsBesideThem) {
   PolicyContext full;
   full.dram_limit_bytes = w.pinned_dram_bytes();
   EXPECT_THROW(MakePolicy("first-touch")->Decide(w, full), std::invalid_argument);
+}
+
+// A policy plans beside the pinned bytes as it plans the workload without
+// them under the limit they leave: the pinned buffer is not charged twice,
+// however large a share of the limit it holds.
+TEST(PolicyLimits, PinnedBytesAreChargedOnceWhateverShareOfTheLimitTheyHold) {
+  const Workload plain = Synthetic(SyntheticShape::kResnetLike, 4, 3);
+  const uint64_t limit = testing::Fraction(plain, 0.4);
+  for (double share : {0.05, 0.6}) {
+    const uint64_t pinned_bytes = static_cast<uint64_t>(static_cast<double>(limit) * share);
+    const Workload w = testing::WithPinnedBuffer(plain, pinned_bytes);
+    for (const char* name : {"first-touch", "sentinel", "ca-lm", "deeptm-heuristic", "autotm-sync", "heat+ilp"}) {
+      SCOPED_TRACE(std::string(name) + " pinned share " + std::to_string(share));
+      PolicyContext with_pinned, without;
+      with_pinned.dram_limit_bytes = limit;
+      with_pinned.mip_gap = 0.05;
+      without = with_pinned;
+      without.dram_limit_bytes = limit - pinned_bytes;
+      const PolicyResult a = MakePolicy(name)->Decide(w, with_pinned);
+      const PolicyResult b = MakePolicy(name)->Decide(plain, without);
+      ASSERT_EQ(a.plan.initial_tiers.size(), b.plan.initial_tiers.size() + 1);
+      EXPECT_EQ(a.plan.initial_tiers.back(), Tier::kDram);
+      EXPECT_TRUE(std::equal(b.plan.initial_tiers.begin(), b.plan.initial_tiers.end(), a.plan.initial_tiers.begin()));
+      EXPECT_EQ(a.plan.migrations, b.plan.migrations);
+      EXPECT_EQ(a.plan.dram_limit_bytes, limit);
+      EXPECT_FALSE(EvaluatePlan(w, a.plan).oom);
+    }
+  }
 }
 
 TEST(AllDram, IgnoresTheLimitAndIsTheIdeal) {
