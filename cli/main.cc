@@ -124,7 +124,7 @@ Workload ProfileModel(const ModelFlags& m, const std::string& slow_tier,
   RealWorkloadRunner runner(o);
   const ProfileReport& p = runner.Profile();
   if (!p.deterministic)
-    throw std::runtime_error("the graph of " + o.model.name + " changes between iterations: " + p.graph_difference);
+    throw std::runtime_error("the graph of " + p.workload.name + " changes between iterations: " + p.graph_difference);
   std::printf("profiled %s: %zu kernels, %zu tensors, peak %s; iteration %.1f ms all-DRAM, %.1f ms all-slow (%s)\n",
               p.workload.name.c_str(), p.workload.num_kernels(), p.workload.num_tensors(),
               FormatBytes(p.workload.peak_live_bytes()).c_str(), p.iteration_dram_ns / 1e6,
@@ -132,6 +132,10 @@ Workload ProfileModel(const ModelFlags& m, const std::string& slow_tier,
   if (p.workload.pinned_dram_bytes() > 0)
     std::printf("  %s held in DRAM by the framework outside any tensor (pinned: no plan can move it)\n",
                 FormatBytes(p.workload.pinned_dram_bytes()).c_str());
+  if (!std::isfinite(p.captured_loss))
+    std::printf("  warning: the step's loss is %g: the model's numbers are not finite, but its memory accesses "
+                "and kernel times were measured as they are\n",
+                p.captured_loss);
   std::fflush(stdout);
   return p.workload;
 }

@@ -62,6 +62,7 @@ struct ProfileReport {
   std::string first_difference;   // when captures > 2: how the first two differed
   uint32_t untracked_persistent = 0;
   uint32_t alive_at_end = 0;
+  double captured_loss = 0;  // the captured step's loss: NaN says the model's numbers are not finite
   std::vector<double> kernel_dram_ns;  // per kernel_timing
   std::vector<double> kernel_slow_ns;  // the same, everything in the slow tier
   double iteration_dram_ns = 0;        // medians of whole iterations (wall clock)

@@ -171,6 +171,7 @@ struct RealWorkloadRunner::Impl {
     r.num_persistent = b.num_persistent;
     r.untracked_persistent = b.untracked_persistent;
     r.alive_at_end = b.alive_at_end;
+    r.captured_loss = b.loss;
     Workload w = std::move(b.workload);
     const uint32_t P = r.num_persistent;
 

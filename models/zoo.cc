@@ -463,7 +463,9 @@ class TaskBase : public TrainingTask {
       param_names_.push_back(p.first);
       params_.push_back(p.second);
     }
-    if (params_.empty()) throw std::invalid_argument("model '" + options_.name + "' has no trainable parameters");
+    if (params_.empty())
+      throw std::invalid_argument("model '" + (options_.torchscript_path.empty() ? options_.name : options_.torchscript_path) +
+                                  "' has no trainable parameters");
     if (options_.optimizer == "sgd") {
       optimizer_ = std::make_unique<torch::optim::SGD>(
           params_, torch::optim::SGDOptions(options_.learning_rate).momentum(options_.momentum));
@@ -535,10 +537,41 @@ class TorchScriptTask : public TaskBase {
   }
 
  protected:
+  // A model brought by a user: what it returns is checked before the loss
+  // sees it, and LibTorch's errors are said without their C++ backtrace.
   Tensor Forward(const Tensor& x) override {
-    c10::IValue out = module_.forward({x});
-    if (!out.isTensor()) throw std::runtime_error("TorchScript forward must return a tensor of logits");
-    return out.toTensor();
+    c10::IValue out;
+    try {
+      out = module_.forward({x});
+    } catch (const c10::Error& e) {
+      throw FailedOn(x, e.what_without_backtrace());
+    } catch (const std::runtime_error& e) {  // the interpreter's errors (torch::jit::JITException)
+      throw FailedOn(x, e.what());
+    }
+    if (!out.isTensor())
+      throw std::invalid_argument("TorchScript module '" + options_.torchscript_path + "' returned a " +
+                                  out.tagKind() + ": its forward(x) must return one tensor of [batch, classes] logits");
+    Tensor logits = out.toTensor();
+    const int64_t batch = x.size(0);
+    if (logits.dim() != 2 || logits.size(0) != batch || !logits.is_floating_point())
+      throw std::invalid_argument("TorchScript module '" + options_.torchscript_path + "' returned " +
+                                  ShapeOf(logits) + ": its forward(x) must return floating-point logits of [" +
+                                  std::to_string(batch) + ", classes]");
+    if (logits.size(1) < options_.num_classes)
+      throw std::invalid_argument("TorchScript module '" + options_.torchscript_path + "' returns " +
+                                  std::to_string(logits.size(1)) + " logits per sample but the training targets are drawn from " +
+                                  std::to_string(options_.num_classes) + " classes: pass --classes " +
+                                  std::to_string(logits.size(1)));
+    return logits;
+  }
+  std::invalid_argument FailedOn(const Tensor& x, const std::string& why) const {
+    return std::invalid_argument("TorchScript module '" + options_.torchscript_path + "' failed on an input of " +
+                                 ShapeOf(x) + " (--batch, 3 channels, --image-size): " + why);
+  }
+  static std::string ShapeOf(const Tensor& t) {
+    std::string s = "[";
+    for (int64_t d = 0; d < t.dim(); ++d) s += (d ? ", " : "") + std::to_string(t.size(d));
+    return s + "] " + std::string(c10::toString(t.scalar_type()));
   }
   std::vector<std::pair<std::string, Tensor>> Buffers() override {
     std::vector<std::pair<std::string, Tensor>> v;

@@ -377,6 +377,48 @@ TEST(RealExecution, TorchScriptWorkloadIsNamedAfterItsFileAndRunsFromAnotherDire
   std::filesystem::remove_all(root);
 }
 
+// A user's module that does not return [batch, classes] logits, or fails on
+// the input, is refused with what it returned and what to do, and without
+// LibTorch's C++ backtrace.
+TEST(RealExecution, TorchScriptModuleWithTheWrongOutputIsRefusedClearly) {
+  struct Case {
+    const char* body;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {"return (torch.mm(x.flatten(1), self.w), x)", "returned a Tuple"},
+      {"return x * self.w.sum()", "returned [2, 3, 16, 16] Float"},
+      {"return torch.mm(x.flatten(1), self.w)[:, 0:5]", "pass --classes 5"},
+      {"return torch.mm(x.flatten(2), self.w)", "failed on an input of [2, 3, 16, 16] Float"},
+  };
+  char path[] = "/tmp/tt_badout_XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.body);
+    torch::jit::Module m("Bad");
+    m.register_parameter("w", torch::randn({3 * 16 * 16, 10}) * 0.05, false);
+    m.define(std::string("\n    def forward(self, x):\n        ") + c.body + "\n");
+    m.save(path);
+    try {
+      RunnerOptions o = SmallRunner("torchscript");
+      o.model.torchscript_path = path;
+      o.model.image_size = 16;
+      o.model.batch_size = 2;
+      RealWorkloadRunner runner(o);
+      runner.Profile();
+      ADD_FAILURE() << "profiled";
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(c.expected), std::string::npos) << what;
+      EXPECT_NE(what.find(path), std::string::npos) << what;
+      EXPECT_EQ(what.find("frame #"), std::string::npos) << what;
+    }
+  }
+  std::remove(path);
+}
+
 TEST(RealExecution, BadSlowTierIsRejectedClearly) {
   RunnerOptions o = SmallRunner("resnet18");
   o.slow_tier = "emulated:floppy";
