@@ -72,6 +72,12 @@ std::vector<Segment> MakeSegments(const Workload& w, uint32_t t, const AutoTmIlp
 
 }  // namespace
 
+const char* MemoryRowsName(MemoryRows m) {
+  static constexpr EnumName<MemoryRows> kNames[] = {
+      {MemoryRows::kPerKernel, "per-kernel"}, {MemoryRows::kRunningSum, "running-sum"}, {MemoryRows::kAuto, "auto"}};
+  return NameOfEnumOr(kNames, m, "unknown");
+}
+
 const char* AutoTmFormulationName(AutoTmFormulation f) {
   static constexpr EnumName<AutoTmFormulation> kNames[] = {{AutoTmFormulation::kStatic, "static"},
                                                            {AutoTmFormulation::kSynchronous, "synchronous"},
@@ -185,10 +191,55 @@ AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& o) {
   // DRAM per kernel (AutoTM eq. 5): every live tensor in DRAM during k, plus
   // those being copied into DRAM during k (both copies are held, DeepTM eq. 7).
   const uint64_t slow_cap = w.device.slow_capacity_bytes;
+  auto limited = [&](size_t k) { return limits[k] > 0 && w.live_bytes_at(k) > limits[k]; };
+  // Async copies into DRAM during k hold their bytes at k alone.
+  std::vector<std::vector<std::pair<int, double>>> copying_in(K);
+  for (uint32_t t = 0; t < T; ++t) {
+    const double size = static_cast<double>(w.tensors[t].size_bytes) / kBytesPerUnit;
+    for (const Boundary& b : graphs[t].boundaries)
+      if (b.async_up >= 0) copying_in[b.last_kernel].push_back({b.async_up, size});
+  }
+  MemoryRows memory_rows = o.memory_rows;
+  if (memory_rows == MemoryRows::kAuto) {
+    int64_t per_kernel_nonzeros = 0;
+    for (size_t k = 0; k < K; ++k)
+      if (limited(k)) per_kernel_nonzeros += static_cast<int64_t>(w.live_at(k).size() + copying_in[k].size());
+    memory_rows = per_kernel_nonzeros <= kPerKernelNonzeroLimit ? MemoryRows::kPerKernel : MemoryRows::kRunningSum;
+  }
+  if (memory_rows == MemoryRows::kRunningSum) {
+    // D_k - D_{k-1} - (segments beginning at k) + (segments ending at k-1) = 0,
+    // D_k (+ copies in) <= L_k. Segments that cover no kernel (async mode's
+    // end-of-iteration location) hold nothing.
+    std::vector<std::vector<std::pair<int, double>>> change(K + 1);
+    for (uint32_t t = 0; t < T; ++t) {
+      const double size = static_cast<double>(w.tensors[t].size_bytes) / kBytesPerUnit;
+      for (const Segment& s : graphs[t].segments) {
+        if (s.first > s.last) continue;
+        change[s.first].push_back({s.x, -size});
+        change[s.last + 1].push_back({s.x, size});
+      }
+    }
+    const double inf = std::numeric_limits<double>::infinity();
+    int previous = -1;
+    for (size_t k = 0; k < K; ++k) {
+      const bool bound_here = limited(k) && copying_in[k].empty();
+      const int d = mip.AddVariable(0, bound_here ? static_cast<double>(limits[k]) / kBytesPerUnit : inf, 0, false);
+      std::vector<std::pair<int, double>> row = std::move(change[k]);
+      row.push_back({d, 1});
+      if (previous >= 0) row.push_back({previous, -1});
+      mip.AddRow(row, 'E', 0);
+      if (limited(k) && !copying_in[k].empty()) {
+        std::vector<std::pair<int, double>> cap = copying_in[k];
+        cap.push_back({d, 1});
+        mip.AddRow(cap, 'L', static_cast<double>(limits[k]) / kBytesPerUnit);
+      }
+      previous = d;
+    }
+  }
   for (size_t k = 0; k < K; ++k) {
-    const bool limited = limits[k] > 0 && w.live_bytes_at(k) > limits[k];
+    const bool dram_row = memory_rows == MemoryRows::kPerKernel && limited(k);
     const bool slow_limited = slow_cap > 0 && w.live_bytes_at(k) > slow_cap;
-    if (!limited && !slow_limited) continue;
+    if (!dram_row && !slow_limited) continue;
     std::vector<std::pair<int, double>> dram, slow;
     double slow_rhs = static_cast<double>(slow_cap) / kBytesPerUnit;
     for (uint32_t t : w.live_at(k)) {
@@ -199,12 +250,14 @@ AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& o) {
       dram.push_back({g.segments[s].x, size});
       slow.push_back({g.segments[s].x, -size});
       slow_rhs -= size;
-      if (static_cast<size_t>(s) < g.boundaries.size() && g.boundaries[s].last_kernel == static_cast<int32_t>(k)) {
-        if (g.boundaries[s].async_up >= 0) dram.push_back({g.boundaries[s].async_up, size});
-        if (g.boundaries[s].async_down >= 0) slow.push_back({g.boundaries[s].async_down, size});
-      }
+      if (static_cast<size_t>(s) < g.boundaries.size() && g.boundaries[s].last_kernel == static_cast<int32_t>(k) &&
+          g.boundaries[s].async_down >= 0)
+        slow.push_back({g.boundaries[s].async_down, size});
     }
-    if (limited) mip.AddRow(dram, 'L', static_cast<double>(limits[k]) / kBytesPerUnit);
+    if (dram_row) {
+      dram.insert(dram.end(), copying_in[k].begin(), copying_in[k].end());
+      mip.AddRow(dram, 'L', static_cast<double>(limits[k]) / kBytesPerUnit);
+    }
     if (slow_limited) mip.AddRow(slow, 'L', slow_rhs);
   }
 
@@ -220,6 +273,7 @@ AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& o) {
   for (uint64_t l : limits)
     if (l > 0) tightest = tightest == 0 ? l : std::min(tightest, l);
   double warm_seconds = 0;
+  std::optional<AutoTmIlpResult> warm;  // the asynchronous formulation's synchronous start
   if (!o.start_values.empty()) {
     if (o.start_values.size() != static_cast<size_t>(mip.num_variables()))
       throw std::invalid_argument("SolveAutoTmIlp: start_values of another program (" +
@@ -233,7 +287,6 @@ AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& o) {
         if (std::optional<Tier> tier = o.start_tier(t, s.first, s.last))
           options.start.push_back({s.x, *tier == Tier::kDram ? 1.0 : 0.0});
   } else if (o.dram_limit_bytes > 0) {
-    bool warm_started = false;
     if (overlap_objective) {
       AutoTmIlpOptions sync = o;
       sync.formulation = AutoTmFormulation::kSynchronous;
@@ -241,10 +294,9 @@ AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& o) {
       sync.time_limit_seconds = o.time_limit_seconds / 4;
       const auto warm_begin = std::chrono::steady_clock::now();
       try {
-        const AutoTmIlpResult warm = SolveAutoTmIlp(w, sync);
-        for (int col = 0; col < static_cast<int>(warm.mip.values.size()) && col < mip.num_variables(); ++col)
-          if (mip.is_integer(col)) options.start.push_back({col, std::round(warm.mip.values[col])});
-        warm_started = true;
+        warm = SolveAutoTmIlp(w, sync);
+        for (int col = 0; col < static_cast<int>(warm->mip.values.size()) && col < mip.num_variables(); ++col)
+          if (mip.is_integer(col)) options.start.push_back({col, std::round(warm->mip.values[col])});
       } catch (const std::runtime_error& e) {
         // The synchronous solve found nothing in its quarter of the time (a
         // paper-scale ResNet-152 under load): the first-touch start instead.
@@ -253,7 +305,7 @@ AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& o) {
       warm_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - warm_begin).count();
       options.time_limit_seconds = std::max(0.1, o.time_limit_seconds - warm_seconds);
     }
-    if (!warm_started) {
+    if (!warm) {
       const PlacementPlan start = FirstTouchPlan(w, tightest);
       for (uint32_t t = 0; t < T; ++t)
         for (const Segment& s : graphs[t].segments)
@@ -265,8 +317,25 @@ AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& o) {
   r.variables = mip.num_variables();
   r.integer_variables = mip.num_integer();
   r.constraints = mip.num_rows();
+  r.nonzeros = mip.num_nonzeros();
+  r.memory_rows = memory_rows;
   r.mip = mip.Solve(options);
   r.mip.seconds += warm_seconds;
+  // CBC can end worse than the MIP start it was given: its preprocessing
+  // loses the start on some programs (a ResNet-152's asynchronous program
+  // ended at 1.096e9 from a start of 1.023e9). The synchronous start's plan
+  // is valid here, and the cost model (which this formulation models
+  // exactly) says which is faster.
+  std::optional<double> warm_ns;
+  if (warm) warm_ns = EvaluatePlan(w, warm->plan).total_ns;
+  if (warm_ns && (!r.mip.has_solution || *warm_ns < r.mip.objective)) {
+    r.mip.has_solution = true;
+    r.mip.objective = *warm_ns;
+    r.mip.values.assign(mip.num_variables(), 0.0);
+    for (int col = 0; col < mip.num_variables() && col < static_cast<int>(warm->mip.values.size()); ++col)
+      if (mip.is_integer(col)) r.mip.values[col] = std::round(warm->mip.values[col]);
+    r.start_kept = true;
+  }
   if (!r.mip.has_solution)
     throw std::runtime_error(std::string("AutoTM ") + AutoTmFormulationName(o.formulation) +
                              " ILP: CBC found no solution (" + r.mip.status + ")");
@@ -323,6 +392,7 @@ PolicyResult AutoTmPolicy::DecideImpl(const Workload& w, const PolicyContext& ct
     ++stats.solves;
     stats.nodes += solve.mip.nodes;
     stats.solve_seconds += solve.mip.seconds;
+    stats.peak_added_bytes = std::max(stats.peak_added_bytes, solve.mip.peak_added_bytes);
     // The ILP's DRAM model is the cost model's, so a plan over the limit
     // means something the ILP does not see (rounding today; fragmentation on
     // a real allocator). AutoTM 4.2: shrink L_k where it happened, re-solve.
@@ -347,6 +417,7 @@ PolicyResult AutoTmPolicy::DecideImpl(const Workload& w, const PolicyContext& ct
   stats.variables = solve.variables;
   stats.integer_variables = solve.integer_variables;
   stats.constraints = solve.constraints;
+  stats.nonzeros = solve.nonzeros;
   result.solver = stats;
   result.stats["solves"] = stats.solves;
   return result;

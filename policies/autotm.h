@@ -28,11 +28,28 @@ enum class AutoTmFormulation : uint8_t {
 };
 const char* AutoTmFormulationName(AutoTmFormulation f);
 
+// How the DRAM limit of each kernel (AutoTM eq. 5) enters the program. Both
+// state the same constraint; they differ in size and in what CBC makes of
+// them. kPerKernel writes one row per kernel over every tensor live there:
+// sum_k |live_k| nonzeros, 8 million on a paper-scale ResNet-152, which CBC
+// copies several times (3.4 GB per solve, and no LP finished in a minute).
+// kRunningSum carries the DRAM-resident bytes from kernel to kernel in a
+// continuous variable per kernel, D_k = D_{k-1} + segments that begin at k -
+// segments that ended at k-1, bounded by L_k, so each location variable
+// enters two rows (66,000 nonzeros there; solved to 0.03% in 2 s, 132 MiB).
+// On small programs the per-kernel rows solve as fast or faster (CBC's
+// cuts use them: VGG19 at batch 8, 128 px, 1 s against 15 s), so kAuto
+// takes them up to kPerKernelNonzeroLimit nonzeros (bench/bench_ilp.cc).
+enum class MemoryRows : uint8_t { kPerKernel = 0, kRunningSum = 1, kAuto = 2 };
+const char* MemoryRowsName(MemoryRows m);
+constexpr int64_t kPerKernelNonzeroLimit = 1000000;
+
 struct AutoTmIlpOptions {
   AutoTmFormulation formulation = AutoTmFormulation::kSynchronous;
   MigrationMode mode = MigrationMode::kSync;
   uint64_t dram_limit_bytes = 0;       // the plan's limit (0 = none)
   std::vector<uint64_t> kernel_limits; // L_k; empty = dram_limit_bytes everywhere
+  MemoryRows memory_rows = MemoryRows::kAuto;
   double time_limit_seconds = 60;
   double mip_gap = 0.01;
   // Where a tensor may change tier when copies can overlap kernels (async
@@ -63,6 +80,12 @@ struct AutoTmIlpResult {
   int variables = 0;
   int integer_variables = 0;
   int constraints = 0;
+  int64_t nonzeros = 0;
+  MemoryRows memory_rows = MemoryRows::kPerKernel;  // the form used (kAuto resolved)
+  // The asynchronous formulation's synchronous start was faster than what CBC
+  // returned (or CBC returned nothing): `plan` and the integer values are
+  // the start's.
+  bool start_kept = false;
 };
 
 // One solve. Throws std::runtime_error if CBC returns no solution (cannot

@@ -3,6 +3,7 @@
 #include <Cbc_C_Interface.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -20,6 +22,17 @@
 #include "common/log.h"
 
 namespace tensortier {
+namespace {
+
+// The process's peak resident size so far (in a forked child it starts at
+// the parent's size at the fork).
+uint64_t PeakResidentBytes() {
+  rusage u{};
+  if (::getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  return static_cast<uint64_t>(u.ru_maxrss) * 1024;  // Linux: KiB
+}
+
+}  // namespace
 
 int MipModel::AddVariable(double lower, double upper, double objective, bool integer) {
   lower_.push_back(lower);
@@ -49,6 +62,7 @@ int MipModel::num_integer() const {
 }
 
 MipSolution MipModel::SolveInThisProcess(const MipOptions& options) const {
+  const uint64_t peak_before = PeakResidentBytes();  // CBC's copies of the program count as the solve's
   const int n = num_variables(), m = num_rows();
   // CBC loads column-major: transpose the rows.
   std::vector<CoinBigIndex> col_start(n + 1, 0);
@@ -122,6 +136,8 @@ MipSolution MipModel::SolveInThisProcess(const MipOptions& options) const {
   MipSolution s;
   const auto begin = std::chrono::steady_clock::now();
   Cbc_solve(model.get());
+  const uint64_t peak_after = PeakResidentBytes();
+  s.peak_added_bytes = peak_after > peak_before ? peak_after - peak_before : 0;
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   s.nodes = Cbc_getNodeCount(model.get());
   const double* best = Cbc_bestSolution(model.get());
@@ -159,6 +175,7 @@ struct WireHeader {
   uint8_t has_solution;
   double objective, bound, gap, seconds;
   int64_t nodes;
+  uint64_t peak_added_bytes;
   uint64_t status_bytes, values;
 };
 
@@ -206,6 +223,9 @@ MipSolution MipModel::Solve(const MipOptions& options) const {
   int fds[2];
   if (::pipe(fds) != 0) return SolveInThisProcess(options);
   const auto begin = std::chrono::steady_clock::now();
+  // Unwritten stdio buffers would be copied into the child, and written twice
+  // if anything there (CBC) flushes them.
+  std::fflush(nullptr);
   const pid_t child = ::fork();
   if (child < 0) {
     ::close(fds[0]);
@@ -226,6 +246,7 @@ MipSolution MipModel::Solve(const MipOptions& options) const {
       h.gap = s.gap;
       h.seconds = s.seconds;
       h.nodes = s.nodes;
+      h.peak_added_bytes = s.peak_added_bytes;
       h.status_bytes = s.status.size();
       h.values = s.values.size();
       if (WriteAll(fds[1], &h, sizeof h) && WriteAll(fds[1], s.status.data(), s.status.size()) &&
@@ -261,6 +282,7 @@ MipSolution MipModel::Solve(const MipOptions& options) const {
       s.gap = h.gap;
       s.seconds = h.seconds;
       s.nodes = h.nodes;
+      s.peak_added_bytes = h.peak_added_bytes;
       s.status.assign(bytes.data() + sizeof h, h.status_bytes);
       s.values.resize(h.values);
       std::memcpy(s.values.data(), bytes.data() + sizeof h + h.status_bytes, h.values * sizeof(double));

@@ -28,6 +28,9 @@ struct MipSolution {
   double gap = 0;
   int64_t nodes = 0;
   double seconds = 0;
+  // What the solve added to the resident memory of the process that ran it
+  // (its peak less its size when the solve began; 0 where unknown).
+  uint64_t peak_added_bytes = 0;
 };
 
 class MipModel {
@@ -45,6 +48,7 @@ class MipModel {
   int num_integer() const;
   bool is_integer(int col) const { return integer_.at(col) != 0; }
   int num_rows() const { return static_cast<int>(row_sense_.size()); }
+  int64_t num_nonzeros() const { return static_cast<int64_t>(row_index_.size()); }
 
   // In a forked child, so that a crash inside CBC is a solve with status
   // "crashed" and no solution rather than the end of the calling process.

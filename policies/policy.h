@@ -44,7 +44,9 @@ struct SolverStats {
   int variables = 0;          // of the last solve
   int integer_variables = 0;
   int constraints = 0;
+  int64_t nonzeros = 0;
   double solve_seconds = 0;   // inside the solver, summed over solves
+  uint64_t peak_added_bytes = 0;  // the most one solve added to its process's resident memory
 };
 
 struct PolicyResult {

@@ -25,8 +25,10 @@ using testing::Synthetic;
 
 // Proven optimum, every tensor allowed to move, copies allowed to overlap
 // any kernel: the formulation with nothing left out.
-AutoTmIlpOptions Exact(AutoTmFormulation f, MigrationMode mode, uint64_t limit) {
+AutoTmIlpOptions Exact(AutoTmFormulation f, MigrationMode mode, uint64_t limit,
+                       MemoryRows rows = MemoryRows::kPerKernel) {
   AutoTmIlpOptions o;
+  o.memory_rows = rows;
   o.formulation = f;
   o.mode = mode;
   o.dram_limit_bytes = limit;
@@ -54,12 +56,18 @@ std::vector<Workload> TinyGraphs() {
   return v;
 }
 
+// Both ways of writing the DRAM rows state the same constraint: every
+// brute-force test runs with each.
+constexpr MemoryRows kBothMemoryRows[] = {MemoryRows::kPerKernel, MemoryRows::kRunningSum};
+
 TEST(AutoTmIlp, StaticMatchesBruteForceOverEveryStaticPlacement) {
   for (const Workload& w : TinyGraphs()) {
-    for (double f : {0.15, 0.3, 0.5, 0.75, 1.0}) {
+    for (double f : {0.15, 0.3, 0.5, 0.75, 1.0})
+    for (MemoryRows rows : kBothMemoryRows) {
       const uint64_t limit = Fraction(w, f);
-      const AutoTmIlpResult r = SolveAutoTmIlp(w, Exact(AutoTmFormulation::kStatic, MigrationMode::kSync, limit));
-      SCOPED_TRACE(w.name + " fraction " + std::to_string(f));
+      const AutoTmIlpResult r = SolveAutoTmIlp(w, Exact(AutoTmFormulation::kStatic, MigrationMode::kSync, limit, rows));
+      SCOPED_TRACE(w.name + " fraction " + std::to_string(f) + " " + MemoryRowsName(rows));
+      EXPECT_EQ(r.memory_rows, rows);
       EXPECT_TRUE(r.plan.migrations.empty());
       ExpectConsistent(w, r);
       EXPECT_TRUE(NearlyEqual(r.predicted_ns, BestStaticNs(w, limit)));
@@ -79,10 +87,11 @@ std::vector<Workload> EnumerableGraphs() {
 // The formulation's optimum is the best of every plan in `mode`.
 void ExpectMatchesBruteForce(AutoTmFormulation formulation, MigrationMode mode) {
   for (const Workload& w : EnumerableGraphs()) {
-    for (double f : {0.2, 0.4, 0.6, 0.8}) {
+    for (double f : {0.2, 0.4, 0.6, 0.8})
+    for (MemoryRows rows : kBothMemoryRows) {
       const uint64_t limit = Fraction(w, f);
-      SCOPED_TRACE(w.name + " fraction " + std::to_string(f));
-      const AutoTmIlpResult r = SolveAutoTmIlp(w, Exact(formulation, mode, limit));
+      SCOPED_TRACE(w.name + " fraction " + std::to_string(f) + " " + MemoryRowsName(rows));
+      const AutoTmIlpResult r = SolveAutoTmIlp(w, Exact(formulation, mode, limit, rows));
       ExpectConsistent(w, r);
       EXPECT_TRUE(NearlyEqual(r.predicted_ns, BestPlanNs(w, limit, mode)));
     }
@@ -135,15 +144,80 @@ TEST(AutoTmIlp, SynchronousNeverLosesToStaticNorAsynchronousToSynchronous) {
 
 TEST(AutoTmIlp, RespectsPerKernelLimits) {
   const Workload w = Synthetic(SyntheticShape::kResnetLike, 3, 4);
+  for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync})
+    for (MemoryRows rows : kBothMemoryRows) {
+      SCOPED_TRACE(std::string(MigrationModeName(mode)) + " " + MemoryRowsName(rows));
+      AutoTmIlpOptions o;
+      o.formulation = mode == MigrationMode::kSync ? AutoTmFormulation::kSynchronous : AutoTmFormulation::kAsynchronous;
+      o.mode = mode;
+      o.memory_rows = rows;
+      o.dram_limit_bytes = Fraction(w, 0.5);
+      o.kernel_limits.assign(w.num_kernels(), o.dram_limit_bytes);
+      const size_t squeezed = w.num_kernels() / 2;
+      o.kernel_limits[squeezed] = Fraction(w, 0.1);
+      const AutoTmIlpResult r = SolveAutoTmIlp(w, o);
+      const PlanReplay replay = ReplayPlan(w, r.plan);
+      for (size_t k = 0; k < w.num_kernels(); ++k) EXPECT_LE(replay.dram_bytes[k], o.kernel_limits[k]) << k;
+    }
+}
+
+// The same program solved to optimality gives plans of the same cost with
+// either form of the DRAM rows.
+TEST(AutoTmIlp, RunningSumRowsStateThePerKernelRowsInFewerNonzeros) {
+  const Workload w = Synthetic(SyntheticShape::kResnetLike, 6, 3);
+  for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
+    SCOPED_TRACE(MigrationModeName(mode));
+    AutoTmIlpOptions o;
+    o.formulation = AutoTmFormulation::kSynchronous;
+    o.mode = mode;
+    o.dram_limit_bytes = Fraction(w, 0.3);
+    o.mip_gap = 0;
+    o.time_limit_seconds = 60;
+    o.memory_rows = MemoryRows::kPerKernel;
+    const AutoTmIlpResult per_kernel = SolveAutoTmIlp(w, o);
+    o.memory_rows = MemoryRows::kRunningSum;
+    const AutoTmIlpResult running_sum = SolveAutoTmIlp(w, o);
+    ASSERT_EQ(per_kernel.mip.status, "optimal");
+    ASSERT_EQ(running_sum.mip.status, "optimal");
+    ExpectConsistent(w, per_kernel);
+    ExpectConsistent(w, running_sum);
+    EXPECT_TRUE(NearlyEqual(per_kernel.predicted_ns, running_sum.predicted_ns))
+        << per_kernel.predicted_ns << " against " << running_sum.predicted_ns;
+    // One continuous variable per kernel carries the sum.
+    EXPECT_EQ(running_sum.variables, per_kernel.variables + static_cast<int>(w.num_kernels()));
+    EXPECT_EQ(running_sum.integer_variables, per_kernel.integer_variables);
+  }
+}
+
+// kAuto takes the per-kernel rows for small programs and the running sum
+// once the per-kernel rows would pass kPerKernelNonzeroLimit.
+TEST(AutoTmIlp, AutoMemoryRowsFollowTheProgramsSize) {
   AutoTmIlpOptions o;
-  o.formulation = AutoTmFormulation::kSynchronous;
-  o.dram_limit_bytes = Fraction(w, 0.5);
-  o.kernel_limits.assign(w.num_kernels(), o.dram_limit_bytes);
-  const size_t squeezed = w.num_kernels() / 2;
-  o.kernel_limits[squeezed] = Fraction(w, 0.1);
-  const AutoTmIlpResult r = SolveAutoTmIlp(w, o);
-  const PlanReplay replay = ReplayPlan(w, r.plan);
-  for (size_t k = 0; k < w.num_kernels(); ++k) EXPECT_LE(replay.dram_bytes[k], o.kernel_limits[k]) << k;
+  o.formulation = AutoTmFormulation::kStatic;
+  o.time_limit_seconds = 10;
+  const Workload small = Synthetic(SyntheticShape::kVggLike, 4, 1);
+  o.dram_limit_bytes = Fraction(small, 0.3);
+  EXPECT_EQ(SolveAutoTmIlp(small, o).memory_rows, MemoryRows::kPerKernel);
+  // Every tensor live at every kernel: K x T nonzeros in the per-kernel rows.
+  Workload big = HandGraph();
+  const uint32_t kernels = 1100, tensors = 1000;
+  big.name = "everything-live";
+  big.kernels.clear();
+  big.tensors.clear();
+  big.accesses.clear();
+  for (uint32_t t = 0; t < tensors; ++t)
+    big.tensors.push_back({"t" + std::to_string(t), 8192, TensorKind::kActivation, 0, kernels - 1, false});
+  for (uint32_t k = 0; k < kernels; ++k) {
+    big.kernels.push_back({"k" + std::to_string(k), 1000});
+    big.accesses.push_back({k, k % tensors, 1, 0, 10});
+  }
+  big.Finalize();
+  o.dram_limit_bytes = big.peak_live_bytes() / 2;
+  const AutoTmIlpResult r = SolveAutoTmIlp(big, o);
+  EXPECT_EQ(r.memory_rows, MemoryRows::kRunningSum);
+  // Each location variable in two rows, not in a row per kernel it spans.
+  EXPECT_LT(r.nonzeros, kPerKernelNonzeroLimit / 100);
+  ExpectConsistent(big, r);
 }
 
 TEST(AutoTmPolicy, ReportsSolverStatistics) {
