@@ -415,7 +415,9 @@ struct Learner::Impl {
   EpisodeSummary Evaluate() {
     if (!eval_env) eval_env = std::make_unique<PlacementEnv>(config.workload, config.env);
     EpisodeSummary s = RunEpisode(*eval_env, [&](const Observation& o) { return agent->Greedy(o.data()); });
-    s.plan.produced_by = agent->name() + "-greedy v" + std::to_string(weights.version());
+    // "final": the live weights, which have trained past the last version
+    // published to the workers (v<N> names a published version).
+    s.plan.produced_by = agent->name() + "-greedy final";
     RecordEvaluation(s, agent->updates(), /*save_best=*/true);
     fastest.Consider(s, agent->SerializeWeights());
     return s;

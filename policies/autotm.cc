@@ -269,6 +269,7 @@ AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& o) {
   MipOptions options;
   options.time_limit_seconds = o.time_limit_seconds;
   options.relative_gap = o.mip_gap;
+  options.preprocess = o.preprocess;
   uint64_t tightest = 0;
   for (uint64_t l : limits)
     if (l > 0) tightest = tightest == 0 ? l : std::min(tightest, l);

@@ -71,6 +71,7 @@ struct AutoTmIlpOptions {
   // and limits; fixed_tier may differ) whose integer values start the solve:
   // complete, where start_tier may leave CBC to finish a start. Overrides it.
   std::vector<double> start_values;
+  bool preprocess = true;  // MipOptions::preprocess
 };
 
 struct AutoTmIlpResult {

@@ -52,11 +52,31 @@ struct GuidedIlpOptions {
   // within that half, by the whole synchronous program to `mip_gap`. False:
   // the asynchronous one alone.
   bool synchronous_first_in_async = true;
+  // In async mode, before the asynchronous shares: large-neighbourhood
+  // search over windows of consecutive kernels. Each solve frees the
+  // location variables of the segments inside one window and fixes every
+  // other to the best plan so far, so the asynchronous program, whose whole
+  // does not solve in minutes on the large models, becomes a sequence of
+  // small ones. Windows half overlap; a pass takes them in order of the
+  // policy's doubt (its decisions there below the median gap), and passes
+  // repeat while one improves the plan. Paper-scale Inception-v3, from
+  // AutoTM-sync's plan (78.2% of all-DRAM): 84.2% in 28 s, where the whole
+  // asynchronous program stops at its time limit with the start unchanged.
+  bool async_windows = true;
+  // The first window's kernels (0: a quarter of the workload's, within
+  // [64, 1024]). A window whose solve reaches its time cap halves the size
+  // for the next; one solved to its gap within a tenth of it doubles it
+  // (up to the workload), so a small model ends with its whole program.
+  int window_kernels = 0;
+  // A window's solve gets at most this fraction of the phase's time left,
+  // and stops at the smaller of mip_gap and final_mip_gap (when set).
+  double window_time_fraction = 0.2;
 };
 
 struct GuidedIlpSolve {
   std::string formulation;   // synchronous | asynchronous
-  double fixed_share = 0;
+  double fixed_share = 0;    // of the policy's surest decisions (-1: a window's solve)
+  int32_t window_first = -1, window_last = -1;  // a window's kernels (-1: not a window)
   double target_gap = 0;     // the relative gap CBC was asked to stop at (mip.gap: the one it reached)
   double time_limit_seconds = 0;  // the time CBC was given (mip.seconds: what it took)
   int fixed_variables = 0;   // location variables fixed by the policy
@@ -80,8 +100,8 @@ struct GuidedIlpResult {
 std::string SharesText(const std::vector<double>& shares);
 
 // Throws std::invalid_argument for no share, a share outside [0, 1], shares
-// that do not descend, a non-positive time limit, or a share time fraction
-// outside (0, 1].
+// that do not descend, a non-positive time limit, a share or window time
+// fraction outside (0, 1], or a negative window size.
 void ValidateGuidedIlpOptions(const GuidedIlpOptions& options);
 
 // Plays `scores` greedily on `env` (reset and left done) and solves the rest

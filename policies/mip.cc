@@ -109,6 +109,7 @@ MipSolution MipModel::SolveInThisProcess(const MipOptions& options) const {
   Cbc_setParameter(model.get(), "randomSeed", "1");
   // The time limit is wall-clock, as a caller waiting for a plan sees it.
   Cbc_setParameter(model.get(), "timeMode", "elapsed");
+  if (!options.preprocess) Cbc_setParameter(model.get(), "preprocess", "off");
   if (const char* env = std::getenv("TENSORTIER_CBC_PARAMS")) {  // "name=value,name=value"; experiments only
     std::string all = env;
     size_t pos = 0;

@@ -17,6 +17,9 @@ struct MipOptions {
   // A known feasible assignment of (some) integer variables, handed to CBC
   // as a MIP start so a time-limited solve always has a solution.
   std::vector<std::pair<int, double>> start;
+  // CBC's preprocessing (CglPreProcess). It can lose a MIP start: a solve
+  // from a complete start then ends worse than it began.
+  bool preprocess = true;
 };
 
 struct MipSolution {

@@ -3,6 +3,9 @@
 // and the same ILP with no network (heat+ilp).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "envs/cost_model.h"
@@ -53,6 +56,7 @@ GuidedIlpOptions Options(std::vector<double> shares) {
   o.mip_gap = 0;
   o.final_mip_gap = 0;  // each solve is already to the optimum of its program
   o.time_limit_seconds = 30;
+  o.async_windows = false;  // the shares alone; the windows have tests of their own
   return o;
 }
 GuidedIlpOptions Options(double share) { return Options(std::vector<double>{share}); }
@@ -251,6 +255,68 @@ TEST(GuidedIlp, TimeLeftAfterTheSharesGoesToTheWholeProgramAtTheFinalGap) {
   EXPECT_EQ(SolveGuidedIlp(env, PrefersDram(), o).solves.size(), 1u);
 }
 
+// The asynchronous windows (large-neighbourhood search): each frees the
+// segments inside a run of kernels and fixes the rest to the best plan so
+// far, so none ends slower than that plan; the first pass covers every
+// kernel; where the asynchronous program has room to overlap copies, they
+// improve on the synchronous phase's plan.
+TEST(GuidedIlp, AsyncWindowsCoverTheKernelsAndImproveOnTheSynchronousPlan) {
+  Case c = SmallCase(MigrationMode::kAsync);
+  PlacementEnv env(c.w, c.env);
+  GuidedIlpOptions o = Options({1});  // the synchronous share fixes everything: no change
+  o.async_windows = true;
+  const int32_t K = static_cast<int32_t>(c.w.num_kernels());
+  o.window_kernels = std::max<int32_t>(2, K / 6);
+  o.window_time_fraction = 1;
+  const GuidedIlpResult r = SolveGuidedIlp(env, PrefersDram(), o);
+  std::vector<int> covered(K, 0);
+  double best = std::numeric_limits<double>::infinity();
+  bool any_window = false;
+  for (const GuidedIlpSolve& s : r.solves) {
+    if (s.window_first < 0) {
+      if (s.formulation == "synchronous" && s.improved) best = std::min(best, s.cost_ns);
+      continue;
+    }
+    any_window = true;
+    EXPECT_EQ(s.formulation, "asynchronous");
+    EXPECT_EQ(s.fixed_share, -1);
+    EXPECT_LE(s.window_first, s.window_last);
+    EXPECT_LT(s.window_last, K);
+    for (int32_t k = s.window_first; k <= s.window_last; ++k) covered[k] = 1;
+    if (s.window_last - s.window_first + 1 < K) EXPECT_GT(s.fixed_variables, 0) << "a window fixes what lies outside it";
+  }
+  ASSERT_TRUE(any_window);
+  for (int32_t k = 0; k < K; ++k) EXPECT_EQ(covered[k], 1) << "kernel " << k;
+  // The synchronous phase's plan, then the windows: asynchronous copies
+  // overlap kernels where the synchronous plan blocks.
+  const double synchronous_plan = std::isfinite(best) ? best : r.greedy.cost.total_ns;
+  EXPECT_LT(r.cost.total_ns, synchronous_plan * (1 - 1e-6));
+  // And no worse than the greedy plan, as every guided solve.
+  EXPECT_LE(r.cost.total_ns, r.greedy.cost.total_ns);
+  EXPECT_DOUBLE_EQ(r.cost.total_ns, EvaluatePlan(c.w, r.plan).total_ns);
+}
+
+// A window solved well within its time doubles the size of the next ones,
+// up to the whole workload: a small model ends with its whole program.
+TEST(GuidedIlp, FastWindowsGrowToTheWholeWorkload) {
+  Case c = SmallCase(MigrationMode::kAsync);
+  PlacementEnv env(c.w, c.env);
+  GuidedIlpOptions o = Options({1});
+  o.async_windows = true;
+  o.window_kernels = 2;
+  o.window_time_fraction = 1;
+  o.time_limit_seconds = 600;  // every small window is fast against a tenth of its cap
+  const GuidedIlpResult r = SolveGuidedIlp(env, PrefersDram(), o);
+  int32_t widest = 0;
+  for (const GuidedIlpSolve& s : r.solves)
+    if (s.window_first >= 0) widest = std::max(widest, s.window_last - s.window_first + 1);
+  EXPECT_EQ(widest, static_cast<int32_t>(c.w.num_kernels()));
+  // The whole asynchronous program solved to its optimum: AutoTM-async's.
+  const AutoTmIlpResult whole = SolveWholeProgram(c, AutoTmFormulation::kAsynchronous);
+  ASSERT_EQ(whole.mip.status, "optimal");
+  EXPECT_NEAR(r.cost.total_ns, EvaluatePlan(c.w, whole.plan).total_ns, 1e-6 * r.cost.total_ns);
+}
+
 TEST(GuidedIlp, RefusesBadSharesAndNoTime) {
   Case c = SmallCase(MigrationMode::kSync);
   PlacementEnv env(c.w, c.env);
@@ -264,6 +330,12 @@ TEST(GuidedIlp, RefusesBadSharesAndNoTime) {
   GuidedIlpOptions no_time = Options(0.5);
   no_time.time_limit_seconds = 0;
   EXPECT_THROW(SolveGuidedIlp(env, PrefersDram(), no_time), std::invalid_argument);
+  GuidedIlpOptions windows = Options(0.5);
+  windows.window_time_fraction = 0;
+  EXPECT_THROW(SolveGuidedIlp(env, PrefersDram(), windows), std::invalid_argument);
+  windows.window_time_fraction = 0.2;
+  windows.window_kernels = -1;
+  EXPECT_THROW(SolveGuidedIlp(env, PrefersDram(), windows), std::invalid_argument);
 }
 
 TEST(HeatGuidedIlp, StartsFromHeatOrderAndFixesTheHottestDecisionsToDram) {
