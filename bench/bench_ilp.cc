@@ -16,9 +16,6 @@
 #include "envs/plannable_workload.h"
 #include "envs/workload_spec.h"
 #include "policies/autotm.h"
-#include "policies/plan_tools.h"
-
-#include <chrono>
 
 namespace tensortier {
 namespace {
@@ -42,12 +39,6 @@ int Main(int argc, char** argv) {
   std::vector<std::string> modes = {"sync"};
   std::vector<std::string> memory_rows = {"per-kernel", "running-sum", "auto"};
   std::string csv_path;
-  int window_kernels = 0;
-  double window_seconds = 60;
-  app.add_option("--window-kernels", window_kernels,
-                 "Async mode, experiment: after the synchronous formulation, solve the asynchronous one over sliding "
-                 "windows of this many kernels, everything outside fixed to the best plan (0: off)");
-  app.add_option("--window-seconds", window_seconds, "Seconds for the windows in all");
   app.add_option("--workloads", workloads, "Workload specs (synthetic:SHAPE:LAYERS) or profiled .ttwl files");
   app.add_option("--dram-fraction", dram_fraction, "DRAM limit as a fraction of each workload's peak live bytes")
       ->check(CLI::Range(1e-6, 1.0));
@@ -110,61 +101,6 @@ int Main(int argc, char** argv) {
           r.percent_of_all_dram = cost.oom ? 0.0 : 100.0 * all_dram_ns / cost.total_ns;
         } catch (const std::exception& e) {
           r.status = std::string("failed: ") + e.what();
-        }
-        if (window_kernels > 0 && mode == "async") {
-          using Clock = std::chrono::steady_clock;
-          const auto begin = Clock::now();
-          AutoTmIlpOptions sync = o;
-          sync.formulation = AutoTmFormulation::kSynchronous;
-          AutoTmIlpResult best = SolveAutoTmIlp(w, sync);
-          double best_ns = EvaluatePlan(w, best.plan).total_ns;
-          std::printf("  sync start %.2f%% in %.1f s\n", 100 * all_dram_ns / best_ns,
-                      std::chrono::duration<double>(Clock::now() - begin).count());
-          std::vector<double> best_values;  // of the asynchronous program
-          const int K = static_cast<int>(w.num_kernels());
-          int solves = 0, improved = 0;
-          for (int pass = 0; pass < 100; ++pass) {
-            bool any = false;
-            for (int a = 0; a < K; a += window_kernels / 2) {
-              const double left = window_seconds - std::chrono::duration<double>(Clock::now() - begin).count();
-              if (left <= 0) break;
-              const int b = a + window_kernels - 1;
-              const PlanReplay replay = ReplayPlan(w, best.plan);
-              AutoTmIlpOptions win = o;
-              win.time_limit_seconds = std::min(left, 10.0);
-              auto incumbent = [&](uint32_t t, int32_t first, int32_t last) -> std::optional<Tier> {
-                if (first > last) return std::nullopt;
-                const Tier tier = replay.tier.at(first).at(t);
-                for (int32_t k = first + 1; k <= last; ++k)
-                  if (replay.tier[k][t] != tier) return std::nullopt;
-                return tier;
-              };
-              win.fixed_tier = [&](uint32_t t, int32_t first, int32_t last) -> std::optional<Tier> {
-                if (first >= a && last <= b) return std::nullopt;
-                return incumbent(t, first, last);
-              };
-              win.start_tier = incumbent;
-              win.start_values = best_values;
-              ++solves;
-              try {
-                AutoTmIlpResult r = SolveAutoTmIlp(w, win);
-                const double ns = EvaluatePlan(w, r.plan).total_ns;
-                if (ns < best_ns * (1 - 1e-6)) {
-                  best_ns = ns;
-                  best = std::move(r);
-                  best_values = best.mip.values;
-                  ++improved;
-                  any = true;
-                }
-              } catch (const std::exception& e) {
-              }
-            }
-            const double used = std::chrono::duration<double>(Clock::now() - begin).count();
-            std::printf("  pass %d: %.2f%% after %d solves (%d improved), %.1f s\n", pass, 100 * all_dram_ns / best_ns,
-                        solves, improved, used);
-            std::fflush(stdout);
-            if (!any || used >= window_seconds) break;
-          }
         }
         std::printf("| %s | %s | %s | %d (%d) | %d | %lld | %s%s | %.2f%% | %.1f | %.2f%% | %.0f MiB |\n",
                     r.workload.c_str(), r.mode.c_str(), r.memory_rows.c_str(), r.variables, r.integer_variables,
