@@ -234,11 +234,15 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
     GuidedIlpResult r = SolveGuidedIlp(in, scores, g);
     std::string detail = " + ILP (" + r.formulation + ", " + std::to_string(r.location_variables) + " locations;";
     for (const GuidedIlpSolve& solve : r.solves) {
-      char one[160];
-      std::snprintf(one, sizeof one, " %s %.0f%%: %d fixed, %s, gap %.2f%%, %.1f s%s;",
-                    solve.formulation == "synchronous" ? "sync" : "async", 100 * solve.fixed_share,
-                    solve.fixed_variables, solve.mip.status.c_str(), 100 * solve.mip.gap, solve.mip.seconds,
-                    solve.improved ? ", better" : "");
+      char what[48];
+      if (solve.window_first >= 0)
+        std::snprintf(what, sizeof what, "kernels %d-%d", solve.window_first, solve.window_last);
+      else
+        std::snprintf(what, sizeof what, "%.0f%%", 100 * solve.fixed_share);
+      char one[200];
+      std::snprintf(one, sizeof one, " %s %s: %d fixed, %s, gap %.2f%%, %.1f s%s;",
+                    solve.formulation == "synchronous" ? "sync" : "async", what, solve.fixed_variables,
+                    solve.mip.status.c_str(), 100 * solve.mip.gap, solve.mip.seconds, solve.improved ? ", better" : "");
       detail += one;
     }
     detail.back() = ')';

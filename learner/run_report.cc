@@ -320,7 +320,9 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
   if (result.ran_ilp) {
     nlohmann::json solves = nlohmann::json::array();
     for (const GuidedIlpSolve& s : result.ilp.solves)
-      solves.push_back({{"fixed_share", s.fixed_share}, {"fixed_variables", s.fixed_variables},
+      solves.push_back({{"formulation", s.formulation}, {"fixed_share", s.fixed_share},
+                        {"window_first_kernel", s.window_first}, {"window_last_kernel", s.window_last},
+                        {"fixed_variables", s.fixed_variables},
                         {"status", s.mip.status}, {"gap", s.mip.gap}, {"seconds", s.mip.seconds},
                         {"runtime_ns", s.cost_ns}, {"improved", s.improved}});
     summary["plan_ilp"] = {{"formulation", result.ilp.formulation}, {"location_variables", result.ilp.location_variables},
