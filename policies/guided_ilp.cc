@@ -259,10 +259,12 @@ GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, co
         }
         return outcome;
       });
-    for (double share : options.fixed_shares) {
-      solve_once(share, options.mip_gap, options.share_time_fraction, std::nullopt, &in_time);
-      if (!in_time) break;  // one that fixes less would not finish either
-    }
+    const bool synchronous_before_asynchronous = ilp.formulation == AutoTmFormulation::kSynchronous && phase + 1 < phases.size();
+    if (!synchronous_before_asynchronous || options.synchronous_shares_in_async)
+      for (double share : options.fixed_shares) {
+        solve_once(share, options.mip_gap, options.share_time_fraction, std::nullopt, &in_time);
+        if (!in_time) break;  // one that fixes less would not finish either
+      }
     // The time left after a formulation's shares: its whole program from
     // the best plan. After the last formulation, closer to its optimum than the
     // shares' gap allows. After the synchronous one in async mode, to the
@@ -272,7 +274,8 @@ GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, co
     // solves AutoTM-sync's level to start from.
     const bool last = phase + 1 == phases.size();
     if (last && options.final_mip_gap > 0) solve_once(0, options.final_mip_gap, 1.0, std::nullopt, &in_time);
-    if (!last && options.fixed_shares.back() > 0) solve_once(0, options.mip_gap, 1.0, std::nullopt, &in_time);
+    if (!last && (options.fixed_shares.back() > 0 || !options.synchronous_shares_in_async))
+      solve_once(0, options.mip_gap, 1.0, std::nullopt, &in_time);
   }
   result.seconds = elapsed();
   return result;

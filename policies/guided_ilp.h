@@ -52,6 +52,13 @@ struct GuidedIlpOptions {
   // within that half, by the whole synchronous program to `mip_gap`. False:
   // the asynchronous one alone.
   bool synchronous_first_in_async = true;
+  // That synchronous phase: the shares, then the whole program (true), or
+  // the whole program alone from the policy's plan (false). With the DRAM
+  // rows as a running sum (policies/autotm.h) the whole synchronous program
+  // solves in seconds even on a paper-scale ResNet-152, and the shares cost
+  // a third of the minute there (six solves, none improving on a network
+  // that had imitated an asynchronous plan) that the windows use better.
+  bool synchronous_shares_in_async = false;
   // In async mode, before the asynchronous shares: large-neighbourhood
   // search over windows of consecutive kernels. Each solve frees the
   // location variables of the segments inside one window and fixes every

@@ -57,6 +57,7 @@ GuidedIlpOptions Options(std::vector<double> shares) {
   o.final_mip_gap = 0;  // each solve is already to the optimum of its program
   o.time_limit_seconds = 30;
   o.async_windows = false;  // the shares alone; the windows have tests of their own
+  o.synchronous_shares_in_async = true;
   return o;
 }
 GuidedIlpOptions Options(double share) { return Options(std::vector<double>{share}); }
@@ -176,6 +177,28 @@ TEST(GuidedIlp, InAsyncModeTheWholeSynchronousProgramFollowsItsShares) {
   const double sync_optimum_ns = EvaluatePlan(c.w, whole.plan).total_ns;
   for (size_t i = 3; i < r.solves.size(); ++i) EXPECT_LE(r.solves[i].cost_ns, sync_optimum_ns * (1 + 1e-6));
   EXPECT_LE(r.cost.total_ns, sync_optimum_ns * (1 + 1e-6));
+}
+
+// By default the synchronous phase of async mode is the whole synchronous
+// program alone, from the policy's plan, then the asynchronous solves.
+TEST(GuidedIlp, ByDefaultTheSynchronousPhaseIsTheWholeProgramAlone) {
+  Case c = SmallCase(MigrationMode::kAsync);
+  PlacementEnv env(c.w, c.env);
+  GuidedIlpOptions o = Options({1, 0.5});
+  o.synchronous_shares_in_async = false;
+  const GuidedIlpResult r = SolveGuidedIlp(env, PrefersDram(), o);
+  ASSERT_EQ(r.solves.size(), 3u);
+  EXPECT_EQ(r.solves[0].formulation, "synchronous");
+  EXPECT_DOUBLE_EQ(r.solves[0].fixed_share, 0);
+  EXPECT_EQ(r.solves[0].fixed_variables, 0);
+  for (size_t i = 1; i < 3; ++i) EXPECT_EQ(r.solves[i].formulation, "asynchronous") << "solve " << i;
+  const AutoTmIlpResult whole = SolveWholeProgram(c, AutoTmFormulation::kSynchronous);
+  ASSERT_EQ(whole.mip.status, "optimal");
+  EXPECT_LE(r.cost.total_ns, EvaluatePlan(c.w, whole.plan).total_ns * (1 + 1e-6));
+  // In sync mode the shares stay.
+  Case sync = SmallCase(MigrationMode::kSync);
+  PlacementEnv sync_env(sync.w, sync.env);
+  EXPECT_EQ(SolveGuidedIlp(sync_env, PrefersDram(), o).solves.size(), 2u);
 }
 
 // One share's program can stall CBC: each share may use only a fraction of
