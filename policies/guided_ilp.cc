@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <tuple>
@@ -61,6 +62,13 @@ void SolveWindows(const Workload& w, const std::vector<PolicyDecision>& decision
       if (d.gap < median && static_cast<int32_t>(d.kernel) < K) ++doubt_at[d.kernel + 1];
   }
   for (int32_t k = 0; k < K; ++k) doubt_at[k + 1] += doubt_at[k];  // prefix sums
+  // A window solved in time is solved again only once the plan changed near
+  // it (within half a window): CBC with fixed seeds would give it back the
+  // same. `changed_at[k]`: the count of improvements when kernel k's
+  // neighbourhood last changed.
+  std::vector<int> changed_at(K, 0);
+  int improvements = 0;
+  std::map<std::pair<int32_t, int32_t>, int> solved_at;  // window -> improvements when last solved in time
   for (int pass = 0; pass < 1000; ++pass) {
     std::vector<std::pair<int32_t, int32_t>> windows;
     const int32_t step = std::max<int32_t>(1, size / 2);
@@ -71,19 +79,30 @@ void SolveWindows(const Workload& w, const std::vector<PolicyDecision>& decision
     std::stable_sort(windows.begin(), windows.end(), [&](const auto& a, const auto& b) {
       return doubt_at[a.second + 1] - doubt_at[a.first] > doubt_at[b.second + 1] - doubt_at[b.first];
     });
-    bool improved = false;
+    bool solved_any = false;
     const int32_t size_of_pass = size;
-    for (const auto& [first, last] : windows) {
+    for (const auto& window : windows) {
+      const auto [first, last] = window;
+      const int32_t margin = (last - first + 1) / 2;
+      const int32_t from = std::max<int32_t>(0, first - margin), to = std::min<int32_t>(K - 1, last + margin);
+      if (auto it = solved_at.find(window);
+          it != solved_at.end() && *std::max_element(changed_at.begin() + from, changed_at.begin() + to + 1) < it->second)
+        continue;
       const WindowOutcome o = solve(first, last, options.window_time_fraction);
       if (!o.solved) return;  // no time left
-      improved |= o.improved;
+      solved_any = true;
+      if (o.improved) {
+        ++improvements;
+        std::fill(changed_at.begin() + from, changed_at.begin() + to + 1, improvements);
+      }
+      if (o.in_time) solved_at[window] = improvements + 1;
       if (!o.in_time)
         size = std::max<int32_t>(8, size / 2);
       else if (o.seconds < 0.1 * o.time_limit_seconds)
         size = std::min(K, size * 2);
       if (size != size_of_pass) break;  // the next pass cuts the windows anew
     }
-    if (!improved && size == size_of_pass) return;
+    if (!solved_any && size == size_of_pass) return;  // every window solved since the plan last changed near it
   }
 }
 
