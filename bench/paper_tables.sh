@@ -1,78 +1,125 @@
 #!/usr/bin/env bash
 # Regenerates the paper-style comparisons into docs/results/ with one command:
-#   - DeepTM Fig. 14: five models, every policy, DRAM = 1/5 of peak;
-#   - DeepTM Fig. 17: the least DRAM fraction that reaches 90% of all-DRAM;
+#   - DeepTM Fig. 14: five models, every policy, DRAM = 1/5 of peak, per scale and mode
+#     (fig14 = default scale, sync; fig14-async, fig14-paper, fig14-paper-async);
+#   - DeepTM Fig. 17: the least DRAM fraction that reaches 90% of all-DRAM (default scale, sync);
 #   - ILP solve time against graph size.
-# Usage: bench/paper_tables.sh [BUILD_DIR] [--measure] [--train EPISODES] [--agents "dqn sac"]
-#                               [--checkpoint [MODEL=]FILE]...
+# Usage: bench/paper_tables.sh [BUILD_DIR] [--scale default|paper|both] [--mode sync|async|both]
+#                               [--models "vgg19 ..."] [--measure] [--train EPISODES]
+#                               [--agents "dqn"] [--checkpoint [MODEL=]FILE]...
+#   --scale        default: batch 2, 32 px (minutes here); paper: batch 8, 128 px (hours with
+#                  --train); both (the default) runs both
+#   --mode         sync, async or both (the default)
+#   --models       which of the five models (default: all)
 #   --measure      also run real iterations of every plan on this host (slow)
-#   --train N      train each agent on each model first (cost model, DRAM = 0.2 x peak, N episodes;
-#                  runs go to runs/paper/MODEL-AGENT) and include them as learned policies
-#   --agents       which agents --train trains (default "dqn sac")
-#   --train-models which models --train trains on (default: all five; ResNet-152 and Inception
-#                  episodes are long: hundreds of thousands of decisions)
-#   --checkpoint   include the learned agent of a learner checkpoint (repeatable, MODEL= for one model)
+#   --train N      train each agent on each model, scale and mode first (cost model, DRAM = 0.2 x
+#                  peak, imitation of the baselines then N episodes; runs go to
+#                  runs/paper/SCALE-MODE-MODEL-AGENT) and include them as learned policies: the
+#                  greedy plan, the plan-time search and the guided ILP (AGENT+ilp)
+#   --agents       which agents --train trains and which AGENT+ilp rows are added (default "dqn")
+#   --checkpoint   include the learned agent of a learner checkpoint (repeatable, MODEL= for one
+#                  model; it must have been trained in the mode of the table)
+# How long on this project's 2-core machine (2026-11-27, cost model, ILPs limited to 60 s):
+# a table's bench takes 1-3 min per model in sync mode and 2-4 min in async mode (the guided
+# ILPs take their whole limit there); --train adds 0.5-2.5 min per model, scale and mode for
+# imitation with --train 1. --measure adds a few minutes per model at the default scale.
 set -euo pipefail
 build=build
 measure=--cost-model-only
 checkpoint=()
 train_episodes=0
-agents="dqn sac"
-train_models=""
+agents="dqn"
+scales="default paper"
+modes="sync async"
+models=(vgg19 resnet152 inception_v3 mobilenet_v2 alexnet)
 while [ $# -gt 0 ]; do
   case "$1" in
     --measure) measure=""; shift ;;
     --train) train_episodes=$2; shift 2 ;;
     --agents) agents=$2; shift 2 ;;
-    --train-models) train_models=$2; shift 2 ;;
+    --train-models|--models) read -r -a models <<<"$2"; shift 2 ;;
+    --scale) case "$2" in default|paper) scales=$2 ;; both) scales="default paper" ;;
+               *) echo "--scale: default, paper or both" >&2; exit 2 ;; esac; shift 2 ;;
+    --mode) case "$2" in sync|async) modes=$2 ;; both) modes="sync async" ;;
+              *) echo "--mode: sync, async or both" >&2; exit 2 ;; esac; shift 2 ;;
     --checkpoint) checkpoint+=(--checkpoint "$2"); shift 2 ;;
-    -h|--help) sed -n 2,15p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,25p "$0"; exit 0 ;;
+    -*) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
     *) build=$1; shift ;;
   esac
 done
 tt="$build/cli/tensortier"
 out=docs/results
 mkdir -p "$out/workloads"
+default_sync_ckpts=()
 
-# Small sizes so that a 2-core machine profiles and measures them in minutes.
-models=(vgg19 resnet152 inception_v3 mobilenet_v2 alexnet)
-specs=()
-for m in "${models[@]}"; do
-  f="$out/workloads/$m.ttwl"
-  [ -f "$f" ] || "$tt" profile --model "$m" --batch 2 --image-size 32 --out "$f"
-  specs+=(--workload "$f")
-done
-if [ "$train_episodes" -gt 0 ]; then
-  for m in ${train_models:-${models[*]}}; do
-    for a in $agents; do
-      run=runs/paper/$m-$a
-      echo "== training $a on $m ($train_episodes episodes, cost model, DRAM 0.2)"
-      "$tt" train --workload "$out/workloads/$m.ttwl" --agent "$a" --episodes "$train_episodes" \
-        --epsilon-decay-episodes $((train_episodes / 2)) --dram-fraction 0.2 --cost-model-only \
-        --metrics-address off --out "$run" | tail -n 3
-      # The best greedy evaluation's weights when the learner kept them.
-      ckpt=$run/checkpoints/$a-best.ckpt
-      [ -f "$ckpt" ] || ckpt=$run/checkpoints/$a.ckpt
-      checkpoint+=(--checkpoint "$m=$ckpt")
+profile() {  # MODEL SCALE -> the workload file, profiled once
+  local m=$1 scale=$2 f
+  if [ "$scale" = paper ]; then
+    f="$out/workloads/${m}_b8_128.ttwl"
+    [ -f "$f" ] || "$tt" profile --model "$m" --batch 8 --image-size 128 --out "$f" >&2
+  else
+    f="$out/workloads/$m.ttwl"
+    [ -f "$f" ] || "$tt" profile --model "$m" --batch 2 --image-size 32 --out "$f" >&2
+  fi
+  echo "$f"
+}
+
+for scale in $scales; do
+  for mode in $modes; do
+    SECONDS=0
+    specs=()
+    ckpts=("${checkpoint[@]}")
+    for m in "${models[@]}"; do
+      f=$(profile "$m" "$scale")
+      specs+=(--workload "$f")
+      if [ "$train_episodes" -gt 0 ]; then
+        for a in $agents; do
+          run=runs/paper/$scale-$mode-$m-$a
+          echo "== training $a on $m ($scale scale, $mode, $train_episodes episodes, cost model, DRAM 0.2)"
+          "$tt" train --workload "$f" --agent "$a" --mode "$mode" --episodes "$train_episodes" \
+            --dram-fraction 0.2 --cost-model-only --ilp-seconds 0 --metrics-address off --out "$run" | tail -n 3
+          # The fastest evaluated policy (what export takes), else the best greedy evaluation.
+          ckpt=$run/checkpoints/$a-fastest.ckpt
+          [ -f "$ckpt" ] || ckpt=$run/checkpoints/$a-best.ckpt
+          [ -f "$ckpt" ] || ckpt=$run/checkpoints/$a.ckpt
+          ckpts+=(--checkpoint "$m=$ckpt")
+        done
+      fi
     done
+    policies=(all-slow first-touch sentinel autotm-static autotm-sync deeptm-heuristic ca-l ca-lm ca-lmp heat+ilp)
+    [ "$mode" = async ] && policies+=(autotm-async)
+    if [ ${#ckpts[@]} -gt 0 ]; then
+      policies+=(learned)
+      for a in $agents; do policies+=("$a+ilp"); done
+    fi
+    dir=fig14
+    [ "$scale" = paper ] && dir+=-paper
+    [ "$mode" = async ] && dir+=-async
+    echo "== Fig. 14 ($scale scale, $mode): every policy at DRAM = 0.2 x peak"
+    "$tt" bench "${specs[@]}" --mode "$mode" --policies "${policies[@]}" "${ckpts[@]}" --dram-fractions 0.2 \
+      --ilp-time-limit 60 $measure --out "$out/$dir"
+    echo "== $dir took $SECONDS s"
+    [ "$scale" = default ] && [ "$mode" = sync ] && default_sync_ckpts=("${ckpts[@]}")
   done
+done
+
+if [[ " $scales " == *" default "* && " $modes " == *" sync "* ]]; then
+  specs=()
+  for m in "${models[@]}"; do specs+=(--workload "$(profile "$m" default)"); done
+  fig17=(first-touch sentinel autotm-static ca-lm)
+  if [ ${#default_sync_ckpts[@]} -gt 0 ]; then
+    fig17+=(learned)
+    for a in $agents; do fig17+=("$a+ilp"); done
+  fi
+  echo "== Fig. 17: relative performance against DRAM fraction (default scale, sync)"
+  "$tt" bench "${specs[@]}" --policies "${fig17[@]}" "${default_sync_ckpts[@]}" \
+    --dram-fractions 1.0 0.8 0.6 0.5 0.4 0.3 0.2 0.11 --ilp-time-limit 20 --cost-model-only --out "$out/fig17"
 fi
-policies=(all-slow first-touch sentinel autotm-static autotm-sync deeptm-heuristic ca-l ca-lm ca-lmp)
-[ ${#checkpoint[@]} -gt 0 ] && policies+=(learned)
-
-echo "== Fig. 14: every policy at DRAM = 0.2 x peak"
-"$tt" bench "${specs[@]}" --policies "${policies[@]}" "${checkpoint[@]}" --dram-fractions 0.2 \
-  --ilp-time-limit 30 $measure --out "$out/fig14"
-
-echo "== Fig. 17: relative performance against DRAM fraction"
-fig17=(first-touch sentinel autotm-static ca-lm)
-[ ${#checkpoint[@]} -gt 0 ] && fig17+=(learned)
-"$tt" bench "${specs[@]}" --policies "${fig17[@]}" "${checkpoint[@]}" --dram-fractions 1.0 0.8 0.6 0.5 0.4 0.3 0.2 0.11 \
-  --ilp-time-limit 20 --cost-model-only --out "$out/fig17"
 
 echo "== ILP solve time against graph size"
 ilp_specs=()
 for n in 10 20 40 80 160; do ilp_specs+=(--workload "synthetic:resnet:$n"); done
 "$tt" bench "${ilp_specs[@]}" --policies autotm-static autotm-sync --dram-fractions 0.2 --ilp-time-limit 120 \
   --cost-model-only --out "$out/ilp"
-echo "tables: $out/fig14/bench.md $out/fig17/bench.md $out/ilp/bench.csv"
+echo "tables: $out/fig14*/bench.md $out/fig17/bench.md $out/ilp/bench.csv"
