@@ -22,7 +22,8 @@
 # How long on this project's 2-core machine (2026-11-27, cost model, ILPs limited to 60 s):
 # a table's bench takes 1-3 min per model in sync mode and 2-4 min in async mode (the guided
 # ILPs take their whole limit there); --train adds 0.5-2.5 min per model, scale and mode for
-# imitation with --train 1. --measure adds a few minutes per model at the default scale.
+# imitation with --train 1; at the default scale fig14 took 22 min, fig14-async 33 min and Fig. 17
+# with the learned rows more than 16 min. --measure adds a few minutes per model there.
 set -euo pipefail
 build=build
 measure=--cost-model-only
