@@ -44,7 +44,7 @@ while [ $# -gt 0 ]; do
     --mode) case "$2" in sync|async) modes=$2 ;; both) modes="sync async" ;;
               *) echo "--mode: sync, async or both" >&2; exit 2 ;; esac; shift 2 ;;
     --checkpoint) checkpoint+=(--checkpoint "$2"); shift 2 ;;
-    -h|--help) sed -n 2,25p "$0"; exit 0 ;;
+    -h|--help) sed -n "2,/^set -euo/p" "$0" | sed "\$d"; exit 0 ;;
     -*) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
     *) build=$1; shift ;;
   esac
