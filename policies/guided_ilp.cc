@@ -68,7 +68,7 @@ void SolveWindows(const Workload& w, const std::vector<PolicyDecision>& decision
   // neighbourhood last changed.
   std::vector<int> changed_at(K, 0);
   int improvements = 0;
-  std::map<std::pair<int32_t, int32_t>, int> solved_at;  // window -> improvements when last solved in time
+  std::map<std::pair<int32_t, int32_t>, int> solved_at;  // window -> `improvements` when last solved in time
   for (int pass = 0; pass < 1000; ++pass) {
     std::vector<std::pair<int32_t, int32_t>> windows;
     const int32_t step = std::max<int32_t>(1, size / 2);
@@ -86,7 +86,7 @@ void SolveWindows(const Workload& w, const std::vector<PolicyDecision>& decision
       const int32_t margin = (last - first + 1) / 2;
       const int32_t from = std::max<int32_t>(0, first - margin), to = std::min<int32_t>(K - 1, last + margin);
       if (auto it = solved_at.find(window);
-          it != solved_at.end() && *std::max_element(changed_at.begin() + from, changed_at.begin() + to + 1) < it->second)
+          it != solved_at.end() && *std::max_element(changed_at.begin() + from, changed_at.begin() + to + 1) <= it->second)
         continue;
       const WindowOutcome o = solve(first, last, options.window_time_fraction);
       if (!o.solved) return;  // no time left
@@ -95,7 +95,7 @@ void SolveWindows(const Workload& w, const std::vector<PolicyDecision>& decision
         ++improvements;
         std::fill(changed_at.begin() + from, changed_at.begin() + to + 1, improvements);
       }
-      if (o.in_time) solved_at[window] = improvements + 1;
+      if (o.in_time) solved_at[window] = improvements;
       if (!o.in_time)
         size = std::max<int32_t>(8, size / 2);
       else if (o.seconds < 0.1 * o.time_limit_seconds)
