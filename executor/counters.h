@@ -74,6 +74,7 @@ struct IterationCounters {
   double undisturbed_iteration_ns = 0;
   double emulated_delay_ns = 0;       // added to kernels for slow-tier accesses (emulated tiers)
   uint64_t slow_access_streams = 0;   // slow-tier access streams charged a device latency (emulated tiers)
+  uint64_t emulated_waits = 0;        // waits that paid emulated_delay_ns (owed per kernel, paid before copies and at the end)
   double migration_copy_ns = 0;       // time spent copying (sync: exposed; async: on the copy thread)
   double exposed_migration_ns = 0;    // sync copies + waits for async copies
   uint64_t async_write_stalls = 0;    // kernels that waited for a copy of a tensor they write

@@ -6,9 +6,12 @@
 //     to their initial tier (untimed setup).
 //  2. The allocator routes the n-th allocation of the step to the tier of
 //     tensor P+n and checks its size against the profile.
-//  3. At the end of top-level kernel k: (a) on an emulated slow tier, wait
+//  3. At the end of top-level kernel k: (a) on an emulated slow tier, owe
 //     the extra time the kernel's slow-tier accesses would take on the device
-//     (profile accesses x DeviceProfile::ExtraAccessNs); (b) async mode:
+//     (profile accesses x DeviceProfile::ExtraAccessNs) and wait what is owed
+//     before a copy starts or is finished and at the end of the step (only a
+//     copy can tell when the thread waited; one wait per kernel cost more
+//     than its length); (b) async mode:
 //     finish the copies started after kernel k-1 (exposed time = what is left
 //     of them) and swap their storages; (c) start the migrations planned after
 //     kernel k: sync = copy now (paced at the device bandwidth when emulated)

@@ -5,12 +5,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <random>
+#include <set>
 #include <thread>
 #include <unistd.h>
 
 #include "common/stats.h"
 #include "envs/workload_io.h"
 #include "executor/executor.h"
+#include "executor/migration_plans.h"
 #include "executor/plan_executor.h"
 #include "tests/execution/real_training.h"
 
@@ -197,6 +199,40 @@ TEST(RealExecution, UndisturbedIterationTimeHoldsTheEmulatedWaits) {
     EXPECT_GT(slow.undisturbed_ns[i], slow.counters[i].emulated_delay_ns);
   }
   EXPECT_EQ(slow.undisturbed_median_ns, Median(slow.undisturbed_ns));
+}
+
+// The emulated device's time is owed per kernel and waited only where a
+// copy could tell: all of it, in one wait when nothing migrates, and at most
+// twice per boundary with copies (before they start, before they finish)
+// plus once at the end.
+TEST(RealExecution, EmulatedTimeIsWaitedInFullButOnlyWhereACopyCouldTell) {
+  RunnerOptions o = SmallRunner("alexnet");
+  o.threads = 1;
+  RealWorkloadRunner runner(o);
+  const Workload& w = runner.Profile().workload;
+  const ExecutionReport slow = runner.Execute(PlacementPlan::Uniform(w, Tier::kSlow, 0), 0, 2);
+  ASSERT_TRUE(slow.ok) << slow.failure;
+  for (size_t i = 0; i < slow.counters.size(); ++i) {
+    EXPECT_GT(slow.counters[i].emulated_delay_ns, 0);
+    EXPECT_EQ(slow.counters[i].emulated_waits, 1u);
+    EXPECT_GE(slow.iteration_ns[i], slow.counters[i].emulated_delay_ns);
+  }
+  for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
+    const PlacementPlan plan = PrefetchEvictPlan(w, mode);
+    std::set<int64_t> boundaries;
+    for (const Migration& m : plan.migrations) boundaries.insert(m.after_kernel);
+    ASSERT_FALSE(boundaries.empty());
+    const ExecutionReport r = runner.Execute(plan, 0, 2);
+    ASSERT_TRUE(r.ok) << r.failure;
+    for (size_t i = 0; i < r.counters.size(); ++i) {
+      const IterationCounters& c = r.counters[i];
+      EXPECT_GT(c.emulated_delay_ns, 0) << MigrationModeName(mode);
+      EXPECT_GE(c.emulated_waits, 1u);
+      EXPECT_LE(c.emulated_waits, 2 * boundaries.size() + 1) << MigrationModeName(mode);
+      EXPECT_LT(c.emulated_waits, w.num_kernels());
+      EXPECT_GE(r.iteration_ns[i], c.emulated_delay_ns);
+    }
+  }
 }
 
 // What kernel times rest on with one intra-op thread: the thread's CPU time
