@@ -12,17 +12,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/stats.h"
 #include "executor/executor.h"
 #include "executor/migration_plans.h"
 
 namespace {
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 struct Config {
   std::string name;

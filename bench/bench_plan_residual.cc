@@ -18,17 +18,11 @@
 #include <sstream>
 
 #include "envs/cost_model.h"
+#include "common/stats.h"
 #include "executor/executor.h"
 #include "policies/policy.h"
 
 namespace {
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 struct Row {
   std::string name;
