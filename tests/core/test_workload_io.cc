@@ -37,7 +37,12 @@ Workload MakeWorkload() {
   w.accesses = {
       {0, 0, 1, 0, 12.5}, {0, 1, 0, 1, 40.0}, {1, 2, 2, 3, 7.25}, {2, 1, 5, 0, 99.0},
   };
-  w.device = {"optane-dcpmm", 1.5e9, 5.5e9, 1ull << 40};
+  w.device.name = "optane-dcpmm";
+  w.device.dram_to_slow_bytes_per_second = 1.5e9;
+  w.device.slow_to_dram_bytes_per_second = 5.5e9;
+  w.device.dram_to_slow_copy_setup_ns = 19000.5;
+  w.device.slow_to_dram_copy_setup_ns = 9977.25;
+  w.device.slow_capacity_bytes = 1ull << 40;
   w.model = {"resnet18", "/models/r18.pt", 4, 32, 10, "adam", 77};
   w.profile = {"thread-cpu+emulated, median of 5 interleaved rounds", "wall, lower quartile of 15 rounds", 5, 15,
                1.25, 2.5, 2, 3.1e8, 7.4e8};
