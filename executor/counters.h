@@ -67,8 +67,9 @@ struct IterationCounters {
   double iteration_ns = 0;
   // The iteration as an otherwise idle core would take it: the training
   // thread's CPU time, with the time it spent in emulated waits and paced
-  // copies replaced by what they were meant to last, plus the time it was
-  // blocked on the copy thread. Other processes stretch iteration_ns (the
+  // copies replaced by what they were meant to last, plus what it waited
+  // for the copy thread had that thread run undisturbed from each copy's
+  // issue (copies one after another). Other processes stretch iteration_ns (the
   // computing part, not the emulated device's waits) but hardly this.
   // Meaningful with one intra-op thread (the others' work is not in it).
   double undisturbed_iteration_ns = 0;
@@ -76,7 +77,7 @@ struct IterationCounters {
   uint64_t slow_access_streams = 0;   // slow-tier access streams charged a device latency (emulated tiers)
   uint64_t emulated_waits = 0;        // waits that paid emulated_delay_ns (owed per kernel, paid before copies and at the end)
   double migration_copy_ns = 0;       // time spent copying (sync: exposed; async: on the copy thread)
-  double exposed_migration_ns = 0;    // sync copies + waits for async copies
+  double exposed_migration_ns = 0;    // sync copies + waits for async copies, on the undisturbed clock
   uint64_t async_write_stalls = 0;    // kernels that waited for a copy of a tensor they write
   uint64_t async_copies_inline = 0;   // async copies the main thread did itself (copy thread not started yet)
   // Host.

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <condition_variable>
 #include <cstring>
 #include <ctime>
@@ -54,6 +56,9 @@ void SleepOrSpinUntil(double deadline_ns) {
 
 }  // namespace
 
+// The calling thread's undisturbed clock (IterationCounters::undisturbed_iteration_ns).
+double UndisturbedNowNs() { return ThreadCpuNowNs() - t_wait_cpu_ns + t_wait_intended_ns; }
+
 void WaitUntilNs(double deadline_ns) {
   const double now = SteadyNowNs();
   if (deadline_ns <= now) return;
@@ -63,7 +68,7 @@ void WaitUntilNs(double deadline_ns) {
   t_wait_intended_ns += deadline_ns - now;
 }
 
-double PacedCopy(void* dst, const void* src, size_t n, double target_ns) {
+double PacedCopy(void* dst, const void* src, size_t n, double target_ns, double* undisturbed_ns) {
   constexpr size_t kChunk = 1 << 20;
   const double t0 = SteadyNowNs();
   const double cpu0 = ThreadCpuNowNs();
@@ -84,6 +89,7 @@ double PacedCopy(void* dst, const void* src, size_t n, double target_ns) {
   const double copy_cpu_ns = ThreadCpuNowNs() - cpu0 - wait_cpu_ns;
   t_wait_cpu_ns += wait_cpu_ns;
   t_wait_intended_ns += std::max(0.0, target_ns - copy_cpu_ns);
+  if (undisturbed_ns) *undisturbed_ns = std::max(target_ns, copy_cpu_ns);
   return SteadyNowNs() - t0;
 }
 
@@ -141,6 +147,8 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     TieredAllocator::MoveTicket ticket;
     std::vector<uint32_t> tensors;
     std::vector<uint64_t> bytes;
+    double issued_undisturbed_ns = 0;         // async: the training thread's undisturbed clock at the start
+    std::shared_ptr<double> undisturbed_ns;  // async: set by the copy thread (QueuedCopy)
   };
   struct PageAccess {
     uintptr_t page;
@@ -161,7 +169,16 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
   std::thread copier;
   std::mutex qmu;
   std::condition_variable qcv;
-  std::deque<TieredAllocator::MoveTicket> queue;
+  // An async copy and, once the copy thread made it, how long it takes on
+  // an idle core (PacedCopy's undisturbed duration; NaN until then).
+  struct QueuedCopy {
+    TieredAllocator::MoveTicket ticket;
+    std::shared_ptr<double> undisturbed_ns;
+  };
+  std::deque<QueuedCopy> queue;
+  // When the copy thread would be free on an idle host, on the training
+  // thread's undisturbed clock: copies run one after another there.
+  double copier_free_undisturbed_ns = 0;
   bool stop = false;
   bool copies_queued = false;  // queued since the copy thread was last woken (training thread only)
   std::atomic<uint64_t> copy_ns{0};
@@ -246,16 +263,18 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
 
   void CopyLoop() {
     for (;;) {
-      TieredAllocator::MoveTicket t;
+      QueuedCopy q;
       {
         std::unique_lock<std::mutex> lock(qmu);
         qcv.wait(lock, [&] { return stop || !queue.empty(); });
         if (queue.empty()) return;
-        t = queue.front();
+        q = queue.front();
         queue.pop_front();
       }
+      const TieredAllocator::MoveTicket& t = q.ticket;
       if (!TieredAllocator::ClaimCopy(t)) continue;  // the main thread took it, or the tensor died
-      const double ns = PacedCopy(t.dst, t.src, t.bytes, PaceNs(t.bytes, t.to));
+      // Published before MarkCopied, which the training thread waits for.
+      const double ns = PacedCopy(t.dst, t.src, t.bytes, PaceNs(t.bytes, t.to), q.undisturbed_ns.get());
       copy_ns.fetch_add(static_cast<uint64_t>(ns), std::memory_order_relaxed);
       TieredAllocator::MarkCopied(t);
     }
@@ -289,8 +308,10 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
   }
 
   void Finish(const Pending& p) {
-    const double t0 = SteadyNowNs();
+    const double u0 = UndisturbedNowNs();
+    bool inline_copy = false;
     if (TieredAllocator::ClaimCopy(p.ticket)) {
+      inline_copy = true;
       // The copy thread has not started it (e.g. kept off the cores by
       // LibTorch's worker threads): copy here rather than wait for it.
       const double ns = PacedCopy(p.ticket.dst, p.ticket.src, p.ticket.bytes, PaceNs(p.ticket.bytes, p.ticket.to));
@@ -300,11 +321,25 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     }
     std::vector<uint8_t> moved;
     const double blocked_wall0 = SteadyNowNs(), blocked_cpu0 = ThreadCpuNowNs();
+    const double blocked_u0 = blocked_cpu0 - t_wait_cpu_ns + t_wait_intended_ns;
     alloc.CompleteMove(p.ticket, &moved);  // may wait for the copy thread
     const double blocked_cpu_ns = ThreadCpuNowNs() - blocked_cpu0;
     t_wait_cpu_ns += blocked_cpu_ns;
-    t_wait_intended_ns += std::max(0.0, SteadyNowNs() - blocked_wall0 - blocked_cpu_ns);
-    cur.exposed_migration_ns += SteadyNowNs() - t0;
+    if (!inline_copy && p.undisturbed_ns && std::isfinite(*p.undisturbed_ns)) {
+      // On an idle host the copy thread starts the copy when it is issued
+      // or when the copies before it are done, and takes its undisturbed
+      // duration: the wait is what is left of that. The wall clock's wait
+      // would also hold the time other processes kept the copy thread off
+      // a core.
+      const double done = std::max(p.issued_undisturbed_ns, copier_free_undisturbed_ns) + *p.undisturbed_ns;
+      copier_free_undisturbed_ns = done;
+      t_wait_intended_ns += std::max(0.0, done - blocked_u0);
+    } else {
+      t_wait_intended_ns += std::max(0.0, SteadyNowNs() - blocked_wall0 - blocked_cpu_ns);
+    }
+    // On the undisturbed clock, as undisturbed_iteration_ns, so that the two
+    // compare beside a busy process too.
+    cur.exposed_migration_ns += UndisturbedNowNs() - u0;
     for (size_t i = 0; i < p.tensors.size(); ++i) {
       if (moved[i]) {
         Count(p.tensors[i], p.ticket.to, p.bytes[i]);
@@ -408,19 +443,22 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     cur.migration_device_ns += PaceNs(t.bytes, t.to);
     if (tensors.size() > 1) cur.grouped_migrations += tensors.size();
     if (async) {
+      p.issued_undisturbed_ns = UndisturbedNowNs();
+      p.undisturbed_ns = std::make_shared<double>(std::numeric_limits<double>::quiet_NaN());
       {
         std::lock_guard<std::mutex> lock(qmu);
-        queue.push_back(t);
+        queue.push_back({t, p.undisturbed_ns});
       }
       copies_queued = true;
       pending.push_back(std::move(p));
     } else {
       TieredAllocator::ClaimCopy(t);
+      const double u0 = UndisturbedNowNs();
       const double ns = PacedCopy(t.dst, t.src, t.bytes, PaceNs(t.bytes, t.to));
       cur.migration_copy_ns += ns;
+      cur.exposed_migration_ns += UndisturbedNowNs() - u0;
       TieredAllocator::MarkCopied(t);
       Finish(p);
-      cur.exposed_migration_ns += ns;
     }
   }
 
@@ -633,6 +671,7 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     if (cfg.record_kernel_times) switches_mark = ThreadContextSwitches();
     const double wait_cpu0 = t_wait_cpu_ns, wait_intended0 = t_wait_intended_ns;
     owed_emulated_ns = 0;
+    copier_free_undisturbed_ns = 0;
     // The CPU interval nests inside the wall interval.
     const double t0 = SteadyNowNs();
     const double cpu0 = ThreadCpuNowNs();

@@ -80,7 +80,9 @@ AccessWeight SlowTierAccessWeight(const MemoryTier& slow, bool emulate_timing);
 
 // Copies n bytes taking at least target_ns (0 = as fast as possible);
 // returns the time taken.
-double PacedCopy(void* dst, const void* src, size_t n, double target_ns);
+// `undisturbed_ns`, when given: how long the copy takes on an idle core,
+// max(target_ns, the memcpy's CPU time).
+double PacedCopy(void* dst, const void* src, size_t n, double target_ns, double* undisturbed_ns = nullptr);
 // Waits (sleeping, then spinning) until steady_clock reaches deadline_ns.
 void WaitUntilNs(double deadline_ns);
 double SteadyNowNs();
