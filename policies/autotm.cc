@@ -275,6 +275,7 @@ AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& o) {
     if (l > 0) tightest = tightest == 0 ? l : std::min(tightest, l);
   double warm_seconds = 0;
   std::optional<AutoTmIlpResult> warm;  // the asynchronous formulation's synchronous start
+  bool first_touch_start = false;       // options.start is first-touch's static placement
   if (!o.start_values.empty()) {
     if (o.start_values.size() != static_cast<size_t>(mip.num_variables()))
       throw std::invalid_argument("SolveAutoTmIlp: start_values of another program (" +
@@ -311,6 +312,7 @@ AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& o) {
       for (uint32_t t = 0; t < T; ++t)
         for (const Segment& s : graphs[t].segments)
           options.start.push_back({s.x, start.initial_tiers[t] == Tier::kDram ? 1.0 : 0.0});
+      first_touch_start = true;
     }
   }
 
@@ -336,6 +338,18 @@ AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& o) {
     for (int col = 0; col < mip.num_variables() && col < static_cast<int>(warm->mip.values.size()); ++col)
       if (mip.is_integer(col)) r.mip.values[col] = std::round(warm->mip.values[col]);
     r.start_kept = true;
+  }
+  // First-touch's placement fits every kernel's limit, so a solve that ends
+  // (a time limit under load, a crash) without even that start still has a
+  // plan: the start, with no moves. Its objective is the cost model's.
+  bool first_touch_kept = false;
+  if (!r.mip.has_solution && first_touch_start) {
+    r.mip.values.assign(mip.num_variables(), 0.0);
+    for (const auto& [col, value] : options.start) r.mip.values[col] = value;
+    r.mip.has_solution = true;
+    r.start_kept = true;
+    first_touch_kept = true;
+    LogWarn("autotm_first_touch_kept").kv("status", r.mip.status).kv("formulation", AutoTmFormulationName(o.formulation));
   }
   if (!r.mip.has_solution)
     throw std::runtime_error(std::string("AutoTM ") + AutoTmFormulationName(o.formulation) +
@@ -364,6 +378,7 @@ AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& o) {
     }
   }
   plan.Normalize();
+  if (first_touch_kept) r.predicted_ns = r.mip.objective = EvaluatePlan(w, plan).total_ns;
   return r;
 }
 

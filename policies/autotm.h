@@ -84,13 +84,15 @@ struct AutoTmIlpResult {
   int64_t nonzeros = 0;
   MemoryRows memory_rows = MemoryRows::kPerKernel;  // the form used (kAuto resolved)
   // The asynchronous formulation's synchronous start was faster than what CBC
-  // returned (or CBC returned nothing): `plan` and the integer values are
-  // the start's.
+  // returned, or CBC returned nothing and the first-touch start stands:
+  // `plan` and the integer values are the start's.
   bool start_kept = false;
 };
 
-// One solve. Throws std::runtime_error if CBC returns no solution (cannot
-// happen: the first-touch MIP start is always feasible).
+// One solve. Without a start of the caller's (start_values, start_tier), a
+// solve that ends with no solution (time limit, a crash of CBC) returns the
+// first-touch start's plan, which fits every limit. Throws
+// std::runtime_error when CBC returns nothing from the caller's start.
 AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& options);
 
 // DRAM a plan really takes at each kernel once an allocator has placed its
