@@ -145,7 +145,7 @@ TEST(AutoTmIlp, SynchronousNeverLosesToStaticNorAsynchronousToSynchronous) {
 // A solve with almost no time still returns a plan that fits. Here CBC
 // keeps the first-touch MIP start; the case where it returns nothing at all
 // (seen beside a busy loop: CBC crashed on the synchronous warm start and
-// the asynchronous solve ran out of time) is not forced by this test.
+// the asynchronous solve ran out of time) is Mip.ASolverThatDiesIsASolveWithoutASolution's.
 TEST(AutoTmIlp, ASolveOutOfTimeStillReturnsAPlanThatFits) {
   for (SyntheticShape shape : {SyntheticShape::kResnetLike, SyntheticShape::kMobilenetLike}) {
     const Workload w = Synthetic(shape, 4, 17);

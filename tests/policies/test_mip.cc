@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "envs/cost_model.h"
 #include "policies/autotm.h"
 #include "policies/mip.h"
 #include "tests/policies/policy_test_util.h"
@@ -61,12 +62,27 @@ TEST(Mip, ASolverThatDiesIsASolveWithoutASolution) {
   EXPECT_EQ(s.status, "crashed");
   EXPECT_FALSE(s.has_solution);
   EXPECT_TRUE(s.values.empty());
-  // The policies above it see a solve that found nothing: AutoTM says so.
+  // The policies above it see a solve that found nothing. AutoTM returns
+  // its own first-touch start's plan, which fits, in both formulations...
   const Workload w = testing::Synthetic(SyntheticShape::kVggLike, 3, 2);
   AutoTmIlpOptions ilp;
-  ilp.formulation = AutoTmFormulation::kSynchronous;
   ilp.dram_limit_bytes = testing::Fraction(w, 0.3);
   ilp.time_limit_seconds = 10;
+  for (AutoTmFormulation f : {AutoTmFormulation::kSynchronous, AutoTmFormulation::kAsynchronous}) {
+    ilp.formulation = f;
+    ilp.mode = f == AutoTmFormulation::kAsynchronous ? MigrationMode::kAsync : MigrationMode::kSync;
+    const AutoTmIlpResult r = SolveAutoTmIlp(w, ilp);
+    EXPECT_TRUE(r.start_kept);
+    EXPECT_EQ(r.mip.status, "crashed");
+    EXPECT_TRUE(r.plan.migrations.empty());
+    const CostReport c = EvaluatePlan(w, r.plan);
+    EXPECT_FALSE(c.oom);
+    EXPECT_DOUBLE_EQ(r.predicted_ns, c.total_ns);
+  }
+  // ...and says it found nothing when the start was the caller's.
+  ilp.formulation = AutoTmFormulation::kSynchronous;
+  ilp.mode = MigrationMode::kSync;
+  ilp.start_tier = [](uint32_t, int32_t, int32_t) -> std::optional<Tier> { return Tier::kSlow; };
   EXPECT_THROW(SolveAutoTmIlp(w, ilp), std::runtime_error);
 }
 
