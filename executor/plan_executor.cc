@@ -56,8 +56,10 @@ void SleepOrSpinUntil(double deadline_ns) {
 
 }  // namespace
 
-// The calling thread's undisturbed clock (IterationCounters::undisturbed_iteration_ns).
-double UndisturbedNowNs() { return ThreadCpuNowNs() - t_wait_cpu_ns + t_wait_intended_ns; }
+// The calling thread's undisturbed clock (IterationCounters::undisturbed_iteration_ns)
+// at a thread CPU time already read, or now.
+double UndisturbedAtNs(double thread_cpu_ns) { return thread_cpu_ns - t_wait_cpu_ns + t_wait_intended_ns; }
+double UndisturbedNowNs() { return UndisturbedAtNs(ThreadCpuNowNs()); }
 
 void WaitUntilNs(double deadline_ns) {
   const double now = SteadyNowNs();
@@ -321,7 +323,7 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     }
     std::vector<uint8_t> moved;
     const double blocked_wall0 = SteadyNowNs(), blocked_cpu0 = ThreadCpuNowNs();
-    const double blocked_u0 = blocked_cpu0 - t_wait_cpu_ns + t_wait_intended_ns;
+    const double blocked_u0 = UndisturbedAtNs(blocked_cpu0);
     alloc.CompleteMove(p.ticket, &moved);  // may wait for the copy thread
     const double blocked_cpu_ns = ThreadCpuNowNs() - blocked_cpu0;
     t_wait_cpu_ns += blocked_cpu_ns;
