@@ -168,10 +168,15 @@ TEST(RealExecution, ProfileRecordsItsMethodAndTheHostsLoad) {
     EXPECT_GT(p.workload.total_dram_time_ns(), 0);
     // The emulated waits are in the slow times however they were measured.
     EXPECT_GT(p.workload.total_slow_time_ns(), p.workload.total_dram_time_ns());
-    // Long emulated waits sleep, and the kernels after them are seen as
-    // switched out (their caches may have gone cold).
-    EXPECT_GT(p.switched_kernel_fraction, 0);
+    // The emulated waits are owed and paid at the end of the iteration when
+    // a plan makes no copies, so on an idle host no kernel need be switched
+    // out; whether one was is the host's doing (ThreadClocksSeeSleepsAsSwitches
+    // checks the detection itself), and the report only says what it saw.
+    EXPECT_GE(p.switched_kernel_fraction, 0);
     EXPECT_LE(p.switched_kernel_fraction, 1);
+    if (threads == 1) {
+      EXPECT_NE(m.kernel_timing.find("rounds with a context switch left out"), std::string::npos) << m.kernel_timing;
+    }
   }
 }
 
