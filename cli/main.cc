@@ -711,13 +711,15 @@ int Main(int argc, char** argv) {
     // No captured default: CLI11 writes a list default into config.toml as one
     // space-separated string, which would not read back as a list.
     return names + "dqn, sac, dqn+search, sac+search, dqn+ilp, sac+ilp (the ILP with the network's surest "
-                   "decisions fixed), learned (every agent of --checkpoint, greedy and searched), lookup:FILE (an "
-                   "exported lookup, as --lookup) [default: all-slow first-touch sentinel autotm-sync "
-                   "deeptm-heuristic ca-lm learned]";
+                   "decisions fixed), dqn+ilp+measured, sac+ilp+measured, heat+ilp+measured (that ILP's candidate "
+                   "plans measured on real iterations at plan time, the fastest kept), learned (every agent of "
+                   "--checkpoint, greedy and searched), lookup:FILE (an exported lookup, as --lookup) [default: "
+                   "all-slow first-touch sentinel autotm-sync deeptm-heuristic ca-lm learned]";
   }())->check(CLI::Validator(
             [](std::string& name) -> std::string {
-              static const std::vector<std::string> learned = {"dqn",     "sac",     "dqn+search", "sac+search",
-                                                               "dqn+ilp", "sac+ilp", "learned"};
+              static const std::vector<std::string> learned = {
+                  "dqn",     "sac",     "dqn+search",       "sac+search",       "dqn+ilp",
+                  "sac+ilp", "learned", "dqn+ilp+measured", "sac+ilp+measured", "heat+ilp+measured"};
               const std::vector<std::string>& baselines = PolicyNames();
               if (std::find(baselines.begin(), baselines.end(), name) != baselines.end() ||
                   std::find(learned.begin(), learned.end(), name) != learned.end() ||
@@ -725,8 +727,8 @@ int Main(int argc, char** argv) {
                 return "";
               std::string valid;
               for (const std::string& n : baselines) valid += n + ", ";
-              return "unknown policy '" + name + "' (valid: " + valid +
-                     "dqn, sac, dqn+search, sac+search, dqn+ilp, sac+ilp, learned, lookup:FILE)";
+              for (const std::string& n : learned) valid += n + ", ";
+              return "unknown policy '" + name + "' (valid: " + valid + "lookup:FILE)";
             },
             "POLICY"));
   bench->add_option("--dram-fractions", bench_opts.dram_fractions, "DRAM budgets as fractions of peak")
@@ -748,6 +750,10 @@ int Main(int argc, char** argv) {
   bench->add_option("--repeats", bench_opts.repeats, "Measured iterations per plan and round")->capture_default_str();
   bench->add_option("--rounds", bench_opts.rounds,
                     "Rounds of all-DRAM, all-slow and every plan, in rotating order (median of per-round ratios)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  bench->add_option("--plan-time-rounds", bench_opts.plan_time_rounds,
+                    "+ilp+measured policies: rounds of their candidate plans on real iterations at plan time")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   bench->add_option("--clock", bench_opts.clock,

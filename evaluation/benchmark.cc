@@ -29,16 +29,22 @@ constexpr double kSlowPricePerGb = 7.85;
 
 // What a learned policy's name asks for at plan time: "dqn" its greedy plan,
 // "dqn+search" the plan-time search its network guides, "dqn+ilp" the ILP its
-// network guides (policies/guided_ilp.h).
-enum class PlanTime { kGreedy, kSearch, kIlp };
+// network guides (policies/guided_ilp.h), "dqn+ilp+measured" that ILP's
+// candidate plans measured on this host's real iterations, the fastest kept.
+enum class PlanTime { kGreedy, kSearch, kIlp, kIlpMeasured };
 constexpr const char* kSearchSuffix = "+search";
 constexpr const char* kIlpSuffix = "+ilp";
+constexpr const char* kIlpMeasuredSuffix = "+ilp+measured";
+// The same measured choice over the ILP that heat order guides (heat+ilp,
+// policies/guided_ilp.h): what the network adds to it.
+constexpr const char* kHeatIlpMeasured = "heat+ilp+measured";
 
 bool HasSuffix(const std::string& name, const std::string& suffix) {
   return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 PlanTime PlanTimeOf(const std::string& name) {
+  if (HasSuffix(name, kIlpMeasuredSuffix)) return PlanTime::kIlpMeasured;
   if (HasSuffix(name, kSearchSuffix)) return PlanTime::kSearch;
   if (HasSuffix(name, kIlpSuffix)) return PlanTime::kIlp;
   return PlanTime::kGreedy;
@@ -49,16 +55,44 @@ std::string AgentKind(const std::string& name) {
   switch (PlanTimeOf(name)) {
     case PlanTime::kSearch: return name.substr(0, name.size() - std::string(kSearchSuffix).size());
     case PlanTime::kIlp: return name.substr(0, name.size() - std::string(kIlpSuffix).size());
+    case PlanTime::kIlpMeasured: return name.substr(0, name.size() - std::string(kIlpMeasuredSuffix).size());
     case PlanTime::kGreedy: break;
   }
   return name;
 }
 
+// Given plans measured on real iterations at plan time: the fastest (the
+// median over `o.plan_time_rounds` rounds of its ratio to that round's
+// all-DRAM iteration). These rounds are the decision's own: the row's
+// measured figure comes from the bench's rounds that follow, so the choice's
+// luck does not carry into it.
+size_t FastestMeasured(const Workload& w, const BenchmarkOptions& o, RealWorkloadRunner& runner,
+                       const std::vector<GuidedIlpCandidate>& candidates);
+
+// The guided ILP's plan, or (measured) the fastest of its candidates on
+// this host; `plan.produced_by` says which.
+PlacementPlan GuidedIlpPlan(PlacementEnv& placement, const ActionScores& scores, const std::string& name,
+                            const Workload& w, const BenchmarkOptions& o, RealWorkloadRunner* runner) {
+  GuidedIlpOptions ilp = o.guided_ilp;
+  ilp.time_limit_seconds = o.solver_time_limit_seconds;
+  ilp.keep_candidates = runner != nullptr;
+  GuidedIlpResult solved = SolveGuidedIlp(placement, scores, ilp);
+  if (!runner) {
+    solved.plan.produced_by = name;
+    return std::move(solved.plan);
+  }
+  const size_t chosen = FastestMeasured(w, o, *runner, solved.candidates);
+  PlacementPlan plan = std::move(solved.candidates[chosen].plan);
+  plan.produced_by = name + " (" + solved.candidates[chosen].source + ")";
+  return plan;
+}
+
 // The agent of a checkpoint, rolled out greedily on the workload at the
 // given budget: the learned policy as a baseline-like decision; improved by
 // the plan-time search or the ILP its network guides where the name asks.
+// `runner`: this host's real iterations, for the measured choice.
 PlacementPlan LearnedPlan(const PlacementAgent& agent, const Workload& w, uint64_t dram_limit,
-                          const BenchmarkOptions& o, PlanTime plan_time) {
+                          const BenchmarkOptions& o, PlanTime plan_time, RealWorkloadRunner* runner) {
   EnvConfig env;
   env.dram_limit_bytes = dram_limit;
   env.mode = o.mode;
@@ -70,13 +104,9 @@ PlacementPlan LearnedPlan(const PlacementAgent& agent, const Workload& w, uint64
       plan = SearchPlan(placement, ScoresOf(agent), o.search).best.plan;
       plan.produced_by = agent.name() + kSearchSuffix;
       return plan;
-    case PlanTime::kIlp: {
-      GuidedIlpOptions ilp = o.guided_ilp;
-      ilp.time_limit_seconds = o.solver_time_limit_seconds;
-      plan = SolveGuidedIlp(placement, ScoresOf(agent), ilp).plan;
-      plan.produced_by = agent.name() + kIlpSuffix;
-      return plan;
-    }
+    case PlanTime::kIlp: return GuidedIlpPlan(placement, ScoresOf(agent), agent.name() + kIlpSuffix, w, o, nullptr);
+    case PlanTime::kIlpMeasured:
+      return GuidedIlpPlan(placement, ScoresOf(agent), agent.name() + kIlpMeasuredSuffix, w, o, runner);
     case PlanTime::kGreedy: break;
   }
   plan = RunEpisode(placement, [&](const Observation& x) { return agent.Greedy(x.data()); }).plan;
@@ -233,9 +263,8 @@ void FillPredicted(const Workload& w, const PlacementPlan& plan, double model_al
 // Rounds of all-DRAM, all-slow and every plan of `rows` without a note, in
 // an order rotating by one each round. A plan that fails in a round is not
 // run again; its row says why.
-void MeasureInRounds(const Workload& w, const BenchmarkOptions& o, const std::vector<PlacementPlan>& plans,
-                     std::vector<BenchmarkRow>& rows) {
-  std::unique_ptr<RealWorkloadRunner> runner = MakeRunner(w, o);
+void MeasureInRounds(const Workload& w, const BenchmarkOptions& o, RealWorkloadRunner& runner,
+                     const std::vector<PlacementPlan>& plans, std::vector<BenchmarkRow>& rows) {
   const PlacementPlan all_dram = PlacementPlan::Uniform(w, Tier::kDram, 0);
   const PlacementPlan all_slow = PlacementPlan::Uniform(w, Tier::kSlow, 0);
   constexpr int kAllDram = -1, kAllSlow = -2;
@@ -251,7 +280,7 @@ void MeasureInRounds(const Workload& w, const BenchmarkOptions& o, const std::ve
       const int item = order[(j + static_cast<size_t>(round)) % order.size()];
       if (item >= 0 && failed[item]) continue;
       const PlacementPlan& plan = item == kAllDram ? all_dram : item == kAllSlow ? all_slow : plans[item];
-      ExecutionReport r = runner->Execute(plan, o.warmup_iterations, std::max(1, o.repeats));
+      ExecutionReport r = runner.Execute(plan, o.warmup_iterations, std::max(1, o.repeats));
       if (item < 0) {
         if (!r.ok)
           throw std::runtime_error(std::string("the ") + (item == kAllDram ? "all-DRAM" : "all-slow") +
@@ -276,6 +305,37 @@ void MeasureInRounds(const Workload& w, const BenchmarkOptions& o, const std::ve
     if (failed[i] || reports[i].empty()) continue;
     FillMeasured(reports[i], dram_ns, o, rows[i]);
   }
+}
+
+size_t FastestMeasured(const Workload& w, const BenchmarkOptions& o, RealWorkloadRunner& runner,
+                       const std::vector<GuidedIlpCandidate>& candidates) {
+  if (candidates.empty()) throw std::logic_error("FastestMeasured: no candidate");
+  if (candidates.size() == 1) return 0;
+  BenchmarkOptions choice = o;
+  choice.rounds = o.plan_time_rounds;
+  std::vector<PlacementPlan> plans;
+  std::vector<BenchmarkRow> rows(candidates.size());
+  for (const GuidedIlpCandidate& c : candidates) plans.push_back(c.plan);
+  MeasureInRounds(w, choice, runner, plans, rows);
+  // Ran as planned: no refused or skipped move, no allocation over the limit.
+  auto as_planned = [&](size_t i) {
+    return rows[i].measured && rows[i].migrations_refused == 0 && rows[i].migrations_skipped == 0 &&
+           rows[i].oom_events == 0;
+  };
+  size_t best = candidates.size() - 1;  // the cost model's best, unless a measured one beats it
+  for (size_t i = 0; i < rows.size(); ++i) {
+    LogInfo("plan_time_measured_candidate")
+        .kv("workload", w.name)
+        .kv("source", candidates[i].source)
+        .kv("predicted_ns", candidates[i].cost_ns)
+        .kv("migrations", candidates[i].plan.migrations.size())
+        .kv("measured", rows[i].measured)
+        .kv("measured_relative", rows[i].measured_relative)
+        .kv("detail", rows[i].note);
+    if (as_planned(i) && (!as_planned(best) || rows[i].measured_relative > rows[best].measured_relative)) best = i;
+  }
+  if (!as_planned(best)) throw std::runtime_error("no candidate plan ran as planned at plan time: " + rows[best].note);
+  return best;
 }
 
 }  // namespace
@@ -317,7 +377,8 @@ std::vector<BenchmarkRow> MeasurePlans(const Workload& w, const BenchmarkOptions
     rows.push_back(std::move(row));
     measured.push_back(plan);
   }
-  MeasureInRounds(w, o, measured, rows);
+  std::unique_ptr<RealWorkloadRunner> runner = MakeRunner(w, o);
+  MeasureInRounds(w, o, *runner, measured, rows);
   return rows;
 }
 
@@ -353,6 +414,17 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
   const bool measure = o.measure && !w.model.empty();
   if (measure) UndisturbedClock(o);  // an unknown clock is refused before any decision
   const double model_all_dram_ns = MinCostNs(w);
+  // This host's real iterations: for the bench's rounds, and before them for
+  // a policy that measures plans at plan time.
+  std::unique_ptr<RealWorkloadRunner> runner;
+  auto host = [&](const std::string& policy) -> RealWorkloadRunner* {
+    if (!measure)
+      throw std::invalid_argument("policy " + policy +
+                                  " measures plans on real iterations at plan time: it needs a workload profiled "
+                                  "from a model, with measuring on");
+    if (!runner) runner = MakeRunner(w, o);
+    return runner.get();
+  };
 
   std::vector<BenchmarkRow> rows;
   std::vector<PlacementPlan> plans;  // one per row; measured when the row has no note
@@ -374,8 +446,21 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
             throw std::invalid_argument("policy " + name + " needs --checkpoint [" + w.name + "=]FILE holding a " +
                                         kind + " agent (a learner's checkpoints/" + kind + ".ckpt)");
           auto t0 = std::chrono::steady_clock::now();
-          plan = LearnedPlan(*it->second, w, limit, o, PlanTimeOf(name));
+          const PlanTime plan_time = PlanTimeOf(name);
+          plan = LearnedPlan(*it->second, w, limit, o, plan_time,
+                             plan_time == PlanTime::kIlpMeasured ? host(name) : nullptr);
           row.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          row.plan_source = plan.produced_by;
+        } else if (name == kHeatIlpMeasured) {
+          EnvConfig env;
+          env.dram_limit_bytes = limit;
+          env.mode = o.mode;
+          env.scope = o.scope;
+          PlacementEnv placement(w, env);
+          auto t0 = std::chrono::steady_clock::now();
+          plan = GuidedIlpPlan(placement, HeatOrderScores(), name, w, o, host(name));
+          row.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          row.plan_source = plan.produced_by;
         } else if (IsLookupPolicy(name)) {
           // As a host applies the file (hostrt/apply/plan_from_lookup.h); the label says
           // which part of it planned, since a plan table is a trained plan
@@ -411,7 +496,8 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
     }
   }
   if (measure) {
-    MeasureInRounds(w, o, plans, rows);
+    if (!runner) runner = MakeRunner(w, o);
+    MeasureInRounds(w, o, *runner, plans, rows);
     for (BenchmarkRow& row : rows)
       if (progress) progress(row);
   }
@@ -490,13 +576,15 @@ void WriteBenchmarkResults(const std::string& dir, const std::vector<BenchmarkRo
          "oom_events,memory_cost_dollars,predicted_exec_ns,predicted_migration_ns,measured_emulated_delay_ns,"
          "measured_exposed_migration_ns,measured_bytes_migrated,migrations_refused,migrations_skipped,measured_rounds,"
          "measured_relative_low,measured_relative_high,measured_relative_confidence,measured_all_slow_relative,"
-         "faster_than_all_dram,measured_clock,measured_wall_ns,note\n";
+         "faster_than_all_dram,measured_clock,measured_wall_ns,plan_source,note\n";
   csv << std::setprecision(10);
   nlohmann::json json = nlohmann::json::array();
   for (const BenchmarkRow& r : rows) {
-    std::string note = r.note;
-    std::replace(note.begin(), note.end(), ',', ';');
-    std::replace(note.begin(), note.end(), '\n', ' ');
+    std::string note = r.note, plan_source = r.plan_source;
+    for (std::string* text : {&note, &plan_source}) {
+      std::replace(text->begin(), text->end(), ',', ';');
+      std::replace(text->begin(), text->end(), '\n', ' ');
+    }
     csv << r.workload << ',' << r.policy << ',' << r.dram_fraction << ',' << r.dram_limit_bytes << ','
         << r.decision_seconds << ',' << r.predicted_ns << ',' << r.predicted_relative << ',' << (r.measured ? 1 : 0)
         << ',' << r.backend << ',' << r.measured_ns << ',' << r.measured_spread << ',' << r.measured_relative << ','
@@ -506,7 +594,7 @@ void WriteBenchmarkResults(const std::string& dir, const std::vector<BenchmarkRo
         << ',' << r.migrations_refused << ',' << r.migrations_skipped << ',' << r.measured_rounds << ','
         << r.measured_relative_low << ',' << r.measured_relative_high << ',' << r.measured_relative_confidence << ','
         << r.measured_all_slow_relative << ',' << (r.faster_than_all_dram ? 1 : 0) << ',' << r.measured_clock << ','
-        << r.measured_wall_ns << ',' << note << '\n';
+        << r.measured_wall_ns << ',' << plan_source << ',' << note << '\n';
     json.push_back({{"workload", r.workload}, {"policy", r.policy}, {"dram_fraction", r.dram_fraction},
                     {"dram_limit_bytes", r.dram_limit_bytes}, {"decision_seconds", r.decision_seconds},
                     {"predicted_ns", r.predicted_ns}, {"predicted_relative", r.predicted_relative},
@@ -525,7 +613,7 @@ void WriteBenchmarkResults(const std::string& dir, const std::vector<BenchmarkRo
                     {"measured_relative_confidence", r.measured_relative_confidence},
                     {"measured_all_slow_relative", r.measured_all_slow_relative},
                     {"faster_than_all_dram", r.faster_than_all_dram}, {"measured_clock", r.measured_clock},
-                    {"measured_wall_ns", r.measured_wall_ns}, {"note", r.note}});
+                    {"measured_wall_ns", r.measured_wall_ns}, {"plan_source", r.plan_source}, {"note", r.note}});
   }
   WriteFileAtomically(dir + "/bench.csv", csv.str());
   WriteFileAtomically(dir + "/bench.json", json.dump(2) + "\n");

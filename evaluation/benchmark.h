@@ -27,6 +27,12 @@ struct BenchmarkOptions {
   // network's decisions fixed and its plan as the start,
   // policies/guided_ilp.h; the solve is decision time) and
   // "learned" (every agent the checkpoints give a workload, greedy and searched)
+  // "dqn+ilp+measured" and "sac+ilp+measured" (that ILP's candidate plans,
+  // GuidedIlpResult::candidates, measured on this host's real iterations at
+  // plan time, `plan_time_rounds` rounds, the fastest kept; the measuring is
+  // decision time, and the row's measured figure comes from the bench's own
+  // rounds after it), "heat+ilp+measured" (the same with heat order in place of
+  // a network: what the network adds to it),
   // and "lookup:FILE" (an exported lookup file applied as a host applies it,
   // hostrt/apply/plan_from_lookup.h: its plan table for the workload and budget when it has
   // one, else its generalised lookup rolled out over the workload's MDP; the
@@ -60,6 +66,9 @@ struct BenchmarkOptions {
   int warmup_iterations = 1;
   int repeats = 1;  // per plan and round
   double solver_time_limit_seconds = 60;
+  // "+ilp+measured" policies: rounds of their candidate plans on real
+  // iterations at plan time (each with all-DRAM, `repeats` iterations a plan).
+  int plan_time_rounds = 5;
   uint64_t seed = 1;
   PlanSearchOptions search{64, 16, 120};  // of the "+search" policies
   GuidedIlpOptions guided_ilp;            // of the "+ilp" policies (its time limit: solver_time_limit_seconds)
@@ -75,6 +84,9 @@ struct BenchmarkRow {
   double dram_fraction = 0;
   uint64_t dram_limit_bytes = 0;
   double decision_seconds = 0;        // the policy's decision (solve) time
+  // What made a learned row's plan: "dqn+ilp", or "dqn+ilp+measured
+  // (synchronous)" naming the candidate the plan-time measurement chose.
+  std::string plan_source;
   double predicted_ns = 0;            // cost model
   double predicted_relative = 0;      // cost-model all-DRAM time / predicted_ns
   bool measured = false;

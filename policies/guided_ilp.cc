@@ -128,6 +128,8 @@ void ValidateGuidedIlpOptions(const GuidedIlpOptions& options) {
   if (!(options.window_time_fraction > 0 && options.window_time_fraction <= 1))
     throw std::invalid_argument("guided ILP: the window time fraction must be in (0, 1]");
   if (options.window_kernels < 0) throw std::invalid_argument("guided ILP: the window size must not be negative");
+  if (options.trail_candidates < 0)
+    throw std::invalid_argument("guided ILP: the trail candidates must not be negative");
 }
 
 GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, const GuidedIlpOptions& options) {
@@ -141,6 +143,15 @@ GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, co
   result.greedy = greedy.summary;
   result.plan = greedy.summary.plan;
   result.cost = greedy.summary.cost;
+  auto keep_candidate = [&](std::string source, const PlacementPlan& plan, double cost_ns) {
+    const uint64_t hash = plan.Hash();
+    for (const GuidedIlpCandidate& c : result.candidates)
+      if (c.plan.Hash() == hash && c.plan == plan) return;
+    result.candidates.push_back({std::move(source), plan, cost_ns});
+  };
+  if (options.keep_candidates) keep_candidate("greedy", result.plan, result.cost.total_ns);
+  // The plans that improved on the best in the current formulation, in order.
+  std::vector<std::pair<PlacementPlan, double>> trail;
 
   // Per tensor, its decisions.
   std::vector<std::vector<const PolicyDecision*>> of_tensor(w.num_tensors());
@@ -225,6 +236,7 @@ GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, co
         solve.cost_ns = cost.oom ? 0 : cost.total_ns;
         solve.improved = !cost.oom && (result.cost.oom || cost.total_ns < result.cost.total_ns);
         if (solve.improved) {
+          if (options.keep_candidates) trail.emplace_back(plan, cost.total_ns);
           result.plan = std::move(plan);
           result.cost = std::move(cost);
           result.solved = true;
@@ -295,6 +307,19 @@ GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, co
     if (last && options.final_mip_gap > 0) solve_once(0, options.final_mip_gap, 1.0, std::nullopt, &in_time);
     if (!last && (options.fixed_shares.back() > 0 || !options.synchronous_shares_in_async))
       solve_once(0, options.mip_gap, 1.0, std::nullopt, &in_time);
+    if (options.keep_candidates && !trail.empty()) {
+      const std::string name = AutoTmFormulationName(ilp.formulation);
+      // Plans on the way, evenly spaced, before the formulation's best.
+      const size_t on_the_way = trail.size() - 1;
+      const size_t kept = last ? std::min(on_the_way, static_cast<size_t>(options.trail_candidates)) : 0;
+      for (size_t i = 1; i <= kept; ++i) {
+        const size_t at = on_the_way > kept ? i * on_the_way / (kept + 1) : i - 1;
+        keep_candidate(name + ", improvement " + std::to_string(at + 1) + " of " + std::to_string(trail.size()),
+                       trail[at].first, trail[at].second);
+      }
+      keep_candidate(name, result.plan, result.cost.total_ns);
+      trail.clear();
+    }
   }
   result.seconds = elapsed();
   return result;

@@ -78,6 +78,9 @@ struct GuidedIlpOptions {
   // A window's solve gets at most this fraction of the phase's time left,
   // and stops at the smaller of mip_gap and final_mip_gap (when set).
   double window_time_fraction = 0.2;
+  // GuidedIlpResult::candidates: kept when true (a plan each: memory).
+  bool keep_candidates = false;
+  int trail_candidates = 3;
 };
 
 struct GuidedIlpSolve {
@@ -92,6 +95,17 @@ struct GuidedIlpSolve {
   bool improved = false;     // on the best plan before it
 };
 
+// A plan the guided ILP held as its best at some point, for a caller that
+// can tell plans apart better than the cost model (real iterations: the
+// cost model's best asynchronous plan can make five times the copies of the
+// synchronous one for a few points that a host may not pay back).
+struct GuidedIlpCandidate {
+  std::string source;  // "greedy", "synchronous", "asynchronous" (the formulation's best), or
+                       // "asynchronous, improvement N of M" (a plan on the way to that best)
+  PlacementPlan plan;
+  double cost_ns = 0;  // on the cost model
+};
+
 struct GuidedIlpResult {
   EpisodeSummary greedy;   // the policy's own plan
   PlacementPlan plan;      // the best plan: the greedy one when no solve beat it
@@ -101,6 +115,11 @@ struct GuidedIlpResult {
   int location_variables = 0;  // segments of AutoTM's flow graphs (the last formulation's)
   std::vector<GuidedIlpSolve> solves;
   double seconds = 0;          // the greedy episode and the solves
+  // The greedy plan, each formulation's best, and up to
+  // GuidedIlpOptions::trail_candidates plans improved on the way to the last
+  // formulation's best (evenly spaced, by solve); distinct plans only, the
+  // best (`plan`) last. Empty unless GuidedIlpOptions::keep_candidates.
+  std::vector<GuidedIlpCandidate> candidates;
 };
 
 // "0.9 0.7 0.5": shares as a command line takes them (for help texts).

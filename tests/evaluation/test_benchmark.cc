@@ -228,5 +228,45 @@ TEST(Benchmark, MeasuredRowsOnRealIterations) {
   EXPECT_THROW(MeasurePlans(LoadWorkloadSpec("synthetic:vgg:3"), o, {}), std::invalid_argument);  // no model to run
 }
 
+// "+ilp+measured": the guided ILP's candidate plans (the greedy plan, each
+// formulation's best, plans on the way) run on real iterations at plan time,
+// and the fastest kept; the row names which candidate, and its measured
+// figure is the bench's own rounds. With no real iterations it is a clear
+// error on its row, and the other rows are unharmed.
+TEST(Benchmark, TheMeasuredIlpKeepsOneOfItsCandidatesAndNamesIt) {
+  const Workload w = testing::ProfiledWithTimesFromSizes("alexnet", 1, 32);
+  BenchmarkOptions o = testing::MeasuredBenchmark({"heat+ilp+measured", "dqn+ilp+measured"}, 0.3, 2);
+  o.mode = MigrationMode::kAsync;
+  o.plan_time_rounds = 2;
+  o.checkpoints = {SaveAgent("dqn")};
+  const std::vector<BenchmarkRow> rows = RunBenchmark(w, o);
+  ASSERT_EQ(rows.size(), 2u);
+  const std::set<std::string> sources = {"greedy", "synchronous", "asynchronous"};
+  for (const BenchmarkRow& r : rows) {
+    ASSERT_TRUE(r.measured) << r.policy << ": " << r.note;
+    EXPECT_EQ(r.measured_rounds, 2u);
+    EXPECT_EQ(r.oom_events, 0u);
+    EXPECT_EQ(r.migrations_refused + r.migrations_skipped, 0u);
+    const std::string prefix = r.policy + " (";
+    ASSERT_EQ(r.plan_source.rfind(prefix, 0), 0u) << r.plan_source;
+    std::string source = r.plan_source.substr(prefix.size(), r.plan_source.size() - prefix.size() - 1);
+    source = source.substr(0, source.find(','));  // "asynchronous, improvement 2 of 5"
+    EXPECT_EQ(sources.count(source), 1u) << r.plan_source;
+  }
+  const std::string dir = TempPath("measured_ilp");
+  WriteBenchmarkResults(dir, rows);
+  const nlohmann::json json = nlohmann::json::parse(ReadFile(dir + "/bench.json"));
+  EXPECT_EQ(json[0]["plan_source"], rows[0].plan_source);
+
+  o.measure = false;
+  o.policies = {"first-touch", "heat+ilp+measured"};
+  const std::vector<BenchmarkRow> unmeasured = RunBenchmark(w, o);
+  ASSERT_EQ(unmeasured.size(), 2u);
+  EXPECT_TRUE(unmeasured[0].note.empty()) << unmeasured[0].note;
+  EXPECT_GT(unmeasured[0].predicted_ns, 0);
+  EXPECT_NE(unmeasured[1].note.find("measures plans on real iterations at plan time"), std::string::npos)
+      << unmeasured[1].note;
+}
+
 }  // namespace
 }  // namespace tensortier

@@ -351,6 +351,42 @@ TEST(GuidedIlp, FastWindowsGrowToTheWholeWorkload) {
   EXPECT_NEAR(r.cost.total_ns, EvaluatePlan(c.w, whole.plan).total_ns, 1e-6 * r.cost.total_ns);
 }
 
+// Kept for a caller that measures plans: the greedy plan first, each
+// formulation's best, plans on the way to the last one's, the best last;
+// no plan twice, each with its cost-model time. Off by default.
+TEST(GuidedIlp, CandidatesAreTheGreedyPlanEachFormulationsBestAndTheWayThereBestLast) {
+  Case c = SmallCase(MigrationMode::kAsync);
+  PlacementEnv env(c.w, c.env);
+  GuidedIlpOptions o = Options({1});
+  o.async_windows = true;
+  o.window_kernels = std::max<int32_t>(2, static_cast<int32_t>(c.w.num_kernels()) / 6);
+  o.window_time_fraction = 1;
+  EXPECT_TRUE(SolveGuidedIlp(env, PrefersDram(), o).candidates.empty());
+  o.keep_candidates = true;
+  o.trail_candidates = 2;
+  const GuidedIlpResult r = SolveGuidedIlp(env, PrefersDram(), o);
+  ASSERT_GE(r.candidates.size(), 3u);
+  EXPECT_EQ(r.candidates.front().source, "greedy");
+  EXPECT_EQ(r.candidates.front().plan, r.greedy.plan);
+  EXPECT_EQ(r.candidates.back().source, "asynchronous");
+  EXPECT_EQ(r.candidates.back().plan, r.plan);
+  EXPECT_DOUBLE_EQ(r.candidates.back().cost_ns, r.cost.total_ns);
+  int synchronous = 0, on_the_way = 0, improved_async = 0;
+  for (const GuidedIlpSolve& s : r.solves) improved_async += s.improved && s.formulation == "asynchronous";
+  for (size_t i = 0; i < r.candidates.size(); ++i) {
+    const GuidedIlpCandidate& x = r.candidates[i];
+    synchronous += x.source == "synchronous";
+    if (x.source.rfind("asynchronous, improvement ", 0) == 0) ++on_the_way;
+    EXPECT_DOUBLE_EQ(x.cost_ns, EvaluatePlan(c.w, x.plan).total_ns) << x.source;
+    for (size_t j = 0; j < i; ++j) EXPECT_FALSE(r.candidates[j].plan == x.plan) << x.source << " twice";
+  }
+  EXPECT_LE(synchronous, 1);
+  ASSERT_GE(improved_async, 2) << "the case must improve on its way for the trail to be tested";
+  EXPECT_EQ(on_the_way, std::min(2, std::max(0, improved_async - 1)));
+  // Each later plan is better on the cost model: they are the best so far.
+  for (size_t i = 1; i < r.candidates.size(); ++i) EXPECT_LT(r.candidates[i].cost_ns, r.candidates[i - 1].cost_ns);
+}
+
 TEST(GuidedIlp, RefusesBadSharesAndNoTime) {
   Case c = SmallCase(MigrationMode::kSync);
   PlacementEnv env(c.w, c.env);
@@ -369,6 +405,9 @@ TEST(GuidedIlp, RefusesBadSharesAndNoTime) {
   EXPECT_THROW(SolveGuidedIlp(env, PrefersDram(), windows), std::invalid_argument);
   windows.window_time_fraction = 0.2;
   windows.window_kernels = -1;
+  EXPECT_THROW(SolveGuidedIlp(env, PrefersDram(), windows), std::invalid_argument);
+  windows.window_kernels = 0;
+  windows.trail_candidates = -1;
   EXPECT_THROW(SolveGuidedIlp(env, PrefersDram(), windows), std::invalid_argument);
 }
 
