@@ -504,7 +504,16 @@ StepResult PlacementEnv::Step(int action) {
   StepResult result;
   double reward = 0;
   Tier chosen = requested;
-  if (chosen == Tier::kDram && config_.oom_handling == OomHandling::kSpillToSlow && DramRequestDoesNotFit(t)) {
+  if (async && state != kNotPlaced && !writes && k + 1 >= free_end_[t] && !w_.tensors[t].persistent) {
+    // An async copy issued now overlaps kernel k, which still uses the
+    // source copy, and would put t in its new tier only after k, where it is
+    // dead: the move buys nothing, and the executor cannot finish the copy of
+    // a storage freed under it (it counts the migration skipped). t stays
+    // where it is. (A persistent tensor's move here still spares its copy
+    // back at the iteration's end; one that k writes is copied synchronously.)
+    chosen = static_cast<Tier>(state);
+  } else if (chosen == Tier::kDram && config_.oom_handling == OomHandling::kSpillToSlow &&
+             DramRequestDoesNotFit(t)) {
     chosen = Tier::kSlow;
     reward -= config_.spill_penalty;
     ++summary_.spills;
