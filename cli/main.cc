@@ -757,8 +757,10 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   bench->add_option("--clock", bench_opts.clock,
-                    "undisturbed (thread CPU time, emulated waits as meant: hardly moved by load) or wall")
-      ->check(CLI::IsMember({"undisturbed", "wall"}))
+                    "undisturbed (thread CPU time, emulated waits as meant: moved by load in its computing part), "
+                    "normalised (the same with its computing part at the profile's speed, by each round's all-DRAM "
+                    "run: load moves it least) or wall")
+      ->check(CLI::IsMember({"undisturbed", "normalised", "wall"}))
       ->capture_default_str();
   bench->add_option("--ilp-time-limit", bench_opts.solver_time_limit_seconds, "Seconds per ILP solve")
       ->capture_default_str();

@@ -185,23 +185,34 @@ std::unique_ptr<RealWorkloadRunner> MakeRunner(const Workload& w, const Benchmar
   return runner;
 }
 
-// What a row reports of one plan's measured rounds.
-bool UndisturbedClock(const BenchmarkOptions& o) {
-  if (o.clock != "undisturbed" && o.clock != "wall")
-    throw std::invalid_argument("bench clock '" + o.clock + "': undisturbed or wall");
-  return o.clock == "undisturbed";
+enum class BenchClock { kUndisturbed, kWall, kNormalised };
+
+BenchClock ClockOf(const BenchmarkOptions& o) {
+  if (o.clock == "undisturbed") return BenchClock::kUndisturbed;
+  if (o.clock == "wall") return BenchClock::kWall;
+  if (o.clock == "normalised") return BenchClock::kNormalised;
+  throw std::invalid_argument("bench clock '" + o.clock + "': undisturbed, normalised or wall");
 }
 
 double RoundTime(const ExecutionReport& r, const BenchmarkOptions& o) {
-  return UndisturbedClock(o) ? r.undisturbed_median_ns : r.median_ns;
+  return ClockOf(o) == BenchClock::kWall ? r.median_ns : r.undisturbed_median_ns;
 }
 
-void FillMeasured(const std::vector<ExecutionReport>& reports, const std::vector<double>& all_dram_ns,
-                  const BenchmarkOptions& o, BenchmarkRow& row) {
-  std::vector<double> plan_ns, wall_ns, delay, exposed;
+// What of a run's undisturbed time is not the training thread computing:
+// the emulated device's waits and the copies (median of the repeats).
+double NonComputeNs(const ExecutionReport& r) {
+  std::vector<double> ns;
+  for (const IterationCounters& c : r.counters) ns.push_back(c.emulated_delay_ns + c.exposed_migration_ns);
+  return ns.empty() ? 0 : Median(ns);
+}
+
+// What a row reports of one plan's measured rounds; `plan_ns` the plan's
+// time of each round on the bench's clock.
+void FillMeasured(const std::vector<ExecutionReport>& reports, const std::vector<double>& plan_ns,
+                  const std::vector<double>& all_dram_ns, const BenchmarkOptions& o, BenchmarkRow& row) {
+  std::vector<double> wall_ns, delay, exposed;
   uint64_t peak = 0, ooms = 0;
   for (const ExecutionReport& r : reports) {
-    plan_ns.push_back(RoundTime(r, o));
     wall_ns.push_back(r.median_ns);
     for (const IterationCounters& c : r.counters) {
       peak = std::max(peak, c.dram_peak_bytes);
@@ -271,7 +282,7 @@ void MeasureInRounds(const Workload& w, const BenchmarkOptions& o, RealWorkloadR
   std::vector<int> order = {kAllDram, kAllSlow};
   for (size_t i = 0; i < rows.size(); ++i)
     if (rows[i].note.empty()) order.push_back(static_cast<int>(i));
-  std::vector<double> dram_ns, slow_ns;
+  std::vector<double> dram_ns, slow_ns, slow_non_compute_ns;
   std::vector<std::vector<ExecutionReport>> reports(rows.size());
   std::vector<bool> failed(rows.size(), false);
   const int rounds = std::max(1, o.rounds);
@@ -286,6 +297,7 @@ void MeasureInRounds(const Workload& w, const BenchmarkOptions& o, RealWorkloadR
           throw std::runtime_error(std::string("the ") + (item == kAllDram ? "all-DRAM" : "all-slow") +
                                    " reference run failed: " + r.failure);
         (item == kAllDram ? dram_ns : slow_ns).push_back(RoundTime(r, o));
+        if (item == kAllSlow) slow_non_compute_ns.push_back(NonComputeNs(r));
       } else if (!r.ok) {
         failed[item] = true;
         rows[item].backend = r.backend;
@@ -297,13 +309,26 @@ void MeasureInRounds(const Workload& w, const BenchmarkOptions& o, RealWorkloadR
     LogInfo("bench_round").kv("workload", w.name).kv("round", round + 1).kv("of", rounds)
         .kv("all_dram_ms", dram_ns.back() / 1e6).kv("all_slow_ms", slow_ns.back() / 1e6);
   }
+  // Each plan's time of each round on the bench's clock.
+  std::vector<std::vector<double>> plan_ns(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i)
+    for (const ExecutionReport& r : reports[i]) plan_ns[i].push_back(RoundTime(r, o));
+  if (ClockOf(o) == BenchClock::kNormalised) {
+    const double reference_ns = MinCostNs(w);
+    for (size_t i = 0; i < rows.size(); ++i)
+      for (size_t round = 0; round < plan_ns[i].size(); ++round)
+        plan_ns[i][round] = NormalisedRoundNs(plan_ns[i][round], NonComputeNs(reports[i][round]), dram_ns[round], reference_ns);
+    for (size_t round = 0; round < slow_ns.size(); ++round)
+      slow_ns[round] = NormalisedRoundNs(slow_ns[round], slow_non_compute_ns[round], dram_ns[round], reference_ns);
+    for (double& ns : dram_ns) ns = reference_ns;  // NormalisedNs of all-DRAM, which waits for nothing
+  }
   const double all_slow_relative = CompareToAllDram(slow_ns, dram_ns).relative;
   for (size_t i = 0; i < rows.size(); ++i) {
     rows[i].measured_all_slow_relative = all_slow_relative;
     rows[i].measured_all_dram_ns = Median(dram_ns);
     rows[i].measured_all_slow_ns = Median(slow_ns);
     if (failed[i] || reports[i].empty()) continue;
-    FillMeasured(reports[i], dram_ns, o, rows[i]);
+    FillMeasured(reports[i], plan_ns[i], dram_ns, o, rows[i]);
   }
 }
 
@@ -340,6 +365,12 @@ size_t FastestMeasured(const Workload& w, const BenchmarkOptions& o, RealWorkloa
 
 }  // namespace
 
+double NormalisedRoundNs(double undisturbed_ns, double non_compute_ns, double all_dram_ns, double reference_ns) {
+  const double slowdown = all_dram_ns / reference_ns;
+  const double compute_ns = std::max(0.0, undisturbed_ns - non_compute_ns);
+  return compute_ns / slowdown + non_compute_ns;
+}
+
 RoundComparison CompareToAllDram(const std::vector<double>& plan_ns, const std::vector<double>& all_dram_ns) {
   if (plan_ns.size() != all_dram_ns.size())
     throw std::invalid_argument("CompareToAllDram: one plan and one all-DRAM time per round");
@@ -361,7 +392,7 @@ std::vector<BenchmarkRow> MeasurePlans(const Workload& w, const BenchmarkOptions
                                        const std::vector<std::pair<std::string, PlacementPlan>>& plans) {
   if (w.model.empty())
     throw std::invalid_argument("workload '" + w.name + "' names no model: it cannot run real iterations");
-  UndisturbedClock(o);  // an unknown clock is refused before any run
+  ClockOf(o);  // an unknown clock is refused before any run
   std::vector<BenchmarkRow> rows;
   std::vector<PlacementPlan> measured;
   for (const auto& [name, plan] : plans) {
@@ -412,7 +443,7 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
     }
   }
   const bool measure = o.measure && !w.model.empty();
-  if (measure) UndisturbedClock(o);  // an unknown clock is refused before any decision
+  if (measure) ClockOf(o);  // an unknown clock is refused before any decision
   const double model_all_dram_ns = MinCostNs(w);
   // This host's real iterations: for the bench's rounds, and before them for
   // a policy that measures plans at plan time.

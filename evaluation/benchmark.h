@@ -60,8 +60,13 @@ struct BenchmarkOptions {
   // Which time of an iteration the figures use: "undisturbed" (the training
   // thread's CPU time with the emulated device's waits and copies as meant,
   // IterationCounters::undisturbed_iteration_ns; other processes on the host
-  // hardly move it) or "wall" (the wall clock, which load stretches in the
-  // computing part only, so ratios move with it).
+  // move it less than the wall clock, but still stretch its computing part:
+  // caches refilled after each switch), "normalised" (the undisturbed time
+  // with its computing part brought back to the profile's speed, by how much
+  // slower the round's all-DRAM run was than the cost model's all-DRAM time:
+  // NormalisedRoundNs; all-DRAM then reads the cost model's time in every
+  // round) or "wall" (the wall clock, which load stretches in the computing
+  // part only, so ratios move with it).
   std::string clock = "undisturbed";
   int warmup_iterations = 1;
   int repeats = 1;  // per plan and round
@@ -138,6 +143,17 @@ struct RoundComparison {
   bool faster_than_all_dram = false;
 };
 RoundComparison CompareToAllDram(const std::vector<double>& plan_ns, const std::vector<double>& all_dram_ns);
+
+// The normalised clock: a round's time with its computing part (the time
+// less `non_compute_ns`, the emulated device's waits and the copies) scaled
+// by `reference_ns` / `all_dram_ns`, the speed the profile measured over the
+// speed of the round's all-DRAM run. Other processes slow the training
+// thread's computing (on this project's 2-core machine a busy loop beside a
+// bench stretched the all-DRAM iteration by 12%) and not the emulated
+// device's time, so without it a plan that waits for the slow tier reads up
+// to 6 points faster against all-DRAM beside a busy process than on a quiet
+// host (docs/results/executor.md).
+double NormalisedRoundNs(double undisturbed_ns, double non_compute_ns, double all_dram_ns, double reference_ns);
 
 std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions& options,
                                        const BenchmarkProgress& progress = {});

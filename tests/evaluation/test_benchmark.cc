@@ -13,6 +13,7 @@
 
 #include "agents/agent.h"
 #include "common/files.h"
+#include "envs/cost_model.h"
 #include "envs/workload_spec.h"
 #include "evaluation/benchmark.h"
 #include "executor/executor.h"
@@ -173,6 +174,17 @@ TEST(Benchmark, RoundRatiosCancelALoadedRoundAndFlagPlansFasterThanAllDram) {
   EXPECT_THROW(CompareToAllDram({1, 2}, {1}), std::invalid_argument);
 }
 
+// The normalised clock's arithmetic: the computing part (the time less the
+// emulated waits and copies) is scaled by the profile's speed over the
+// round's all-DRAM speed; what the emulated device and the copies took stays.
+TEST(Benchmark, NormalisedClockScalesTheComputingPartAlone) {
+  EXPECT_DOUBLE_EQ(NormalisedRoundNs(100, 100, 240, 200), 100);  // all waiting: unchanged
+  EXPECT_DOUBLE_EQ(NormalisedRoundNs(300, 100, 400, 200), 200);  // computing twice as slow: halved
+  EXPECT_DOUBLE_EQ(NormalisedRoundNs(150, 50, 180, 200), 50 + 100 * 200.0 / 180);  // faster than the profile
+  EXPECT_DOUBLE_EQ(NormalisedRoundNs(240, 0, 240, 200), 200);  // all-DRAM itself: the reference
+  EXPECT_DOUBLE_EQ(NormalisedRoundNs(90, 100, 240, 200), 100);  // waits counted above the time: no negative computing
+}
+
 // Real iterations of a real model on this host's slow tier: the measured
 // columns are filled and name their backend; all-DRAM and all-slow run in
 // every round.
@@ -203,6 +215,19 @@ TEST(Benchmark, MeasuredRowsOnRealIterations) {
   }
   o.clock = "sundial";
   EXPECT_THROW(RunBenchmark(w, o), std::invalid_argument);
+  // The normalised clock: all-DRAM reads the cost model's time in every
+  // round, and the plans' emulated time stays whole.
+  o.clock = "normalised";
+  const std::vector<BenchmarkRow> normalised = RunBenchmark(w, o);
+  ASSERT_EQ(normalised.size(), 3u);
+  for (const BenchmarkRow& r : normalised) {
+    ASSERT_TRUE(r.measured) << r.policy << ": " << r.note;
+    EXPECT_EQ(r.measured_clock, "normalised");
+    EXPECT_DOUBLE_EQ(r.measured_all_dram_ns, MinCostNs(w));
+    EXPECT_NEAR(r.measured_relative, r.measured_all_dram_ns / r.measured_ns, 0.25 * r.measured_relative);
+  }
+  EXPECT_GT(normalised[0].measured_ns, normalised[0].measured_emulated_delay_ns);  // all-slow
+  EXPECT_LT(normalised[0].measured_relative, 1);
   // All-slow reads everything from the slow tier: the emulated device adds time.
   EXPECT_GT(rows[0].measured_emulated_delay_ns, 0);
   EXPECT_EQ(rows[0].measured_bytes_migrated, 0u);
