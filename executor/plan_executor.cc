@@ -367,25 +367,36 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     pending.clear();
   }
 
-  // The migrations after kernel k: out of DRAM first (their room is free
-  // before anything moves in); with contiguous migration, runs of tensors
-  // adjacent in a region that go the same way move as one copy.
+  // Whether kernel k writes one of `tensors`.
+  bool Writes(uint32_t k, const std::vector<uint32_t>& tensors) const {
+    if (k >= K) return false;
+    for (uint32_t t : writes_of[k])
+      if (std::find(tensors.begin(), tensors.end(), t) != tensors.end()) return true;
+    return false;
+  }
+
+  // The migrations after kernel k: out of DRAM first, then into DRAM, so
+  // that the moves out have made their room before anything moves in; with
+  // contiguous migration, runs of tensors adjacent in a region that go the
+  // same way move as one copy. As in the cost model (EvaluateValidPlan), an
+  // async copy of a tensor kernel k+1 writes is blocking: it is made and
+  // finished here, so a move out of DRAM of such a tensor has freed its DRAM
+  // before the moves into DRAM start (the others hold both copies until the
+  // end of kernel k+1, eq. 7).
   void StartMigrations(uint32_t k) {
-    std::vector<Migration> ms = after[k];
-    std::stable_sort(ms.begin(), ms.end(), [](const Migration& a, const Migration& b) {
-      return a.to == Tier::kSlow && b.to == Tier::kDram;
-    });
-    if (!agg.contiguous_migration) {
-      for (const Migration& m : ms) StartMove({m.tensor}, m.to);
-      return;
-    }
+    const std::vector<Migration>& ms = after[k];
     for (Tier to : {Tier::kSlow, Tier::kDram}) {
+      if (!agg.contiguous_migration) {
+        for (const Migration& m : ms)
+          if (m.to == to) StartMove({m.tensor}, to, k + 1);
+        continue;
+      }
       std::vector<std::pair<AllocationRecord*, uint32_t>> in_regions;
       for (const Migration& m : ms) {
         if (m.to != to) continue;
         AllocationRecord* r = rec[m.tensor];
         if (r != nullptr && r->region != nullptr && r->tier != to) in_regions.emplace_back(r, m.tensor);
-        else StartMove({m.tensor}, to);
+        else StartMove({m.tensor}, to, k + 1);
       }
       std::sort(in_regions.begin(), in_regions.end(), [](const auto& a, const auto& b) {
         if (a.first->region != b.first->region) return std::less<PageRegion*>()(a.first->region, b.first->region);
@@ -402,15 +413,16 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
             break;
           run.push_back(in_regions[j].second);
         }
-        StartMove(run, to);
+        StartMove(run, to, k + 1);
         i = j;
       }
     }
   }
 
   // One copy for `tensors` (adjacent in a region when more than one; if the
-  // group cannot start, each tensor is tried on its own).
-  void StartMove(const std::vector<uint32_t>& tensors, Tier to) {
+  // group cannot start, each tensor is tried on its own), before kernel
+  // `next`.
+  void StartMove(const std::vector<uint32_t>& tensors, Tier to, uint32_t next) {
     std::vector<AllocationRecord*> rs;
     for (uint32_t t : tensors) rs.push_back(rec[t]);
     if (rs.size() == 1 && rs[0] == nullptr) {
@@ -422,7 +434,7 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     const TieredAllocator::MoveStart start =
         rs.size() == 1 ? alloc.BeginMove(rs[0], to, &t) : alloc.BeginGroupMove(rs, to, &t);
     if (start != TieredAllocator::MoveStart::kStarted && rs.size() > 1) {
-      for (uint32_t x : tensors) StartMove({x}, to);
+      for (uint32_t x : tensors) StartMove({x}, to, next);
       return;
     }
     switch (start) {
@@ -444,7 +456,12 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     cur.migration_copy_bytes += t.bytes;
     cur.migration_device_ns += PaceNs(t.bytes, t.to);
     if (tensors.size() > 1) cur.grouped_migrations += tensors.size();
-    if (async) {
+    // An async copy of a tensor the next kernel writes would be waited for
+    // at that kernel's start anyway: it blocks now (a write stall), on this
+    // thread, like a sync copy.
+    const bool write_stall = async && Writes(next, tensors);
+    if (write_stall) ++cur.async_write_stalls;
+    if (async && !write_stall) {
       p.issued_undisturbed_ns = UndisturbedNowNs();
       p.undisturbed_ns = std::make_shared<double>(std::numeric_limits<double>::quiet_NaN());
       {
@@ -454,10 +471,16 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
       copies_queued = true;
       pending.push_back(std::move(p));
     } else {
+      // The async copies queued before this one were issued before it: the
+      // copy thread starts on them now, as it would have with this copy
+      // queued too.
+      if (async) WakeCopier();
       TieredAllocator::ClaimCopy(t);
       const double u0 = UndisturbedNowNs();
       const double ns = PacedCopy(t.dst, t.src, t.bytes, PaceNs(t.bytes, t.to));
-      cur.migration_copy_ns += ns;
+      // Async: migration_copy_ns is copy_ns at the end of the iteration.
+      if (async) copy_ns.fetch_add(static_cast<uint64_t>(ns), std::memory_order_relaxed);
+      else cur.migration_copy_ns += ns;
       cur.exposed_migration_ns += UndisturbedNowNs() - u0;
       TieredAllocator::MarkCopied(t);
       Finish(p);
@@ -467,20 +490,8 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
   // ---- KernelTracer::Listener
   void OnKernelStart(uint32_t k, const char*) override {
     kernels_seen = k + 1;
-    if (k < K && !pending.empty()) {
-      for (size_t i = 0; i < pending.size();) {
-        bool writes = false;
-        for (uint32_t t : writes_of[k])
-          writes = writes || std::find(pending[i].tensors.begin(), pending[i].tensors.end(), t) != pending[i].tensors.end();
-        if (writes) {
-          ++cur.async_write_stalls;
-          Finish(pending[i]);
-          pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
-        } else {
-          ++i;
-        }
-      }
-    }
+    // No copy in flight here is of a tensor kernel k writes: StartMove made
+    // those before it returned.
     kstart = SteadyNowNs();
     if (cfg.record_kernel_times) kstart_cpu = ThreadCpuNowNs();
   }

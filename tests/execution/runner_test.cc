@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/stats.h"
+#include "envs/cost_model.h"
 #include "envs/workload_io.h"
 #include "executor/executor.h"
 #include "executor/migration_plans.h"
@@ -96,6 +97,62 @@ TEST(RealExecution, TheFirstMoveThatCannotBeMadeIsNamedWithItsReason) {
   const ExecutionReport ok = runner.Execute(PlacementPlan::Uniform(w, Tier::kSlow, 0), 0, 1);
   ASSERT_TRUE(ok.ok) << ok.failure;
   EXPECT_EQ(ok.counters.back().first_unfollowed_move, "");
+}
+
+// Issue #16: an async plan the cost model accepts runs as planned. At one
+// boundary the plan evicts a tensor the next kernel writes, a copy the cost
+// model takes as blocking (its DRAM is free before that kernel), and brings
+// another tensor into DRAM that fits only once the first has left. The
+// executor must finish that eviction before it starts the move into DRAM,
+// not at the start of the writing kernel.
+TEST(RealExecution, AnEvictionTheNextKernelWritesMakesRoomForAMoveIntoDramAtTheSameBoundary) {
+  RealWorkloadRunner runner(SmallRunner("alexnet"));
+  const Workload& w = runner.Profile().workload;
+  auto find = [&](const std::string& name) {
+    for (uint32_t t = 0; t < w.num_tensors(); ++t)
+      if (w.tensors[t].name == name) return static_cast<int64_t>(t);
+    return int64_t{-1};
+  };
+  // The last classifier layer's weight and its momentum buffer: 4 MiB each.
+  const int64_t param = find("param:classifier.4.weight");
+  const int64_t momentum = find("sgd.momentum:classifier.4.weight");
+  ASSERT_GE(param, 0);
+  ASSERT_GE(momentum, 0);
+  const uint32_t in = static_cast<uint32_t>(param), out = static_cast<uint32_t>(momentum);
+  // The first kernel that writes the momentum (the optimizer's update of it);
+  // both moves come right before it.
+  uint32_t writer = 0;
+  for (uint32_t k = 1; k < w.num_kernels() && writer == 0; ++k)
+    if (w.KernelWrites(k, out)) writer = k;
+  ASSERT_GT(writer, 0u);
+  ASSERT_FALSE(w.KernelWrites(writer, in));  // the move into DRAM overlaps that kernel
+  PlacementPlan plan = PlacementPlan::Uniform(w, Tier::kSlow, 0);
+  plan.mode = MigrationMode::kAsync;
+  plan.produced_by = "test";
+  plan.initial_tiers[out] = Tier::kDram;
+  plan.migrations.push_back({static_cast<int32_t>(writer - 1), out, Tier::kSlow});
+  plan.migrations.push_back({static_cast<int32_t>(writer - 1), in, Tier::kDram});
+  plan.Normalize();
+  // The tightest limit the cost model accepts: the peak it computes.
+  plan.dram_limit_bytes = EvaluatePlan(w, plan).dram_peak_bytes;
+  const CostReport cost = EvaluatePlan(w, plan);
+  ASSERT_FALSE(cost.oom) << "kernel " << cost.oom_kernel << " over by " << cost.oom_excess_bytes;
+  // Both tensors in DRAM at once would not fit.
+  ASSERT_LT(plan.dram_limit_bytes, w.pinned_dram_bytes() + w.tensors[in].size_bytes + w.tensors[out].size_bytes);
+  const ExecutionReport r = runner.Execute(plan, 0, 2);
+  ASSERT_TRUE(r.ok) << r.failure;
+  for (const IterationCounters& c : r.counters) {
+    EXPECT_EQ(c.migrations_refused, 0u) << c.first_unfollowed_move;
+    EXPECT_EQ(c.migrations_skipped, 0u) << c.first_unfollowed_move;
+    EXPECT_EQ(c.migration_oom_events, 0u);
+    EXPECT_EQ(c.oom_events, 0u);
+    EXPECT_EQ(c.first_unfollowed_move, "");
+    EXPECT_EQ(c.migrations_to_slow, 1u);
+    EXPECT_EQ(c.migrations_to_dram, 1u);
+    EXPECT_GE(c.async_write_stalls, 1u);  // the eviction was waited for
+    EXPECT_LE(c.dram_peak_bytes, plan.dram_limit_bytes);
+    EXPECT_TRUE(c.graph_matches) << c.graph_difference;
+  }
 }
 
 TEST(RealExecution, ProfileIsDeterministicAndComplete) {
