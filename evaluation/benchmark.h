@@ -67,7 +67,10 @@ struct BenchmarkOptions {
   // NormalisedRoundNs; all-DRAM then reads the cost model's time in every
   // round) or "wall" (the wall clock, which load stretches in the computing
   // part only, so ratios move with it).
-  std::string clock = "undisturbed";
+  // Default: normalised. Beside a busy loop on this project's 2-core machine,
+  // default-scale MobileNetV2, async: quiet-to-busy shifts of -0.2 to +2.9
+  // points against +1.5 to +8.4 undisturbed (docs/results/executor.md).
+  std::string clock = "normalised";
   int warmup_iterations = 1;
   int repeats = 1;  // per plan and round
   double solver_time_limit_seconds = 60;
