@@ -151,6 +151,7 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     std::vector<uint64_t> bytes;
     double issued_undisturbed_ns = 0;         // async: the training thread's undisturbed clock at the start
     std::shared_ptr<double> undisturbed_ns;  // async: set by the copy thread (QueuedCopy)
+    uint32_t overlaps_kernel = 0;            // async: the kernel the copy runs under
   };
   struct PageAccess {
     uintptr_t page;
@@ -346,6 +347,11 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
       if (moved[i]) {
         Count(p.tensors[i], p.ticket.to, p.bytes[i]);
         if (AllocationRecord* r = rec[p.tensors[i]]) page_of[p.tensors[i]] = PageOf(r->ptr);
+      } else if (w.tensors[p.tensors[i]].free_kernel == p.overlaps_kernel) {
+        // The tensor died under its copy, in its last kernel, as the
+        // workload says it does: the copy the plan asked for (and the cost
+        // model priced) was made, and the tier it was for is moot.
+        Count(p.tensors[i], p.ticket.to, p.bytes[i]);
       } else {
         ++cur.migrations_skipped;
         NoteUnfollowed("migration", p.tensors[i], p.ticket.to, TieredAllocator::MoveStart::kNoStorage);
@@ -451,6 +457,7 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
         return;
     }
     Pending p{t, tensors, {}};
+    p.overlaps_kernel = next;
     for (AllocationRecord* r : rs) p.bytes.push_back(r->bytes);
     ++cur.migration_copies;
     cur.migration_copy_bytes += t.bytes;

@@ -155,6 +155,42 @@ TEST(RealExecution, AnEvictionTheNextKernelWritesMakesRoomForAMoveIntoDramAtTheS
   }
 }
 
+// An async copy issued before a tensor's last kernel runs under that kernel,
+// which frees the tensor (it dies there, as the workload says): the copy the
+// plan asked for and the cost model priced was made, so the move is followed
+// and its bytes counted, not skipped (issue #16 item 1). The environment no
+// longer plans such moves (PlacementEnv), but other planners may.
+TEST(RealExecution, AnAsyncCopyUnderItsTensorsLastKernelIsFollowed) {
+  RealWorkloadRunner runner(SmallRunner("alexnet"));
+  const Workload& w = runner.Profile().workload;
+  PlacementPlan plan = PlacementPlan::Uniform(w, Tier::kDram, 0);
+  plan.mode = MigrationMode::kAsync;
+  plan.produced_by = "test";
+  size_t moves = 0;
+  for (uint32_t t = 0; t < w.num_tensors(); ++t) {
+    const Tensor& x = w.tensors[t];
+    if (x.persistent || x.pinned_dram || x.size_bytes < 4096 || x.free_kernel < x.alloc_kernel + 1 ||
+        w.KernelWrites(x.free_kernel, t))
+      continue;
+    plan.migrations.push_back({static_cast<int32_t>(x.free_kernel) - 1, t, Tier::kSlow});
+    ++moves;
+  }
+  plan.Normalize();
+  plan.Validate(w);
+  ASSERT_GT(moves, 10u);
+  const CostReport cost = EvaluatePlan(w, plan);
+  ASSERT_FALSE(cost.oom);
+  const ExecutionReport r = runner.Execute(plan, 0, 2);
+  ASSERT_TRUE(r.ok) << r.failure;
+  for (const IterationCounters& c : r.counters) {
+    EXPECT_EQ(c.migrations_skipped, 0u) << c.first_unfollowed_move;
+    EXPECT_EQ(c.migrations_refused, 0u) << c.first_unfollowed_move;
+    EXPECT_EQ(c.first_unfollowed_move, "");
+    EXPECT_EQ(c.bytes_to_slow, cost.bytes_to_slow);
+    EXPECT_TRUE(c.graph_matches) << c.graph_difference;
+  }
+}
+
 TEST(RealExecution, ProfileIsDeterministicAndComplete) {
   RealWorkloadRunner runner(SmallRunner("resnet18"));
   const ProfileReport& p = runner.Profile();
