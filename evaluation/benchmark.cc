@@ -347,7 +347,10 @@ size_t FastestMeasured(const Workload& w, const BenchmarkOptions& o, RealWorkloa
     return rows[i].measured && rows[i].migrations_refused == 0 && rows[i].migrations_skipped == 0 &&
            rows[i].oom_events == 0;
   };
-  size_t best = candidates.size() - 1;  // the cost model's best, unless a measured one beats it
+  // The cost model's best, unless a measured one beats it.
+  size_t best = 0;
+  for (size_t i = 1; i < candidates.size(); ++i)
+    if (candidates[i].cost_ns < candidates[best].cost_ns) best = i;
   for (size_t i = 0; i < rows.size(); ++i) {
     LogInfo("plan_time_measured_candidate")
         .kv("workload", w.name)

@@ -152,6 +152,9 @@ GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, co
   if (options.keep_candidates) keep_candidate("greedy", result.plan, result.cost.total_ns);
   // The plans that improved on the best in the current formulation, in order.
   std::vector<std::pair<PlacementPlan, double>> trail;
+  // The current formulation's best solution, whether or not it beat the plan
+  // before it on the cost model.
+  std::optional<std::pair<PlacementPlan, double>> formulation_best;
 
   // Per tensor, its decisions.
   std::vector<std::vector<const PolicyDecision*>> of_tensor(w.num_tensors());
@@ -235,6 +238,8 @@ GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, co
         CostReport cost = EvaluatePlan(w, plan);
         solve.cost_ns = cost.oom ? 0 : cost.total_ns;
         solve.improved = !cost.oom && (result.cost.oom || cost.total_ns < result.cost.total_ns);
+        if (options.keep_candidates && !cost.oom && (!formulation_best || cost.total_ns < formulation_best->second))
+          formulation_best.emplace(plan, cost.total_ns);
         if (solve.improved) {
           if (options.keep_candidates) trail.emplace_back(plan, cost.total_ns);
           result.plan = std::move(plan);
@@ -307,6 +312,14 @@ GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, co
     if (last && options.final_mip_gap > 0) solve_once(0, options.final_mip_gap, 1.0, std::nullopt, &in_time);
     if (!last && (options.fixed_shares.back() > 0 || !options.synchronous_shares_in_async))
       solve_once(0, options.mip_gap, 1.0, std::nullopt, &in_time);
+    // A formulation whose solutions never beat the plan before it on the
+    // cost model still offers its best: in async mode the synchronous
+    // program's plan makes a fraction of the copies of a policy's plan,
+    // which real iterations may price above the cost model.
+    if (options.keep_candidates && trail.empty() && formulation_best)
+      keep_candidate(std::string(AutoTmFormulationName(ilp.formulation)) + ", not better on the cost model",
+                     formulation_best->first, formulation_best->second);
+    formulation_best.reset();
     if (options.keep_candidates && !trail.empty()) {
       const std::string name = AutoTmFormulationName(ilp.formulation);
       // Plans on the way, evenly spaced, before the formulation's best.

@@ -101,7 +101,9 @@ struct GuidedIlpSolve {
 // synchronous one for a few points that a host may not pay back).
 struct GuidedIlpCandidate {
   std::string source;  // "greedy", "synchronous", "asynchronous" (the formulation's best), or
-                       // "asynchronous, improvement N of M" (a plan on the way to that best)
+                       // "asynchronous, improvement N of M" (a plan on the way to that best), or
+                       // "synchronous, not better on the cost model" (that formulation's best
+                       // solution where none beat the plan before it)
   PlacementPlan plan;
   double cost_ns = 0;  // on the cost model
 };
@@ -115,10 +117,11 @@ struct GuidedIlpResult {
   int location_variables = 0;  // segments of AutoTM's flow graphs (the last formulation's)
   std::vector<GuidedIlpSolve> solves;
   double seconds = 0;          // the greedy episode and the solves
-  // The greedy plan, each formulation's best, and up to
-  // GuidedIlpOptions::trail_candidates plans improved on the way to the last
-  // formulation's best (evenly spaced, by solve); distinct plans only, the
-  // best (`plan`) last. Empty unless GuidedIlpOptions::keep_candidates.
+  // The greedy plan, each formulation's best (its best solution, when none
+  // beat the plan before it), and up to GuidedIlpOptions::trail_candidates
+  // plans improved on the way to the last formulation's best (evenly spaced,
+  // by solve); distinct plans only, in the order found, `plan` among them.
+  // Empty unless GuidedIlpOptions::keep_candidates.
   std::vector<GuidedIlpCandidate> candidates;
 };
 
