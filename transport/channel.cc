@@ -64,11 +64,17 @@ struct FleetServer::Impl {
   std::thread monitor;
 
   ~Impl() {
+    // The events stop first, while the reader still drains them. libzmq's
+    // I/O thread sends each event under the socket's monitor lock and
+    // blocks while the pipe is full or its reader gone (a PAIR socket with
+    // no peer); stopping the reader first left it blocked there, and this
+    // call waiting on that lock: a learner hung on shutdown beside a client
+    // that kept failing its handshake.
+    if (!monitor_endpoint.empty()) zmq_socket_monitor(static_cast<void*>(socket), nullptr, 0);
     if (monitor.joinable()) {
       stop_monitor = true;
       monitor.join();
     }
-    if (!monitor_endpoint.empty()) zmq_socket_monitor(static_cast<void*>(socket), nullptr, 0);
     if (!zap_domain.empty()) transport_internal::UnregisterZapDomain(zap_domain);
   }
 
@@ -199,8 +205,18 @@ struct FleetClient::Impl {
   // learner is silent.
   std::unique_ptr<zmq::socket_t> monitor;
   uint64_t handshake_failures = 0;
-  void Connect() {
+  ~Impl() { StopMonitor(); }
+  // As the server's (FleetServer::Impl::~Impl): the events stop before their
+  // reader goes, or libzmq's I/O thread can block for good sending one. The
+  // pipe is drained first so that stopping does not wait on a full one.
+  void StopMonitor() {
+    if (!monitor) return;
+    DrainMonitor();
+    if (socket) zmq_socket_monitor(static_cast<void*>(*socket), nullptr, 0);
     monitor.reset();
+  }
+  void Connect() {
+    StopMonitor();
     socket = std::make_unique<zmq::socket_t>(Context(), zmq::socket_type::dealer);
     Configure(*socket, options);
     socket->set(zmq::sockopt::linger, 0);
