@@ -87,17 +87,23 @@ PlacementPlan GuidedIlpPlan(PlacementEnv& placement, const ActionScores& scores,
   return plan;
 }
 
+// The MDP a policy plans in at a budget: the bench's mode, and the scope a
+// network was trained in.
+EnvConfig PlanningEnv(const BenchmarkOptions& o, uint64_t dram_limit) {
+  EnvConfig env;
+  env.dram_limit_bytes = dram_limit;
+  env.mode = o.mode;
+  env.scope = o.scope;
+  return env;
+}
+
 // The agent of a checkpoint, rolled out greedily on the workload at the
 // given budget: the learned policy as a baseline-like decision; improved by
 // the plan-time search or the ILP its network guides where the name asks.
 // `runner`: this host's real iterations, for the measured choice.
 PlacementPlan LearnedPlan(const PlacementAgent& agent, const Workload& w, uint64_t dram_limit,
                           const BenchmarkOptions& o, PlanTime plan_time, RealWorkloadRunner* runner) {
-  EnvConfig env;
-  env.dram_limit_bytes = dram_limit;
-  env.mode = o.mode;
-  env.scope = o.scope;
-  PlacementEnv placement(w, env);
+  PlacementEnv placement(w, PlanningEnv(o, dram_limit));
   PlacementPlan plan;
   switch (plan_time) {
     case PlanTime::kSearch:
@@ -320,7 +326,7 @@ void MeasureInRounds(const Workload& w, const BenchmarkOptions& o, RealWorkloadR
         plan_ns[i][round] = NormalisedRoundNs(plan_ns[i][round], NonComputeNs(reports[i][round]), dram_ns[round], reference_ns);
     for (size_t round = 0; round < slow_ns.size(); ++round)
       slow_ns[round] = NormalisedRoundNs(slow_ns[round], slow_non_compute_ns[round], dram_ns[round], reference_ns);
-    for (double& ns : dram_ns) ns = reference_ns;  // NormalisedNs of all-DRAM, which waits for nothing
+    for (double& ns : dram_ns) ns = reference_ns;  // NormalisedRoundNs of all-DRAM, which waits for nothing
   }
   const double all_slow_relative = CompareToAllDram(slow_ns, dram_ns).relative;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -486,11 +492,7 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
           row.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           row.plan_source = plan.produced_by;
         } else if (name == kHeatIlpMeasured) {
-          EnvConfig env;
-          env.dram_limit_bytes = limit;
-          env.mode = o.mode;
-          env.scope = o.scope;
-          PlacementEnv placement(w, env);
+          PlacementEnv placement(w, PlanningEnv(o, limit));
           auto t0 = std::chrono::steady_clock::now();
           plan = GuidedIlpPlan(placement, HeatOrderScores(), name, w, o, host(name));
           row.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -144,9 +144,8 @@ GuidedIlpResult SolveGuidedIlp(PlacementEnv& env, const ActionScores& scores, co
   result.plan = greedy.summary.plan;
   result.cost = greedy.summary.cost;
   auto keep_candidate = [&](std::string source, const PlacementPlan& plan, double cost_ns) {
-    const uint64_t hash = plan.Hash();
     for (const GuidedIlpCandidate& c : result.candidates)
-      if (c.plan.Hash() == hash && c.plan == plan) return;
+      if (c.plan == plan) return;
     result.candidates.push_back({std::move(source), plan, cost_ns});
   };
   if (options.keep_candidates) keep_candidate("greedy", result.plan, result.cost.total_ns);
