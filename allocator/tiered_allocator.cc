@@ -242,6 +242,12 @@ void TieredAllocator::Uninstall() {
   installed_ = false;
 }
 
+c10::DataPtr TieredAllocator::allocate(size_t n) { return static_cast<const TieredAllocator&>(*this).allocate(n); }
+
+void TieredAllocator::copy_data(void* dest, const void* src, std::size_t count) const {
+  if (count != 0) std::memcpy(dest, src, count);
+}
+
 c10::DataPtr TieredAllocator::allocate(size_t n) const {
   AllocatorCore& core = *core_;
   const c10::Device cpu(c10::DeviceType::CPU);

@@ -128,7 +128,23 @@ class TieredAllocator final : public c10::Allocator {
   void Uninstall();
   bool installed() const { return installed_; }
 
-  c10::DataPtr allocate(size_t n) const override;
+  // c10::Allocator changed between LibTorch 1.13 and 2.x: 1.13 declares
+  // allocate() const, 2.x (2.6 checked) non-const and adds copy_data() as a
+  // pure virtual. Both forms are declared, without `override`, so that the
+  // one the LibTorch in use declares is overridden and the other is a plain
+  // member; a LibTorch with yet another signature leaves the class abstract
+  // and fails to compile here.
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Winconsistent-missing-override"
+#endif
+  c10::DataPtr allocate(size_t n) const;
+  c10::DataPtr allocate(size_t n);
+  // Copies between two blocks of this allocator (LibTorch 2.x clone()).
+  void copy_data(void* dest, const void* src, std::size_t count) const;
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif
   // DataPtrs have context == data pointer (raw_allocate works); records are
   // found through a process-wide registry.
   c10::DeleterFnPtr raw_deleter() const override;

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "models/optimizer_state.h"
 #include "models/training_task.h"
 
 namespace tensortier {
@@ -433,7 +434,7 @@ class TaskBase : public TrainingTask {
         v.push_back({"grad:" + param_names_[i], PersistentRole::kGradient, params_[i].grad()});
     auto& state = optimizer_->state();
     for (size_t i = 0; i < params_.size(); ++i) {
-      auto it = state.find(c10::guts::to_string(params_[i].unsafeGetTensorImpl()));
+      auto it = FindOptimizerState(state, params_[i]);
       if (it == state.end()) continue;
       if (auto* s = dynamic_cast<torch::optim::SGDParamState*>(it->second.get())) {
         if (s->momentum_buffer().defined())

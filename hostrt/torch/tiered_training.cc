@@ -20,6 +20,7 @@
 #include "allocator/tiered_allocator.h"
 #include "hostrt/apply/plan_from_lookup.h"
 #include "hostrt/tensortier_lookup.h"
+#include "models/optimizer_state.h"
 #include "models/training_task.h"
 #include "profiler/graph_capture.h"
 #include "tiers/memory_tier.h"
@@ -139,7 +140,7 @@ std::vector<JobTensor> JobTensorsOf(const torch::nn::Module& module, torch::opti
     if (p.second.grad().defined()) v.push_back({"grad:" + p.first, TensorRole::kGradient, p.second.grad()});
   auto& state = optimizer.state();
   for (const auto& p : params) {
-    auto it = state.find(c10::guts::to_string(p.second.unsafeGetTensorImpl()));
+    auto it = FindOptimizerState(state, p.second);
     if (it == state.end()) continue;
     if (auto* s = dynamic_cast<torch::optim::SGDParamState*>(it->second.get())) {
       if (s->momentum_buffer().defined())
