@@ -1,5 +1,5 @@
-// Gradient updates per second of the DQN and discrete SAC agents on the CPU,
-// for one agent and batch size per invocation, so that a driver
+// Gradient updates per second of the DQN and discrete SAC agents (on the CPU
+// unless --device says otherwise), for one agent and batch size per invocation, so that a driver
 // (bench/python/compare_updates.py) can interleave it with the PyTorch
 // version of the same update and report ratios measured side by side.
 // Prints one JSON line.
@@ -65,8 +65,9 @@ double UpdatesPerSecond(Agent& agent, ReplayBuffer& replay, double seconds, int 
 
 int main(int argc, char** argv) {
   using namespace tensortier;
-  CLI::App app{"Gradient updates per second of one agent at one batch size (CPU)"};
+  CLI::App app{"Gradient updates per second of one agent at one batch size (CPU unless --device)"};
   std::string agent_name = "sac";
+  std::string device = "cpu";
   int batch = 32;
   double seconds = 2.0;
   int threads = 0;
@@ -76,35 +77,42 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", seconds, "measurement time");
   app.add_option("--threads", threads, "intra-op threads (0 = LibTorch's default)");
   app.add_option("--warmup-updates", warmup_updates, "updates before timing");
+  // Each update reads its loss back to the host (TrainStats), so on CUDA the
+  // clock includes the device's work, not only its launches.
+  app.add_option("--device", device, "where the agent trains: cpu, cuda, cuda:N or auto");
   CLI11_PARSE(app, argc, argv);
 
   if (threads > 0) at::set_num_threads(threads);
   ReplayBuffer replay = RandomReplay(10000, 1);
   uint64_t updates = 0;
   double rate = 0;
+  std::string device_used;
   if (agent_name == "dqn") {
     // The settings of bench/python/bench_updates.py (the library's defaults
     // before they became the tuned ones), so that both sides do the same work.
     DqnConfig c;
     c.batch_size = batch;
-    c.device = "cpu";
+    c.device = device;
     c.learning_rate = 1e-4;
     c.target_update_interval = 100;
     DqnAgent agent(c);
+    device_used = agent.device_name();
     rate = UpdatesPerSecond(agent, replay, seconds, warmup_updates, &updates);
   } else {
     SacConfig c;
     c.batch_size = batch;
-    c.device = "cpu";
+    c.device = device;
     c.alpha_learning_rate = 3e-4;
     c.tau = 0.005;
     c.target_entropy_scale = 0.89;
     c.reward_scale = 1.0;
     SacAgent agent(c);
+    device_used = agent.device_name();
     rate = UpdatesPerSecond(agent, replay, seconds, warmup_updates, &updates);
   }
-  std::printf("{\"impl\": \"cpp\", \"agent\": \"%s\", \"batch\": %d, \"threads\": %d, \"updates\": %llu, "
-              "\"updates_per_second\": %.1f}\n",
-              agent_name.c_str(), batch, at::get_num_threads(), static_cast<unsigned long long>(updates), rate);
+  std::printf("{\"impl\": \"cpp\", \"agent\": \"%s\", \"device\": \"%s\", \"batch\": %d, \"threads\": %d, "
+              "\"updates\": %llu, \"updates_per_second\": %.1f}\n",
+              agent_name.c_str(), device_used.c_str(), batch, at::get_num_threads(),
+              static_cast<unsigned long long>(updates), rate);
   return 0;
 }
