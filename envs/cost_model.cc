@@ -20,6 +20,10 @@ double CopyTimeNs(const Workload& w, uint64_t bytes, Tier to) {
   return setup_ns + static_cast<double>(bytes) / bw * 1e9;
 }
 
+double ExposedAsyncCopyNs(const Workload& w, double copy_ns, double kernel_ns) {
+  return std::max(copy_ns - kernel_ns, 0.0) + w.device.async_copy_exposure * std::min(copy_ns, kernel_ns);
+}
+
 double MinCostNs(const Workload& w) { return w.total_dram_time_ns(); }
 double MaxCostNs(const Workload& w) { return w.total_slow_time_ns(); }
 
@@ -117,7 +121,8 @@ void EvaluateValidPlan(const Workload& w, const PlacementPlan& plan, CostReport&
       r.oom_excess_bytes = std::max(r.oom_excess_bytes, excess);
     }
 
-    double exposed_ns = blocking_ns + std::max(overlapped_ns - exec_ns, 0.0);
+    const double exposed_ns = blocking_ns + ExposedAsyncCopyNs(w, overlapped_ns, exec_ns);
+    r.overlapped_ns += std::min(overlapped_ns, exec_ns);
     r.exec_ns += exec_ns;
     r.migration_ns += exposed_ns;
     r.kernel_ns[k] = exec_ns + exposed_ns;

@@ -16,6 +16,9 @@ struct CostReport {
   double exec_ns = 0;            // C_e
   double migration_ns = 0;       // C_m: blocking copies (sync) or exposed copy time (async)
   double raw_migration_ns = 0;   // every copy's duration, overlapped or not
+  // Async copy time under the kernels it overlaps (sum over kernels of
+  // min(copies, kernel)); migration_ns holds DeviceModel::async_copy_exposure of it.
+  double overlapped_ns = 0;
   uint64_t dram_peak_bytes = 0;
   uint64_t slow_peak_bytes = 0;
   uint64_t bytes_to_slow = 0;
@@ -41,6 +44,11 @@ void EvaluateValidPlan(const Workload& w, const PlacementPlan& plan, CostReport&
 // Time of a copy of `bytes` towards `to` on the workload's device: its fixed
 // setup cost plus bytes over its bandwidth.
 double CopyTimeNs(const Workload& w, uint64_t bytes, Tier to);
+
+// What an asynchronous copy of `copy_ns` costs the iteration when it runs
+// alone under a kernel of `kernel_ns`: all of it beyond the kernel, and
+// w.device.async_copy_exposure of the part under it.
+double ExposedAsyncCopyNs(const Workload& w, double copy_ns, double kernel_ns);
 
 // C_min (all DRAM, no migrations) and C_max (all slow).
 double MinCostNs(const Workload& w);

@@ -37,7 +37,8 @@ std::string DescribeWorkload(const Workload& w) {
      << "device          " << w.device.name << ": to slow " << w.device.dram_to_slow_bytes_per_second / 1e9
      << " GB/s + " << w.device.dram_to_slow_copy_setup_ns / 1e3 << " us per copy, to DRAM "
      << w.device.slow_to_dram_bytes_per_second / 1e9 << " GB/s + " << w.device.slow_to_dram_copy_setup_ns / 1e3
-     << " us per copy\n";
+     << " us per copy; " << 100 * w.device.async_copy_exposure
+     << "% of an asynchronous copy's overlapped time still paid\n";
   if (!w.profile.empty())
     os << "profiled        kernels: " << w.profile.kernel_timing << "; copies: " << w.profile.copy_timing
        << "; load average " << w.profile.load_average_start << " -> " << w.profile.load_average_end << " on "

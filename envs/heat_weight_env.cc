@@ -220,7 +220,7 @@ HeatStepResult HeatWeightEnv::StepWithHeats(const std::vector<double>& heat, dou
       const Access* a = w_.FindAccess(k, t);
       const bool overlapped = async && !(a && a->writes > 0);
       const double ns = CopyTimeNs(w_, w_.tensors[t].size_bytes, to);
-      copy_ns += overlapped ? std::max(0.0, ns - kernel_ns) : ns;
+      copy_ns += overlapped ? ExposedAsyncCopyNs(w_, ns, kernel_ns) : ns;
       effective[t] = overlapped ? tier_[t] : to;
     } else {
       effective[t] = to;

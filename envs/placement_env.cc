@@ -548,8 +548,7 @@ StepResult PlacementEnv::Step(int action) {
     if (config_.step_reward == StepRewardKind::kDeepTm) {
       reward -= std::min(1.0, copy_ns / kernel_ns);  // m_nor
     } else {
-      // An overlapped copy is exposed only beyond the kernel it runs under.
-      reward -= time_scale_ * (overlapped ? std::max(0.0, copy_ns - kernel_ns) : copy_ns);
+      reward -= time_scale_ * (overlapped ? ExposedAsyncCopyNs(w_, copy_ns, kernel_ns) : copy_ns);
     }
   }
   // DRAM held during kernel k: DRAM-placed tensors and, with async copies,

@@ -67,6 +67,8 @@ void Workload::Finalize() {
   if (!(device.dram_to_slow_copy_setup_ns >= 0) || !(device.slow_to_dram_copy_setup_ns >= 0) ||
       !std::isfinite(device.dram_to_slow_copy_setup_ns) || !std::isfinite(device.slow_to_dram_copy_setup_ns))
     Invalid("device copy setup times must be finite and not negative");
+  if (!(device.async_copy_exposure >= 0 && device.async_copy_exposure <= 1))
+    Invalid("device async copy exposure must be between 0 and 1");
 
   kernel_accesses_.assign(K, {});
   live_.assign(K, {});

@@ -66,6 +66,14 @@ struct DeviceModel {
   // latency, bookkeeping), as the profiler measured the executor paying it.
   double dram_to_slow_copy_setup_ns = 0;
   double slow_to_dram_copy_setup_ns = 0;
+  // The share of an asynchronous copy's time hidden under the kernel it
+  // overlaps that the iteration pays all the same, from 0 (hidden
+  // entirely: DeepTM eq. 5-6, a copy engine beside the computing cores) to
+  // 1 (as if the copy blocked). A host whose copies take the memory
+  // bandwidth, caches or CPU the kernels use sits in between. Measured by
+  // the profiler on the executor (docs/emulation.md, "Copies that overlap
+  // a kernel"); 0 in files written before it existed.
+  double async_copy_exposure = 0;
   uint64_t slow_capacity_bytes = 0;  // 0 = unbounded
 };
 

@@ -49,6 +49,7 @@ void DeviceToCapnp(const DeviceModel& device, schema::DeviceModel::Builder out) 
   out.setSlowCapacityBytes(device.slow_capacity_bytes);
   out.setDramToSlowCopySetupNs(device.dram_to_slow_copy_setup_ns);
   out.setSlowToDramCopySetupNs(device.slow_to_dram_copy_setup_ns);
+  out.setAsyncCopyExposure(device.async_copy_exposure);
 }
 
 DeviceModel DeviceFromCapnp(schema::DeviceModel::Reader in) {
@@ -59,6 +60,7 @@ DeviceModel DeviceFromCapnp(schema::DeviceModel::Reader in) {
   device.slow_capacity_bytes = in.getSlowCapacityBytes();
   device.dram_to_slow_copy_setup_ns = in.getDramToSlowCopySetupNs();
   device.slow_to_dram_copy_setup_ns = in.getSlowToDramCopySetupNs();
+  device.async_copy_exposure = in.getAsyncCopyExposure();
   return device;
 }
 

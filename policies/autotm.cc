@@ -172,10 +172,18 @@ AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& o) {
   }
 
   // Objective: sum_k rho_k, or sum_k max(rho_k, overlapped copies) through
-  // z_k >= rho_k, z_k >= copies_k (AutoTM eq. 7).
+  // z_k >= rho_k, z_k >= copies_k (AutoTM eq. 7). Where the host hides only
+  // part of a copy (share e of it is paid, DeviceModel::async_copy_exposure),
+  // the cost model's max + e * min is (1 - e) * max + e * (rho_k + copies_k).
+  const double exposure = w.device.async_copy_exposure;
   for (size_t k = 0; k < K; ++k) {
     if (overlap_objective && !overlap_terms[k].empty()) {
-      int z = mip.AddVariable(0, std::numeric_limits<double>::infinity(), 1, false);
+      int z = mip.AddVariable(0, std::numeric_limits<double>::infinity(), 1 - exposure, false);
+      if (exposure > 0) {
+        mip.AddObjectiveConstant(exposure * rho_constant[k]);
+        for (const auto& [col, coef] : rho_terms[k]) mip.AddToObjective(col, exposure * coef);
+        for (const auto& [col, ns] : overlap_terms[k]) mip.AddToObjective(col, exposure * ns);
+      }
       std::vector<std::pair<int, double>> row = {{z, 1}};
       for (const auto& [col, coef] : rho_terms[k]) row.push_back({col, -coef});
       mip.AddRow(row, 'G', rho_constant[k]);

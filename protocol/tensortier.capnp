@@ -58,6 +58,7 @@ struct DeviceModel {
   slowCapacityBytes @3 :UInt64;        # 0 = unbounded
   dramToSlowCopySetupNs @4 :Float64;   # fixed cost per copy (0 in files written before it existed)
   slowToDramCopySetupNs @5 :Float64;
+  asyncCopyExposure @6 :Float64;       # share of an overlapped async copy's time still paid, 0-1 (0 in files written before it existed)
 }
 
 # How to rebuild the training job a workload was profiled from, so that a

@@ -44,6 +44,7 @@ inline void ExpectSameWorkload(const Workload& a, const Workload& b) {
   EXPECT_EQ(a.device.slow_to_dram_bytes_per_second, b.device.slow_to_dram_bytes_per_second);
   EXPECT_EQ(a.device.dram_to_slow_copy_setup_ns, b.device.dram_to_slow_copy_setup_ns);
   EXPECT_EQ(a.device.slow_to_dram_copy_setup_ns, b.device.slow_to_dram_copy_setup_ns);
+  EXPECT_EQ(a.device.async_copy_exposure, b.device.async_copy_exposure);
   EXPECT_EQ(a.device.slow_capacity_bytes, b.device.slow_capacity_bytes);
   EXPECT_EQ(a.model.name, b.model.name);
   EXPECT_EQ(a.model.torchscript_path, b.model.torchscript_path);

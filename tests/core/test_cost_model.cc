@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "envs/cost_model.h"
 #include "envs/first_touch.h"
 #include "tests/core/hand_graph.h"
@@ -91,6 +93,35 @@ TEST(CostModel, AsyncMigrationOverlapsTheNextKernelAndHoldsBothCopies) {
   EXPECT_DOUBLE_EQ(r.raw_migration_ns, 500);
   EXPECT_DOUBLE_EQ(r.total_ns, 850);
   EXPECT_EQ(r.dram_peak_bytes, 1600u);  // C + D + A's DRAM copy in flight
+}
+
+// A host that hides only part of a copy under the kernel it overlaps
+// (DeviceModel::async_copy_exposure) pays that share of the hidden part.
+TEST(CostModel, AsyncCopiesPayTheShareOfTheirOverlapTheHostDoesNotHide) {
+  Workload w = HandGraph();
+  const PlacementPlan p = Plan(w, {S, D, D, D}, {{1, kA, D}}, MigrationMode::kAsync);
+  // The 500 ns copy runs under k2 (360 ns with A read from the slow tier).
+  EXPECT_DOUBLE_EQ(EvaluatePlan(w, p).overlapped_ns, 360);
+  for (double exposure : {0.0, 0.25, 1.0}) {
+    w.device.async_copy_exposure = exposure;
+    w.Finalize();
+    const CostReport r = EvaluatePlan(w, p);
+    EXPECT_DOUBLE_EQ(r.migration_ns, 140 + exposure * 360) << exposure;
+    EXPECT_DOUBLE_EQ(r.total_ns, 850 + exposure * 360) << exposure;
+    EXPECT_DOUBLE_EQ(r.overlapped_ns, 360) << exposure;
+    EXPECT_DOUBLE_EQ(ExposedAsyncCopyNs(w, 500, 360), 140 + exposure * 360) << exposure;
+    EXPECT_DOUBLE_EQ(ExposedAsyncCopyNs(w, 100, 360), exposure * 100) << exposure;
+  }
+  // Exposed entirely, an overlapped copy costs what a blocking one does
+  // (500 ns here), plus what k2 pays for reading A from the slow tier.
+  const PlacementPlan sync = Plan(w, {S, D, D, D}, {{1, kA, D}}, MigrationMode::kSync);
+  EXPECT_DOUBLE_EQ(EvaluatePlan(w, p).total_ns, EvaluatePlan(w, sync).total_ns + 60);
+  // Synchronous copies hide nothing.
+  EXPECT_DOUBLE_EQ(EvaluatePlan(w, sync).overlapped_ns, 0);
+  for (double bad : {-0.1, 1.5, std::nan("")}) {
+    w.device.async_copy_exposure = bad;
+    EXPECT_THROW(w.Finalize(), std::invalid_argument) << bad;
+  }
 }
 
 TEST(CostModel, AsyncCopyOfATensorTheNextKernelWritesIsSynchronous) {

@@ -42,6 +42,7 @@ Workload MakeWorkload() {
   w.device.slow_to_dram_bytes_per_second = 5.5e9;
   w.device.dram_to_slow_copy_setup_ns = 19000.5;
   w.device.slow_to_dram_copy_setup_ns = 9977.25;
+  w.device.async_copy_exposure = 0.375;
   w.device.slow_capacity_bytes = 1ull << 40;
   w.model = {"resnet18", "/models/r18.pt", 4, 32, 10, "adam", 77};
   w.profile = {"thread-cpu+emulated, median of 5 interleaved rounds", "wall, lower quartile of 15 rounds", 5, 15,
