@@ -13,6 +13,7 @@
 #include <iostream>
 #include <sstream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <unistd.h>
@@ -109,8 +110,10 @@ std::vector<std::string> WorkerArgs(const WorkerFlags& f) {
 
 // Profiles a model of the zoo (or a TorchScript module) on this host.
 Workload ProfileModel(const ModelFlags& m, const std::string& slow_tier,
-                      const AggregationOptions& aggregation = AggregationOptions()) {
+                      const AggregationOptions& aggregation = AggregationOptions(),
+                      int exposure_rounds = RunnerOptions::kProfileExposureRounds) {
   RunnerOptions o;
+  o.exposure_calibration_rounds = exposure_rounds;
   o.aggregation = aggregation;
   o.model.name = m.torchscript.empty() ? m.model : "torchscript";
   o.model.torchscript_path = m.torchscript;
@@ -771,6 +774,12 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   bool bench_cost_model_only = false;
   bench->add_flag("--cost-model-only", bench_cost_model_only, "Do not run real iterations");
+  std::optional<double> bench_exposure;
+  bench->add_option("--async-copy-exposure", bench_exposure,
+                    "Plan and predict as if this share (0-1) of an asynchronous copy's time under the kernel it "
+                    "overlaps were paid, in place of the workload's measured one (0: DeepTM's model, copies hidden "
+                    "entirely); real iterations are what they are")
+      ->check(CLI::Range(0.0, 1.0));
   bench->add_option("--out", bench_out, "Directory for bench.{csv,json,md} and plots")->capture_default_str();
 
   ModelFlags profile_model;
@@ -779,6 +788,13 @@ int Main(int argc, char** argv) {
   AddModelOptions(profile, profile_model);
   profile->add_option("--slow-tier", profile_slow_tier, SlowTierSpecHelp())->capture_default_str();
   profile->add_option("--out", profile_out, "Workload file to write (.ttwl)")->required();
+  int profile_exposure_rounds = RunnerOptions::kProfileExposureRounds;
+  profile->add_option("--exposure-rounds", profile_exposure_rounds,
+                      "Rounds of a plan of asynchronous copies against all-DRAM that measure how much of an "
+                      "overlapped copy this host still pays (the cost model's async copy exposure); 0: none, "
+                      "copies priced as hidden entirely")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
   std::string profile_name;
   profile->add_option("--name", profile_name,
                       "The workload's name in tables, CSV and charts (default: the zoo model's, or the TorchScript "
@@ -867,8 +883,10 @@ int Main(int argc, char** argv) {
       std::vector<BenchmarkRow> rows;
       for (const std::string& spec : bench_workloads) {
         Workload w = LoadWorkloadInput(spec);
-        std::printf("bench %s: %zu kernels, %zu tensors, peak %s\n", w.name.c_str(), w.num_kernels(), w.num_tensors(),
-                    FormatBytes(w.peak_live_bytes()).c_str());
+        if (bench_exposure) w.device.async_copy_exposure = *bench_exposure;
+        std::printf("bench %s: %zu kernels, %zu tensors, peak %s; %.0f%% of an overlapped async copy paid%s\n",
+                    w.name.c_str(), w.num_kernels(), w.num_tensors(), FormatBytes(w.peak_live_bytes()).c_str(),
+                    100 * w.device.async_copy_exposure, bench_exposure ? " (--async-copy-exposure)" : "");
         std::fflush(stdout);
         std::vector<BenchmarkRow> more;
         try {
@@ -897,7 +915,7 @@ int Main(int argc, char** argv) {
     if (*profile) {
       if (profile_model.model.empty() == profile_model.torchscript.empty())
         throw std::invalid_argument("profile needs exactly one of --model and --torchscript");
-      Workload w = ProfileModel(profile_model, profile_slow_tier, profile_aggregation);
+      Workload w = ProfileModel(profile_model, profile_slow_tier, profile_aggregation, profile_exposure_rounds);
       if (!profile_name.empty()) w.name = profile_name;
       WriteWorkloadFile(w, profile_out);
       std::printf("written to %s\n", profile_out.c_str());

@@ -273,6 +273,39 @@ TEST(RealExecution, ProfileRecordsItsMethodAndTheHostsLoad) {
   }
 }
 
+// How much of an overlapped asynchronous copy this host pays is measured
+// on real iterations when asked (the profile command asks), and said in
+// the profile's method; runners that profile only to run plans leave the
+// cost model's DeepTM default, hidden entirely.
+TEST(RealExecution, ProfileMeasuresHowMuchOfAnOverlappedCopyTheHostPays) {
+  for (int rounds : {0, 2}) {
+    RunnerOptions o = SmallRunner("alexnet");
+    o.exposure_calibration_rounds = rounds;
+    RealWorkloadRunner runner(o);
+    const Workload& w = runner.Profile().workload;
+    const double exposure = w.device.async_copy_exposure;
+    if (rounds == 0) {
+      EXPECT_EQ(exposure, 0);
+      EXPECT_EQ(w.profile.copy_timing.find("async copy exposure"), std::string::npos) << w.profile.copy_timing;
+      continue;
+    }
+    EXPECT_GE(exposure, 0);
+    EXPECT_LE(exposure, 1);
+    // Measured, or said why not: this model's kernels may hide too little.
+    const CostReport hidden = EvaluatePlan(w, PrefetchEvictPlan(w, MigrationMode::kAsync));
+    if (hidden.overlapped_ns >= 0.05 * MinCostNs(w)) {
+      EXPECT_NE(w.profile.copy_timing.find("median of 2 rounds of a prefetch-evict plan"), std::string::npos)
+          << w.profile.copy_timing;
+    } else {
+      EXPECT_EQ(exposure, 0);
+      EXPECT_NE(w.profile.copy_timing.find("async copy exposure not measured"), std::string::npos)
+          << w.profile.copy_timing;
+    }
+    // The runner goes on running plans after it.
+    EXPECT_TRUE(runner.Execute(PlacementPlan::Uniform(w, Tier::kDram, 0)).ok);
+  }
+}
+
 // The load-independent iteration time: with nothing to wait for it is the
 // thread's CPU time, never more than the wall clock's; with everything in
 // the emulated slow tier it holds every wait the device model asked for.
