@@ -16,5 +16,4 @@ namespace tensortier {
 // direction: what contiguous migration can merge. No DRAM limit.
 PlacementPlan PrefetchEvictPlan(const Workload& w, MigrationMode mode, uint32_t min_gap_kernels = 2);
 
-
 }  // namespace tensortier
