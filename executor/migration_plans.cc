@@ -34,4 +34,26 @@ PlacementPlan PrefetchEvictPlan(const Workload& w, MigrationMode mode, uint32_t 
   return p;
 }
 
+PlacementPlan EvictBetweenUsesPlan(const Workload& w) {
+  PlacementPlan p = PlacementPlan::Uniform(w, Tier::kDram, 0);
+  p.mode = MigrationMode::kAsync;
+  p.produced_by = "evict-between-uses";
+  // Boundaries (after kernel k) that already have a copy, by direction.
+  std::vector<bool> evicting(w.num_kernels()), fetching(w.num_kernels());
+  for (uint32_t t = 0; t < w.num_tensors(); ++t) {
+    if (w.tensors[t].pinned_dram) continue;
+    const std::vector<uint32_t>& uses = w.kernels_of_tensor(t);
+    for (size_t i = 0; i + 1 < uses.size(); ++i) {
+      const uint32_t a = uses[i], b = uses[i + 1];
+      if (b < a + 3 || evicting[a] || fetching[b - 2]) continue;
+      evicting[a] = fetching[b - 2] = true;
+      p.migrations.push_back({static_cast<int32_t>(a), t, Tier::kSlow});
+      p.migrations.push_back({static_cast<int32_t>(b) - 2, t, Tier::kDram});
+    }
+  }
+  p.Normalize();
+  p.Validate(w);
+  return p;
+}
+
 }  // namespace tensortier
