@@ -47,7 +47,7 @@ struct RunnerOptions {
   int repeats = 5;                  // measured iterations per Execute
   int profile_timing_iterations = 5;  // rounds of one all-DRAM and one all-slow iteration, for kernel times
   int copy_calibration_rounds = 15;   // copies per size and direction, for copy prices
-  // Rounds of one all-DRAM and one prefetch-evict run, for
+  // Rounds of one all-DRAM and one EvictBetweenUsesPlan run, for
   // DeviceModel::async_copy_exposure (0: leave it 0, copies hidden
   // entirely). Only a workload file's profile needs it: runners that profile
   // to run plans (bench, workers) leave it off; `tensortier profile` takes

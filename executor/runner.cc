@@ -258,6 +258,7 @@ struct RealWorkloadRunner::Impl {
     const PlacementPlan async = EvictBetweenUsesPlan(w);
     const CostReport cost = EvaluatePlan(w, async);
     const double dram_ns = MinCostNs(w);
+    const double exposed_ns = cost.total_ns - dram_ns;  // the copies' time beyond their kernels
     // Under a twentieth of an iteration the share would be the rounds' noise
     // (a millisecond or two here) over a little copy time: not measured.
     const double hidden_share = cost.overlapped_ns / dram_ns;
@@ -277,21 +278,22 @@ struct RealWorkloadRunner::Impl {
       if (broken) BuildTask();
       if (!a.ok || !b.ok) continue;
       const double extra_ns = b.undisturbed_median_ns - a.undisturbed_median_ns;
-      shares.push_back((extra_ns - (cost.total_ns - dram_ns)) / cost.overlapped_ns);
+      shares.push_back((extra_ns - exposed_ns) / cost.overlapped_ns);
     }
     if (shares.empty()) {
       w.profile.copy_timing += "; async copy exposure not measured (no round ran): 0";
       return;
     }
-    const double share = std::clamp(Median(shares), 0.0, 1.0);
+    const double raw_share = Median(shares);
+    const double share = std::clamp(raw_share, 0.0, 1.0);
     w.device.async_copy_exposure = share;
     w.profile.copy_timing += "; async copy exposure " + std::to_string(share).substr(0, 5) + ", median of " +
                              std::to_string(shares.size()) + " rounds of copies between uses against all-DRAM";
     LogInfo("async_copy_exposure_calibrated")
         .kv("hidden_ms", cost.overlapped_ns / 1e6)
-        .kv("exposed_ms", (cost.total_ns - dram_ns) / 1e6)
+        .kv("exposed_ms", exposed_ns / 1e6)
         .kv("rounds", shares.size())
-        .kv("raw_median", Median(shares))
+        .kv("raw_median", raw_share)
         .kv("exposure", share);
   }
   static constexpr int kExposureRepeats = 3;
