@@ -22,7 +22,9 @@ struct CopyCost {
 // Times copies of two sizes from `from` to `to` (the lower quartile of
 // `rounds`, UndisturbedTime in common/stats.h) and fits setup + bytes / bandwidth. `pace` is the emulated device of the
 // slow tier (nullptr: no pacing); `to_slow` says which way the copy goes
-// for it. Throws std::runtime_error when a tier cannot allocate.
+// for it. Releases both tiers' retained blocks first, so that the price is
+// that of a destination block the tier keeps between copies, whatever ran on
+// the tiers before. Throws std::runtime_error when a tier cannot allocate.
 CopyCost MeasureCopyCost(MemoryTier& from, MemoryTier& to, const DeviceProfile* pace, bool to_slow, int rounds = 5);
 
 }  // namespace tensortier
