@@ -13,42 +13,53 @@
 namespace tensortier {
 namespace {
 
-// One migration of `bytes` as the executor does it: the destination is a
-// fresh allocation (first-touch page faults included), the source is freed.
-double TimeOneCopyNs(MemoryTier& from, MemoryTier& to, const DeviceProfile* pace, bool to_slow, size_t bytes) {
+// One migration of `bytes` as the executor does it in a training run: the
+// destination is a block the tier kept from the iteration before (already
+// faulted in: MemoryTier's retained blocks, the sizes repeat), and the
+// source goes back to its tier's pool for the next iteration. Neither the
+// source's allocation nor its free is timed: with the pool full, as after a
+// large model, the free hands 16 MiB back to memkind (about 0.9 ms here),
+// which the executor's iterations do not pay once their blocks cycle.
+double TimeOneCopyNs(MemoryTier& from, void* dst, const DeviceProfile* pace, bool to_slow, size_t bytes) {
   void* src = from.Allocate(bytes);
   if (src == nullptr) throw std::runtime_error("copy calibration: the source tier cannot allocate");
   std::memset(src, 1, bytes);
   const double target_ns = pace == nullptr ? 0 : to_slow ? pace->CopyToDeviceNs(bytes) : pace->CopyFromDeviceNs(bytes);
   const double t0 = SteadyNowNs();
-  void* dst = to.Allocate(bytes);
-  if (dst == nullptr) {
-    from.Free(src, bytes);
-    throw std::runtime_error("copy calibration: the destination tier cannot allocate");
-  }
   PacedCopy(dst, src, bytes, target_ns);
-  from.Free(src, bytes);
   const double ns = SteadyNowNs() - t0;
-  to.Free(dst, bytes);
+  from.Free(src, bytes);
   return ns;
 }
+
+// A destination block for the rounds, faulted in before they start.
+struct KeptBlock {
+  MemoryTier& tier;
+  size_t bytes;
+  void* p;
+  KeptBlock(MemoryTier& t, size_t n) : tier(t), bytes(n), p(t.Allocate(n)) {
+    if (p == nullptr) throw std::runtime_error("copy calibration: the destination tier cannot allocate");
+    std::memset(p, 0, n);
+  }
+  ~KeptBlock() { tier.Free(p, bytes); }
+  KeptBlock(const KeptBlock&) = delete;
+  KeptBlock& operator=(const KeptBlock&) = delete;
+};
 
 }  // namespace
 
 CopyCost MeasureCopyCost(MemoryTier& from, MemoryTier& to, const DeviceProfile* pace, bool to_slow, int rounds) {
   constexpr size_t kSmall = 64 << 10, kLarge = 16 << 20;
-  // The executor's copies land in blocks the tier kept from the iteration
-  // before (MemoryTier's retained blocks: the sizes repeat). A pool filled by
-  // what ran before the calibration (a large model's profile) keeps nothing
-  // more, so every round's destination was fresh and paid a page fault per
-  // 4 KiB: VGG19 and ResNet-152 read 0.39 GB/s to DRAM, against 6.6 GB/s on
-  // smaller models and in the executor's iterations.
-  from.ReleaseRetained();
-  to.ReleaseRetained();
+  // Not a fresh block per round: after a large model's iterations the tier's
+  // pool of kept blocks is full, a fresh block pays a page fault per 4 KiB,
+  // and VGG19 and ResNet-152 read 0.39 GB/s to DRAM (6.6 GB/s on the other
+  // models and in the executor's iterations). Emptying the pools instead
+  // made the iterations that follow a profile fault until they refilled.
+  const KeptBlock small_dst(to, kSmall), large_dst(to, kLarge);
   std::vector<double> small, large;
   for (int i = 0; i < std::max(1, rounds); ++i) {
-    small.push_back(TimeOneCopyNs(from, to, pace, to_slow, kSmall));
-    large.push_back(TimeOneCopyNs(from, to, pace, to_slow, kLarge));
+    small.push_back(TimeOneCopyNs(from, small_dst.p, pace, to_slow, kSmall));
+    large.push_back(TimeOneCopyNs(from, large_dst.p, pace, to_slow, kLarge));
   }
   // Copies are short next to a scheduler's time slice, so some of them run
   // undisturbed even beside a busy process: their time is the price.

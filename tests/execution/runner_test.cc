@@ -411,7 +411,11 @@ TEST(RealExecution, ExposedCopyTimeDoesNotHoldTimeTheCopyThreadWasKeptOffACore) 
       while (!stop.load(std::memory_order_relaxed)) {
       }
     });
-  const ExecutionReport r = runner.Execute(plan, 1, 3);
+  // Two warm-up iterations: after one, the first measured iteration still
+  // faulted in 1,900-2,500 pages of fresh copy destinations and its exposed
+  // time sat within a millisecond or two of the bound; page faults are not
+  // what this test is about.
+  const ExecutionReport r = runner.Execute(plan, 2, 3);
   stop = true;
   for (std::thread& t : spinners) t.join();
   ASSERT_TRUE(r.ok) << r.failure;
