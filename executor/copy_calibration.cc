@@ -13,13 +13,10 @@
 namespace tensortier {
 namespace {
 
-// One migration of `bytes` as the executor does it in a training run: the
-// destination is a block the tier kept from the iteration before (already
-// faulted in: MemoryTier's retained blocks, the sizes repeat), and the
-// source goes back to its tier's pool for the next iteration. Neither the
-// source's allocation nor its free is timed: with the pool full, as after a
-// large model, the free hands 16 MiB back to memkind (about 0.9 ms here),
-// which the executor's iterations do not pay once their blocks cycle.
+// One migration of `bytes` into `dst`, a block already faulted in (see
+// MeasureCopyCost). Neither the source's allocation nor its free is timed:
+// with the pool full, as after a large model, the free hands 16 MiB back to
+// memkind (about 0.9 ms here), which iterations whose blocks cycle do not pay.
 double TimeOneCopyNs(MemoryTier& from, void* dst, const DeviceProfile* pace, bool to_slow, size_t bytes) {
   void* src = from.Allocate(bytes);
   if (src == nullptr) throw std::runtime_error("copy calibration: the source tier cannot allocate");
@@ -50,8 +47,10 @@ struct KeptBlock {
 
 CopyCost MeasureCopyCost(MemoryTier& from, MemoryTier& to, const DeviceProfile* pace, bool to_slow, int rounds) {
   constexpr size_t kSmall = 64 << 10, kLarge = 16 << 20;
-  // Not a fresh block per round: after a large model's iterations the tier's
-  // pool of kept blocks is full, a fresh block pays a page fault per 4 KiB,
+  // The executor's copies land in blocks the tier kept from the iteration
+  // before (MemoryTier's retained blocks: the sizes repeat). Not a fresh
+  // block per round: after a large model's iterations the tier's pool of
+  // kept blocks is full, a fresh block pays a page fault per 4 KiB,
   // and VGG19 and ResNet-152 read 0.39 GB/s to DRAM (6.6 GB/s on the other
   // models and in the executor's iterations). Emptying the pools instead
   // made the iterations that follow a profile fault until they refilled.
