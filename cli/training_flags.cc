@@ -218,6 +218,17 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
                   "and keep its others (about an environment episode each; 0 = none)")
       ->check(CLI::Range(0, 100000000))
       ->capture_default_str();
+  cmd->add_option("--search-cyclic-replays", c.plan_search.max_cyclic_replays,
+                  "Plan-time search, after the rollouts: each persistent tensor the plan ends in another tier than it "
+                  "starts (a copy back after the last kernel) kept in its starting or its last tier all the iteration "
+                  "(0 = none)")
+      ->check(CLI::Range(0, 100000000))
+      ->capture_default_str();
+  cmd->add_option("--search-blocker-replays", c.plan_search.max_blocker_replays,
+                  "Plan-time search, then: for each DRAM choice clipped for want of room, the least sure DRAM choices "
+                  "holding that room evicted, one at a time (0 = none)")
+      ->check(CLI::Range(0, 100000000))
+      ->capture_default_str();
   cmd->add_option("--search-pair-replays", c.plan_search.max_pair_replays,
                   "Plan-time search, when single flips stop improving: episodes that flip two of the incumbent's "
                   "decisions of opposite directions over overlapping kernels (0 = none)")

@@ -332,6 +332,9 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
   }
   if (result.searched)
     summary["plan_search"] = {{"rollouts", result.search.rollouts}, {"improvements", result.search.improvements},
+                              {"cyclic_replays", result.search.cyclic_replays},
+                              {"blocker_replays", result.search.blocker_replays},
+                              {"replays", result.search.replays}, {"pair_replays", result.search.pair_replays},
                               {"deviations", result.search.deviations}, {"seconds", result.search.seconds},
                               {"greedy_runtime_ns", result.search.greedy.cost.total_ns},
                               {"runtime_ns", result.search.best.cost.total_ns}};

@@ -25,6 +25,19 @@ Workload Resnet(int layers = 6) {
   return w;
 }
 
+// The greedy episode and one deviation, no bias, and no replay of any kind:
+// a test turns on the phase it looks at.
+PlanSearchOptions OnePhase() {
+  PlanSearchOptions o;
+  o.max_rollouts = 2;
+  o.biases = {};
+  o.max_replays = 0;
+  o.max_pair_replays = 0;
+  o.max_cyclic_replays = 0;
+  o.max_blocker_replays = 0;
+  return o;
+}
+
 EnvConfig Config(const Workload& w, double fraction, MigrationMode mode = MigrationMode::kSync) {
   EnvConfig c;
   c.dram_limit_bytes = static_cast<uint64_t>(fraction * static_cast<double>(w.peak_live_bytes()));
@@ -140,6 +153,8 @@ TEST(PlanSearch, OneRolloutIsTheGreedyPlan) {
   Workload w = Resnet();
   PlacementEnv env(w, Config(w, 0.25));
   PlanSearchOptions o;
+  o.max_cyclic_replays = 0;  // each test looks at one phase
+  o.max_blocker_replays = 0;
   o.max_rollouts = 1;
   PlanSearchResult r = SearchPlan(env, [](const Observation& x) { return std::make_pair(x[kObsHeat], 0.0f); }, o);
   EXPECT_EQ(r.rollouts, 1);
@@ -154,6 +169,8 @@ TEST(PlanSearch, ImprovesOnAPoorPolicysGreedyPlan) {
   // hottest (with clip-to-fit the MDP's hottest-first fill: worse than all-slow here).
   ActionScores prefer_dram = [](const Observation& x) { return std::make_pair(2.0f + x[kObsHeat], 0.0f); };
   PlanSearchOptions o;
+  o.max_cyclic_replays = 0;  // each test looks at one phase
+  o.max_blocker_replays = 0;
   o.max_rollouts = 3000;
   o.candidates_per_round = 100000;  // every decision may be questioned
   o.max_replays = 0;                // the rollouts alone
@@ -177,6 +194,8 @@ TEST(PlanSearch, ABiasShiftsThePolicysPreferenceAndTheFasterEpisodeIsKept) {
   const EpisodeSummary slow = RunEpisode(env, [](const Observation&) { return 1; });
   ASSERT_NE(fill.cost.total_ns, slow.cost.total_ns);
   PlanSearchOptions o;
+  o.max_cyclic_replays = 0;  // each test looks at one phase
+  o.max_blocker_replays = 0;
   o.max_rollouts = 2;  // the greedy episode and one biased
   o.max_replays = 0;
   o.max_pair_replays = 0;
@@ -204,11 +223,7 @@ TEST(PlanSearch, ReplaysFlipOneDecisionAndKeepTheIncumbentsOthers) {
     ++calls;
     return std::make_pair(2.0f + x[kObsHeat], 0.0f);
   };
-  PlanSearchOptions o;
-  o.max_rollouts = 2;  // the greedy episode and one deviation
-  o.biases = {};
-  o.max_replays = 0;
-  o.max_pair_replays = 0;
+  PlanSearchOptions o = OnePhase();
   const PlanSearchResult rollouts_only = SearchPlan(env, prefer_dram, o);
   const size_t steps = rollouts_only.greedy.steps;
   o.max_replays = 400;
@@ -238,11 +253,8 @@ TEST(PlanSearch, PairReplaysGoOnFromTheSingleFlipsLocalOptimum) {
   // DRAM for the hot tensors, the slow tier for the others: both actions
   // among the doubtful decisions, so that there are pairs to try.
   ActionScores by_heat = [](const Observation& x) { return std::make_pair(x[kObsHeat], 0.5f); };
-  PlanSearchOptions o;
-  o.max_rollouts = 2;
-  o.biases = {};
+  PlanSearchOptions o = OnePhase();
   o.max_replays = 100000;  // single flips until none improves
-  o.max_pair_replays = 0;
   const PlanSearchResult singles = SearchPlan(env, by_heat, o);
   EXPECT_EQ(singles.pair_replays, 0);
   o.max_pair_replays = 300;
@@ -254,6 +266,55 @@ TEST(PlanSearch, PairReplaysGoOnFromTheSingleFlipsLocalOptimum) {
   EXPECT_EQ(pairs.pair_improvements > 0, pairs.best.cost.total_ns < singles.best.cost.total_ns);
   EXPECT_FALSE(pairs.best.oom);
   EXPECT_NEAR(EvaluatePlan(w, pairs.best.plan).total_ns, pairs.best.cost.total_ns, 1e-9 * pairs.best.cost.total_ns);
+}
+
+// A policy that asks DRAM for everything at a quarter of the peak has its
+// later choices clipped; evicting the least sure choice holding their room
+// is tried first, within its budget, and the plan found is scored exactly.
+TEST(PlanSearch, BlockerReplaysEvictTheDoubtfulChoicesThatTookAClippedChoicesRoom) {
+  Workload w = Resnet();
+  PlacementEnv env(w, Config(w, 0.25));
+  // Surest of the cold tensors: the hot ones' DRAM choices are questioned first.
+  ActionScores prefer_dram = [](const Observation& x) { return std::make_pair(2.0f - x[kObsHeat], 0.0f); };
+  PlanSearchOptions o = OnePhase();
+  const PlanSearchResult without = SearchPlan(env, prefer_dram, o);
+  ASSERT_GT(without.greedy.spills, 0u);  // the premise: clipped DRAM choices
+  EXPECT_EQ(without.blocker_replays, 0);
+  o.max_blocker_replays = 200;
+  const PlanSearchResult with = SearchPlan(env, prefer_dram, o);
+  EXPECT_GE(with.blocker_replays, 1);
+  EXPECT_LE(with.blocker_replays, 200);
+  EXPECT_GE(with.blocker_improvements, 1);
+  EXPECT_LT(with.best.cost.total_ns, without.best.cost.total_ns);
+  EXPECT_FALSE(with.best.oom);
+  EXPECT_NEAR(EvaluatePlan(w, with.best.plan).total_ns, with.best.cost.total_ns, 1e-9 * with.best.cost.total_ns);
+}
+
+// Persistent tensors a plan ends in another tier than it starts are copied
+// back after the last kernel; the cyclic replays keep such a tensor in one
+// tier all the iteration, and keep what the cost model scores faster.
+TEST(PlanSearch, CyclicReplaysQuestionPersistentTensorsThatEndElsewhereThanTheyStart) {
+  Workload w = Resnet();
+  PlacementEnv env(w, Config(w, 0.25));
+  // Late in the iteration (the optimizer's updates) DRAM, early on the slow
+  // tier: parameters start slow and end in DRAM.
+  ActionScores late_dram = [](const Observation& x) { return std::make_pair(x[kObsPosition], 0.5f); };
+  PlanSearchOptions o = OnePhase();
+  const PlanSearchResult without = SearchPlan(env, late_dram, o);
+  std::vector<Tier> end = without.greedy.plan.initial_tiers;
+  for (const Migration& m : without.greedy.plan.migrations) end[m.tensor] = m.to;
+  size_t elsewhere = 0;
+  for (size_t t = 0; t < end.size(); ++t)
+    elsewhere += w.tensors[t].persistent && end[t] != without.greedy.plan.initial_tiers[t];
+  ASSERT_GT(elsewhere, 0u);  // the premise
+  o.max_cyclic_replays = 40;
+  const PlanSearchResult with = SearchPlan(env, late_dram, o);
+  EXPECT_GE(with.cyclic_replays, 1);
+  EXPECT_LE(with.cyclic_replays, 40);
+  EXPECT_LE(with.best.cost.total_ns, without.best.cost.total_ns);
+  EXPECT_EQ(with.cyclic_improvements > 0, with.best.cost.total_ns < without.best.cost.total_ns);
+  EXPECT_FALSE(with.best.oom);
+  EXPECT_NEAR(EvaluatePlan(w, with.best.plan).total_ns, with.best.cost.total_ns, 1e-9 * with.best.cost.total_ns);
 }
 
 TEST(PlanSearch, ANonFiniteScoreIsAnError) {
