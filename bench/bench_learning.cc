@@ -17,7 +17,13 @@
 //   - with --guided-ilp-shares, the ILP the network guides
 //     (policies/guided_ilp.h), and the same ILP guided by the untrained
 //     network and by no network (the constant DRAM action, its decisions
-//     ranked by heat or at random).
+//     ranked by heat or at random);
+//   - after imitation, on stderr, how the kept network imitates: its mistakes
+//     on the expert's own states, whether a nearest-neighbour classifier on
+//     the same features does better (are the labels a function of what the
+//     network sees?), and where its greedy plan loses time to the expert's;
+//   - with --refine-rounds, expert iteration with the guided ILP as the
+//     improvement step (an experiment that did not pay: learning.md).
 // docs/results/learning.md has the figures and the commands.
 #include <CLI/CLI.hpp>
 
@@ -102,6 +108,13 @@ struct Options {
   std::string save_path;  // --holdout: the corpus network as an agent checkpoint (train --init takes it)
   std::vector<double> guided_ilp_shares;  // policies/guided_ilp.h: shares of the network's decisions fixed (none: no row)
   int self_rounds = 0;    // --holdout: rounds of search + imitation of the searched plan on each held-out model
+  // After imitation: rounds of imitating the plan the guided ILP makes of the
+  // network's own greedy plan with its surest `refine_share` fixed (expert
+  // iteration with the ILP as the improvement step). The labels of the
+  // decisions it fixes are the network's own choices, so the expert resolves
+  // near-ties the network's way instead of CBC's.
+  int refine_rounds = 0;
+  double refine_share = 0.5;
 };
 
 ImitationConfig ImitationOf(const Options& o) {
@@ -132,6 +145,114 @@ EpisodeSummary SelfImitate(PlacementAgent& agent, PlacementEnv& env, const Workl
                  round.seconds);
   }
   return RunEpisode(env, [&](const Observation& ob) { return agent.Greedy(ob.data()); });
+}
+
+// Whether the expert's labels are a function of the observation at all: the
+// leave-one-out nearest-neighbour error on its own states (a label its
+// nearest other state does not share), and for the states the network gets
+// wrong, how far the nearest state with the other label is. A nearest-
+// neighbour error near the network's mistake rate says the features, not the
+// network's fit, stand between the greedy plan and the expert's.
+void PrintLabelLocality(const std::vector<Transition>& states, const PlacementAgent& agent) {
+  const size_t n = states.size();
+  if (n < 2) return;
+  std::vector<double> nearest_same(n, 1e30), nearest_other(n, 1e30);
+  std::vector<size_t> other_of(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const float* a = states[i].observation.data();
+    for (size_t j = i + 1; j < n; ++j) {
+      const float* b = states[j].observation.data();
+      double d = 0;
+      for (size_t f = 0; f < states[i].observation.size(); ++f) d += double(a[f] - b[f]) * double(a[f] - b[f]);
+      const bool same = states[i].action == states[j].action;
+      std::vector<double>& to = same ? nearest_same : nearest_other;
+      if (d < to[i]) to[i] = d, other_of[i] = same ? other_of[i] : j;
+      if (d < to[j]) to[j] = d, other_of[j] = same ? other_of[j] : i;
+    }
+  }
+  size_t nn_wrong = 0, nn_wrong_slow = 0, mistakes = 0, mistakes_nn_wrong = 0;
+  std::vector<double> mistake_other;
+  const size_t features = states[0].observation.size();
+  std::vector<double> feature_gap(features, 0.0);  // mean |difference| to the nearest other-labelled state
+  for (size_t i = 0; i < n; ++i) {
+    const bool nn = nearest_other[i] < nearest_same[i];
+    nn_wrong += nn;
+    nn_wrong_slow += nn && states[i].action == 1;
+    if (agent.Greedy(states[i].observation.data()) != states[i].action) {
+      ++mistakes;
+      mistakes_nn_wrong += nn;
+      mistake_other.push_back(std::sqrt(nearest_other[i]));
+      for (size_t f = 0; f < features; ++f)
+        feature_gap[f] += std::fabs(states[i].observation[f] - states[other_of[i]].observation[f]);
+    }
+  }
+  std::sort(mistake_other.begin(), mistake_other.end());
+  auto quantile = [&](double q) {
+    return mistake_other.empty() ? 0.0 : mistake_other[static_cast<size_t>(q * (mistake_other.size() - 1))];
+  };
+  std::fprintf(stderr,
+               "    label locality: nearest-neighbour error %zu of %zu states (%zu of them slow); of the network's %zu "
+               "mistakes %zu have a nearer state with the other label; distance to it (L2) p10 %.4f, median %.4f, "
+               "p90 %.4f\n",
+               nn_wrong, n, nn_wrong_slow, mistakes, mistakes_nn_wrong, quantile(0.1), quantile(0.5), quantile(0.9));
+  if (mistakes == 0) return;
+  std::fprintf(stderr, "    mean |difference| per feature, mistake to its nearest other-labelled state:");
+  for (size_t f = 0; f < features; ++f) std::fprintf(stderr, " %zu:%.4f", f, feature_gap[f] / mistakes);
+  std::fprintf(stderr, "\n");
+}
+
+// Where the greedy plan loses its time against the expert's: the cost
+// model's per-kernel difference, the persistent tensors each plan ends in
+// another tier than it starts (copied back after the last kernel), and the
+// kernels that lose the most, with the tiers of what they access.
+void PrintWhereTheGreedyPlanLoses(const Workload& w, const EpisodeSummary& greedy, const PlacementPlan& expert) {
+  const CostReport& g = greedy.cost;
+  const CostReport e = EvaluatePlan(w, expert);
+  std::vector<double> diff(g.kernel_ns.size());
+  double total = 0;
+  for (size_t k = 0; k < diff.size() && k < e.kernel_ns.size(); ++k) total += diff[k] = g.kernel_ns[k] - e.kernel_ns[k];
+  std::vector<double> sorted = diff;
+  std::sort(sorted.rbegin(), sorted.rend());
+  double top20 = 0, top100 = 0, positive = 0;
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    if (i < 20) top20 += sorted[i];
+    if (i < 100) top100 += sorted[i];
+    positive += std::max(0.0, sorted[i]);
+  }
+  std::fprintf(stderr,
+               "    greedy - expert: total %.1f ms (exec %.1f, copies %.1f; to DRAM %u vs %u copies, to slow %u vs "
+               "%u); kernels slower %.1f ms, the 20 worst %.1f ms, the 100 worst %.1f ms\n",
+               total / 1e6, (g.exec_ns - e.exec_ns) / 1e6, (g.migration_ns - e.migration_ns) / 1e6,
+               g.migrations_to_dram, e.migrations_to_dram, g.migrations_to_slow, e.migrations_to_slow,
+               positive / 1e6, top20 / 1e6, top100 / 1e6);
+  std::vector<size_t> worst(diff.size());
+  for (size_t k = 0; k < worst.size(); ++k) worst[k] = k;
+  std::sort(worst.begin(), worst.end(), [&](size_t a, size_t b) { return diff[a] > diff[b]; });
+  const auto gt = greedy.plan.TierTimeline(w);
+  const auto et = expert.TierTimeline(w);
+  for (const auto* timeline : {&gt, &et}) {
+    size_t moved = 0, to_dram = 0;
+    double bytes = 0;
+    for (size_t t = 0; t < w.tensors.size(); ++t) {
+      if (!w.tensors[t].persistent) continue;
+      const Tier start = timeline == &gt ? greedy.plan.initial_tiers[t] : expert.initial_tiers[t];
+      const Tier end = (*timeline)[w.num_kernels() - 1][t];
+      if (start != end) ++moved, to_dram += start == Tier::kSlow, bytes += w.tensors[t].size_bytes;
+    }
+    std::fprintf(stderr, "      %s: %zu persistent tensors end in another tier than they start (%zu of them "
+                 "started slow), %.1f MB\n", timeline == &gt ? "greedy" : "expert", moved, to_dram, bytes / 1e6);
+  }
+  for (size_t i = 0; i < 6 && i < worst.size(); ++i) {
+    const size_t k = worst[i];
+    std::fprintf(stderr, "      kernel %zu %s: +%.2f ms (DRAM time %.2f ms); accessed, greedy/expert tier:", k,
+                 w.kernels[k].name.c_str(), diff[k] / 1e6, w.kernels[k].dram_time_ns / 1e6);
+    for (uint32_t a : w.accesses_of_kernel(k)) {
+      const uint32_t t = w.accesses[a].tensor;
+      std::fprintf(stderr, " [%s %.1f MB %c/%c]", w.tensors[t].name.c_str(), w.tensors[t].size_bytes / 1e6,
+                   gt[k][t] == Tier::kDram ? 'D' : 's', et[k][t] == Tier::kDram ? 'D' : 's');
+    }
+    std::fprintf(stderr, "\n");
+  }
 }
 
 std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
@@ -217,7 +338,9 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
     if (o.search.max_rollouts <= 1) return;
     PlanSearchResult r = SearchPlan(env, ScoresOf(agent), o.search);
     add(label + " + search (" + std::to_string(r.rollouts) + " rollouts, " + std::to_string(r.replays) +
-            " replays, " + std::to_string(r.pair_replays) + " pair replays, " + std::to_string(r.improvements) + " improvements, " +
+            " replays, " + std::to_string(r.pair_replays) + " pair replays, " + std::to_string(r.blocker_replays) +
+            " blocker replays (" + std::to_string(r.blocker_improvements) + " better), " +
+            std::to_string(r.cyclic_replays) + " cyclic replays (" + std::to_string(r.cyclic_improvements) + " better), " + std::to_string(r.improvements) + " improvements, " +
             std::to_string(r.deviations) +
             " deviations)",
         "plan-time search", SummaryPercent(w, r.best), r.best.oom, r.seconds);
@@ -298,10 +421,43 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
       for (const Transition& t : shown.transitions) aliased += labels[t.observation] == 3;
       std::fprintf(stderr, "    on the expert's %zu states (%zu slow): %zu wrong DRAM, %zu wrong slow; %zu aliased\n",
                    shown.transitions.size(), slow_labels, wrong_dram, wrong_slow, aliased);
+      PrintLabelLocality(shown.transitions, agent);
+      std::fprintf(stderr, "    the kept greedy plan: %u decisions, %u DRAM choices clipped to the slow tier\n",
+                   im.best_greedy.steps, im.best_greedy.spills);
+      PrintWhereTheGreedyPlanLoses(w, im.best_greedy, *expert);
     }
     add(tag + " (imitating " + im.expert + ", best of " + std::to_string(im.rounds.size()) + " rounds)",
         "greedy policy", im.best_greedy.oom ? 0.0 : 100.0 * all_dram / im.best_cost_ns, im.best_greedy.oom,
         Seconds(train_start));
+    for (int r = 0; r < o.refine_rounds; ++r) {
+      const auto round_start = Clock::now();
+      GuidedIlpOptions g;
+      g.fixed_shares = {o.refine_share};
+      g.time_limit_seconds = o.solver_seconds;
+      g.final_mip_gap = 0;
+      GuidedIlpResult refined = SolveGuidedIlp(env, ScoresOf(agent), g);
+      PlacementPlan expert_plan = refined.plan;
+      expert_plan.produced_by = "dqn+ilp " + std::to_string(r);
+      ImitationConfig ic = ImitationOf(o);
+      const std::string before = agent.SerializeWeights();
+      const double before_pct = SummaryPercent(w, RunEpisode(env, greedy));
+      ImitationResult im = LearnFromPlans(agent, env, {expert_plan}, ic, rng);
+      const double after_pct = im.best_greedy.oom ? 0.0 : 100.0 * MinCostNs(w) / im.best_cost_ns;
+      size_t wrong = 0;
+      const Demonstration shown = DemonstratePlan(env, expert_plan);
+      for (const Transition& t : shown.transitions) wrong += agent.Greedy(t.observation.data()) != t.action;
+      std::fprintf(stderr,
+                   "    refine round %d: expert (%.0f%% fixed) %.1f%%, greedy before %.1f%%, after %.1f%%, "
+                   "%zu of %zu expert states wrong, %.1f s\n",
+                   r, 100 * o.refine_share, Percent(w, expert_plan, nullptr), before_pct, after_pct, wrong,
+                   shown.transitions.size(), Seconds(round_start));
+      if (after_pct < before_pct) agent.LoadWeights(before);
+    }
+    if (o.refine_rounds > 0) {
+      s = RunEpisode(env, greedy);
+      add(tag + " after " + std::to_string(o.refine_rounds) + " ILP-refined rounds", "greedy policy",
+          SummaryPercent(w, s), s.oom, Seconds(train_start));
+    }
     search(tag);
     guided_ilp(tag, ScoresOf(agent), env);
     if (o.self_rounds > 0) {
@@ -479,6 +635,12 @@ int Main(int argc, char** argv) {
   app.add_option("--dagger-rounds", o.dagger_rounds,
                  "After pre-training: rounds of greedy rollouts labelled by the demonstrating plan (DAgger)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--refine-rounds", o.refine_rounds,
+                 "After imitation: rounds of imitating the guided ILP's plan made from the network's own "
+                 "(its surest --refine-share fixed)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--refine-share", o.refine_share, "Share of the network's surest decisions the refining ILP fixes")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--search-rollouts", o.search.max_rollouts,
                  "Plan-time search: rollouts of a limited-discrepancy search guided by the final network (0: none)")
       ->check(CLI::NonNegativeNumber);
@@ -489,6 +651,14 @@ int Main(int argc, char** argv) {
   app.add_option("--search-pair-replays", o.search.max_pair_replays,
                  "Plan-time search: when single flips stop improving, episodes that flip two decisions of opposite "
                  "directions over overlapping kernels (0: none)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--search-cyclic-replays", o.search.max_cyclic_replays,
+                 "Plan-time search, after the rollouts: each persistent tensor the plan ends in another tier than it "
+                 "starts kept in its starting or its last tier all the iteration (0: none)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--search-blocker-replays", o.search.max_blocker_replays,
+                 "Plan-time search, then: evictions of the least sure DRAM choices holding the room of a clipped "
+                 "DRAM choice (0: none)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--search-candidates", o.search.candidates_per_round,
                  "Plan-time search: least-sure decisions tried before giving up on an incumbent")
