@@ -23,7 +23,9 @@
 # a table's bench takes 1-3 min per model in sync mode and 2-4 min in async mode (the guided
 # ILPs take their whole limit there); --train adds 0.5-2.5 min per model, scale and mode for
 # imitation with --train 1; at the default scale fig14 took 22 min, fig14-async 33 min and Fig. 17
-# with the learned rows more than 16 min. --measure adds a few minutes per model there.
+# with the learned rows more than 16 min. --measure adds a few minutes per model there. At the
+# paper scale (2026-11-28, beside other work) fig14-paper took 1,225 s and fig14-paper-async
+# 1,206 s, profiling the five models and training included.
 set -euo pipefail
 build=build
 measure=--cost-model-only
