@@ -24,8 +24,8 @@
 # ILPs take their whole limit there); --train adds 0.5-2.5 min per model, scale and mode for
 # imitation with --train 1; at the default scale fig14 took 22 min, fig14-async 33 min and Fig. 17
 # with the learned rows more than 16 min. --measure adds a few minutes per model there. At the
-# paper scale (2026-11-28, beside other work) fig14-paper took 1,225 s and fig14-paper-async
-# 1,206 s, profiling the five models and training included.
+# paper scale (2026-11-28, beside other work) fig14-paper took 1,225 s (profiling the five
+# models and training included) and fig14-paper-async 1,206 s (training included).
 set -euo pipefail
 build=build
 measure=--cost-model-only
