@@ -230,17 +230,15 @@ void PrintWhereTheGreedyPlanLoses(const Workload& w, const EpisodeSummary& greed
   std::sort(worst.begin(), worst.end(), [&](size_t a, size_t b) { return diff[a] > diff[b]; });
   const auto gt = greedy.plan.TierTimeline(w);
   const auto et = expert.TierTimeline(w);
-  for (const auto* timeline : {&gt, &et}) {
-    size_t moved = 0, to_dram = 0;
+  for (const PlacementPlan* plan : {&greedy.plan, &expert}) {
+    const std::vector<EndsElsewhereTensor> moved = EndsElsewhere(w, *plan);
+    size_t started_slow = 0;
     double bytes = 0;
-    for (size_t t = 0; t < w.tensors.size(); ++t) {
-      if (!w.tensors[t].persistent) continue;
-      const Tier start = timeline == &gt ? greedy.plan.initial_tiers[t] : expert.initial_tiers[t];
-      const Tier end = (*timeline)[w.num_kernels() - 1][t];
-      if (start != end) ++moved, to_dram += start == Tier::kSlow, bytes += w.tensors[t].size_bytes;
-    }
+    for (const EndsElsewhereTensor& t : moved)
+      started_slow += t.start == Tier::kSlow, bytes += static_cast<double>(w.tensors[t.tensor].size_bytes);
     std::fprintf(stderr, "      %s: %zu persistent tensors end in another tier than they start (%zu of them "
-                 "started slow), %.1f MB\n", timeline == &gt ? "greedy" : "expert", moved, to_dram, bytes / 1e6);
+                 "started slow), %.1f MB\n", plan == &expert ? "expert" : "greedy", moved.size(), started_slow,
+                 bytes / 1e6);
   }
   for (size_t i = 0; i < 6 && i < worst.size(); ++i) {
     const size_t k = worst[i];

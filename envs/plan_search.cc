@@ -197,31 +197,17 @@ std::vector<size_t> Blockers(const Episode& e, size_t c, size_t limit) {
   return blockers;
 }
 
-// Persistent tensors that the episode's plan ends in another tier than it
-// starts them: the executor copies each back after the last kernel, a cost
-// the policy's decisions meet only in the episode's total. The policy sees
-// no tensor's starting tier, and a network that imitates a plan brings
-// persistent tensors to DRAM for the optimizer's update and leaves them
-// there (ResNet-152: 135 tensors, 168 MB, 51 ms of the greedy plan's 79 ms
-// over its expert's; docs/results/learning.md).
-struct EndsElsewhereTensor {
-  uint32_t tensor = 0;
-  Tier start = Tier::kDram;
-  Tier end = Tier::kDram;
-};
+}  // namespace
 
-std::vector<EndsElsewhereTensor> EndsElsewhere(const Workload& w, const EpisodeSummary& s) {
-  std::vector<Tier> tier = s.plan.initial_tiers;
-  for (const Migration& m : s.plan.migrations)
+std::vector<EndsElsewhereTensor> EndsElsewhere(const Workload& w, const PlacementPlan& plan) {
+  std::vector<Tier> tier = plan.initial_tiers;
+  for (const Migration& m : plan.migrations)
     if (m.tensor < tier.size()) tier[m.tensor] = m.to;
   std::vector<EndsElsewhereTensor> tensors;
   for (uint32_t t = 0; t < tier.size() && t < w.tensors.size(); ++t)
-    if (w.tensors[t].persistent && tier[t] != s.plan.initial_tiers[t])
-      tensors.push_back({t, s.plan.initial_tiers[t], tier[t]});
+    if (w.tensors[t].persistent && tier[t] != plan.initial_tiers[t]) tensors.push_back({t, plan.initial_tiers[t], tier[t]});
   return tensors;
 }
-
-}  // namespace
 
 GreedyEpisode PlayGreedy(PlacementEnv& env, const ActionScores& scores) {
   if (!scores) throw std::invalid_argument("PlayGreedy: no action scores");
@@ -310,7 +296,7 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
   // until one improves nothing.
   for (bool improved = searching; improved && !out_of_time();) {
     improved = false;
-    for (const EndsElsewhereTensor& t : EndsElsewhere(env.workload(), incumbent.summary)) {
+    for (const EndsElsewhereTensor& t : EndsElsewhere(env.workload(), incumbent.summary.plan)) {
       for (Tier tier : {t.start, t.end}) {
         if (result.cyclic_replays >= options.max_cyclic_replays || out_of_time()) break;
         ++result.cyclic_replays;

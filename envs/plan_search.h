@@ -105,6 +105,20 @@ struct GreedyEpisode {
 // non-finite score.
 GreedyEpisode PlayGreedy(PlacementEnv& env, const ActionScores& scores);
 
+// Persistent tensors that `plan` ends in another tier than it starts them:
+// the executor copies each back after the last kernel, a cost a policy's
+// decisions meet only in the episode's total. The policy sees no tensor's
+// starting tier, and a network that imitates a plan brings persistent
+// tensors to DRAM for the optimizer's update and leaves them there
+// (ResNet-152: 135 tensors, 168 MB, 51 ms of the greedy plan's 79 ms over
+// its expert's; docs/results/learning.md). The cyclic replays question them.
+struct EndsElsewhereTensor {
+  uint32_t tensor = 0;
+  Tier start = Tier::kDram;
+  Tier end = Tier::kDram;
+};
+std::vector<EndsElsewhereTensor> EndsElsewhere(const Workload& w, const PlacementPlan& plan);
+
 // `env` is reset and left done. Throws what `scores` throws.
 PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const PlanSearchOptions& options);
 
