@@ -18,7 +18,7 @@ namespace tensortier {
 // its flags to these fields, so a Learner built in code runs the same
 // algorithm.
 struct DqnConfig {
-  int observation_size = 18;  // kObservationSize of envs/placement_env.h
+  int observation_size = 19;  // kObservationSize of envs/placement_env.h
   int num_actions = 2;
   std::vector<int> hidden = {128, 128};  // two hidden layers -> three dense layers
   double learning_rate = 1e-3;           // DeepTM Table II has 1e-4; with it `make run`'s plan lost to first-touch

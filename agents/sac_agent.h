@@ -32,7 +32,7 @@ namespace tensortier {
 // binds its flags to these fields. Settings SAC shares with DQN (network,
 // batch, replay schedule, seed, device) have the same defaults as DqnConfig.
 struct SacConfig {
-  int observation_size = 18;  // kObservationSize of envs/placement_env.h
+  int observation_size = 19;  // kObservationSize of envs/placement_env.h
   int num_actions = 2;
   std::vector<int> hidden = {128, 128};  // actor and each critic: Linear-ReLU-...-Linear
   double actor_learning_rate = 3e-4;     // CleanRL policy_lr

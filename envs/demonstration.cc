@@ -39,7 +39,15 @@ Demonstration Play(PlacementEnv& env, const PlacementPlan& plan,
       ++next_migration;
     }
     const uint32_t t = env.current_tensor();
-    const int label = tier[t] == Tier::kDram && !evicted_before(t, k, env.decision_holds_until()) ? 0 : 1;
+    int label = tier[t] == Tier::kDram && !evicted_before(t, k, env.decision_holds_until()) ? 0 : 1;
+    // A persistent tensor's last gap (untouched now, no access left): the
+    // plan ends it where the plan starts it, so where a rollout started it
+    // elsewhere the plan's tier would teach the copy back after the last
+    // kernel; its own starting tier is the plan's rule (with `act` absent
+    // the two agree for every plan that ends each tensor where it starts).
+    if (w.tensors[t].persistent && obs[kObsStartTier] != 0.5f && obs[kObsAccessedNow] == 0.0f &&
+        obs[kObsNextUse] == 1.0f && act)
+      label = obs[kObsStartTier] == 0.0f ? 0 : 1;
     if (label == 0 && env.DramRequestWouldSpill()) ++demo.clipped;
     const int action = act ? act(obs) : label;
     StepResult r = env.Step(action);

@@ -461,6 +461,9 @@ Observation PlacementEnv::ObservationOf(uint32_t slot) const {
   o[kObsGapLength] = slot_gap_length_[slot];
   if (!gap_decided_.empty())
     o[kObsGapHeld] = static_cast<float>(std::min(1.0, held_.Max(k + 1, GapEnd(slot)) / limit));
+  o[kObsStartTier] = kNewTensor;  // u >= end: no access left
+  if (w_.tensors[t].persistent && state_[t] != kNotPlaced && u >= end)
+    o[kObsStartTier] = summary_.plan.initial_tiers[t] == Tier::kDram ? 0.0f : 1.0f;
   return o;
 }
 

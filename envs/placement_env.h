@@ -112,6 +112,12 @@ enum ObservationIndex : int {
                            // kernel between k and t's next access / L_D, capped at 1
                            // (DecisionScope::kAccessGaps; 0 in the other scopes): how much of
                            // the room over t's gap earlier keep decisions already took
+  kObsStartTier,           // a persistent tensor with no access left this iteration: its tier at
+                           // the iteration's start (0 DRAM, 1 slow); 0.5 otherwise. The plan
+                           // repeats, so one that ends elsewhere is copied back after the last
+                           // kernel, a cost no other float shows. Shown only there: shown at every
+                           // decision it became a shortcut (keep the starting tier) that carried a
+                           // first mistake through the iteration (docs/mdp.md)
   kObservationSize
 };
 using Observation = std::array<float, kObservationSize>;

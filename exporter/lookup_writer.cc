@@ -246,7 +246,7 @@ const char* ObservationFeatureName(int index) {
       "tier",           "heat",          "dram_left",   "slow_left",     "size_share",
       "accessed_now",   "input_share",   "penalty_share", "next_use",    "position",
       "copy_cost",      "pending_bytes", "size_of_limit", "next_use_penalty", "resident_pending",
-      "gap_peak",       "gap_length",    "gap_held"};
+      "gap_peak",       "gap_length",    "gap_held",      "start_tier"};
   return index >= 0 && index < kObservationSize && kNames[index] ? kNames[index] : "?";
 }
 

@@ -138,15 +138,52 @@ TEST(Demonstration, LabelRolloutLabelsTheStatesAPolicyVisitsWithThePlansTiers) {
   EpisodeSummary driven = RunEpisode(env, [](const Observation&) { return 0; });
   EXPECT_EQ(d.summary.cost.total_ns, driven.cost.total_ns);  // the policy drove the episode
   ASSERT_EQ(d.transitions.size(), driven.steps);
-  size_t terminal = 0;
+  size_t terminal = 0, agreed = 0, last_gaps = 0;
   for (const Transition& t : d.transitions) {
-    ASSERT_EQ(t.action, 1);  // labels are the expert's
-    // The policy disagreed (asked for DRAM): what the label would have led
-    // to was never observed, so the row is terminal with no next state.
-    if (t.done && t.next_observation.empty()) ++terminal;
+    // A persistent tensor's last gap (untouched, no access left) is
+    // labelled with the tier the rollout started it in: the plan ends every
+    // tensor where it starts it. Every other label is the expert's.
+    const bool last_gap = t.observation[kObsStartTier] != 0.5f && t.observation[kObsAccessedNow] == 0.0f;
+    const int label = last_gap ? (t.observation[kObsStartTier] == 0.0f ? 0 : 1) : 1;
+    ASSERT_EQ(t.action, label);
+    last_gaps += last_gap;
+    // Where the policy disagreed (asked for DRAM), what the label would have
+    // led to was never observed, so the row is terminal with no next state.
+    if (label == 0) {
+      ++agreed;
+    } else if (t.done && t.next_observation.empty()) {
+      ++terminal;
+    }
   }
-  EXPECT_EQ(terminal, d.transitions.size());
+  EXPECT_GT(last_gaps, 0u);
+  EXPECT_GT(agreed, 0u);
+  EXPECT_EQ(terminal + agreed, d.transitions.size());
   EXPECT_THROW(LabelRollout(env, slow, {}), std::invalid_argument);
+}
+
+// The expert's own replay keeps the plan's tiers even where a rollout's
+// labels would not: a plan that ends tensors elsewhere than it starts them
+// (made in the MDP: DRAM wherever it fits, each persistent tensor that
+// started in DRAM evicted at a decision after its last access) is
+// demonstrated as it is, copies back included.
+TEST(Demonstration, AnExpertsOwnReplayKeepsItsTiersAtPersistentTensorsLastGaps) {
+  Workload w = Resnet();
+  PlacementEnv env(w, Config(w, 0.2));
+  auto evict_after_last_access = [](const Observation& o) {
+    return o[kObsStartTier] == 0.0f && o[kObsAccessedNow] == 0.0f ? 1 : 0;
+  };
+  const PlacementPlan plan = RunEpisode(env, evict_after_last_access).plan;
+  const size_t ends_elsewhere = EndsElsewhere(w, plan).size();
+  ASSERT_GT(ends_elsewhere, 0u);
+  Demonstration d = DemonstratePlan(env, plan);
+  EXPECT_EQ(EndsElsewhere(w, d.summary.plan).size(), ends_elsewhere);
+  size_t last_gaps = 0;
+  for (const Transition& t : d.transitions)
+    if (t.observation[kObsStartTier] == 0.0f && t.observation[kObsAccessedNow] == 0.0f) {
+      EXPECT_EQ(t.action, 1);  // a rollout's label there would be 0, its starting tier
+      ++last_gaps;
+    }
+  EXPECT_GT(last_gaps, 0u);
 }
 
 TEST(PlanSearch, OneRolloutIsTheGreedyPlan) {

@@ -246,6 +246,45 @@ TEST(PlacementEnv, GapFeaturesDescribeTheWaitForTheNextAccess) {
   EXPECT_GT(nonzero_peaks, 0u);
 }
 
+// kObsStartTier against the episode's own first decisions: at a decision
+// of a persistent tensor with no access left (kernel k its last access or
+// after it), the tier its first step chose (the plan's initial tier); 0.5 at
+// every other decision, so it does not tell where a tensor started while
+// the tensor is still used.
+TEST(PlacementEnv, StartTierShowsWhereAPersistentTensorStartedOnceItHasNoAccessLeft) {
+  Workload w = SixLayers(SyntheticShape::kResnetLike);
+  EnvConfig c = ThirdOfPeak(w);
+  PlacementEnv env(w, c);
+  std::vector<int> first_tier(w.num_tensors(), -1);  // the tier of each tensor's first step
+  std::mt19937_64 rng(11);
+  Observation obs = env.Reset();
+  size_t shown_slow = 0, shown_dram = 0, hidden_persistent = 0;
+  while (!env.done()) {
+    const size_t k = env.current_kernel();
+    const uint32_t t = env.current_tensor();
+    const std::vector<uint32_t>& kernels = w.kernels_of_tensor(t);
+    const bool access_left = !kernels.empty() && kernels.back() > k;
+    const bool placed = first_tier[t] >= 0;
+    if (w.tensors[t].persistent && placed && !access_left) {
+      ASSERT_EQ(obs[kObsStartTier], static_cast<float>(first_tier[t])) << "tensor " << t << " kernel " << k;
+      (first_tier[t] == 1 ? shown_slow : shown_dram) += 1;
+    } else {
+      ASSERT_EQ(obs[kObsStartTier], 0.5f) << "tensor " << t << " kernel " << k;
+      hidden_persistent += w.tensors[t].persistent && placed;
+    }
+    const int action = static_cast<int>(rng() % 2);
+    const bool clipped = action == 0 && env.DramRequestWouldSpill();
+    if (!placed) first_tier[t] = clipped ? 1 : action;
+    obs = env.Step(action).observation;
+  }
+  EXPECT_GT(shown_slow, 0u);
+  EXPECT_GT(shown_dram, 0u);
+  EXPECT_GT(hidden_persistent, 0u);
+  for (uint32_t t = 0; t < w.num_tensors(); ++t)
+    if (w.tensors[t].persistent && first_tier[t] >= 0 && !w.tensors[t].pinned_dram)
+      EXPECT_EQ(env.summary().plan.initial_tiers[t], first_tier[t] == 0 ? Tier::kDram : Tier::kSlow) << t;
+}
+
 // A priority decides the order of each kernel's decisions (higher first);
 // without one, the order is the heat's. Either way every decision is asked once.
 TEST(PlacementEnv, ADecisionPriorityOrdersEachKernelsDecisions) {

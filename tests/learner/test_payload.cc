@@ -185,7 +185,7 @@ TEST_F(LearnerPayloadRefusal, AListThatClaimsFarMoreThanThePayloadHoldsIsACheckp
   EXPECT_NE(refusal.find("traversal limit"), std::string::npos) << refusal;
 }
 
-// A full default replay (100,000 transitions of 18 floats) saves and loads
+// A full default replay (100,000 transitions of 19 floats) saves and loads
 // transition for transition; the test prints how long each took (not
 // asserted: a test must not depend on the machine's speed).
 TEST_F(LearnerPayload, AFullReplayOfAHundredThousandTransitionsRoundTrips) {
