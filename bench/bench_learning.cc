@@ -105,6 +105,7 @@ struct Options {
   DecisionScope scope = EnvConfig{}.scope;
   size_t max_demonstrations = ImitationConfig{}.max_demonstrations;
   int polish_updates = ImitationConfig{}.polish_updates;
+  double polish_aggregate_share = ImitationConfig{}.polish_aggregate_share;
   std::string save_path;  // --holdout: the corpus network as an agent checkpoint (train --init takes it)
   std::vector<double> guided_ilp_shares;  // policies/guided_ilp.h: shares of the network's decisions fixed (none: no row)
   int self_rounds = 0;    // --holdout: rounds of search + imitation of the searched plan on each held-out model
@@ -125,6 +126,7 @@ ImitationConfig ImitationOf(const Options& o) {
   ic.focus_on_mistakes = o.focus_on_mistakes;
   ic.max_demonstrations = o.max_demonstrations;
   ic.polish_updates = o.polish_updates;
+  ic.polish_aggregate_share = o.polish_aggregate_share;
   return ic;
 }
 
@@ -674,6 +676,9 @@ int Main(int argc, char** argv) {
   app.add_option("--polish-updates", o.polish_updates,
                  "After the DAgger rounds: steps on the expert's own states alone, scored every 1,500 (0: none)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--polish-aggregate-share", o.polish_aggregate_share,
+                 "Share of the polish set drawn from the DAgger rounds' visited states (0: the expert's states alone)")
+      ->check(CLI::Range(0.0, 0.95));
   app.add_option("--dagger-updates", o.dagger_updates, "Pre-training steps after each DAgger round")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--episodes", o.episodes, "Episodes of the agent's own play after pre-training")

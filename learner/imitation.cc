@@ -82,6 +82,8 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
   if (config.max_demonstrations == 0) throw std::invalid_argument("LearnFromPlans: max_demonstrations must be > 0");
   if (config.polish_updates < 0 || config.polish_chunk <= 0)
     throw std::invalid_argument("LearnFromPlans: polish_updates must be >= 0 and polish_chunk > 0");
+  if (!(config.polish_aggregate_share >= 0 && config.polish_aggregate_share < 1))
+    throw std::invalid_argument("LearnFromPlans: polish_aggregate_share must be in [0, 1)");
   if (!(config.learning_rate_after >= 0) || !std::isfinite(config.learning_rate_after))
     throw std::invalid_argument("LearnFromPlans: learning_rate_after must be finite and >= 0");
   const auto start = Clock::now();
@@ -183,7 +185,17 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
   // state's label is the plan's tier for a state the plan never reached),
   // and a policy that gets every one of them right replays the experts' plans.
   if (config.polish_updates > 0) {
-    agent.SetDemonstrations(expert_states);
+    if (config.polish_aggregate_share > 0 && !pool.empty()) {
+      const double share = config.polish_aggregate_share;
+      const size_t extra = static_cast<size_t>(std::llround(share / (1 - share) * static_cast<double>(expert_states.size())));
+      std::uniform_int_distribution<size_t> pick(0, pool.size() - 1);
+      std::vector<Transition> set = expert_states;
+      set.reserve(set.size() + extra);
+      for (size_t i = 0; i < extra; ++i) set.push_back(pool[pick(rng)]);
+      agent.SetDemonstrations(std::move(set));
+    } else {
+      agent.SetDemonstrations(expert_states);
+    }
     const int chunk = config.polish_chunk;  // > 0, checked above
     for (int done = 0; done < config.polish_updates && !out_of_time(); done += chunk) {
       // Mistakes before the chunk, on each task's own states.

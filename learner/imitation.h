@@ -64,6 +64,13 @@ struct ImitationConfig {
   // weight and 256-256 units did not fit them better.
   int polish_updates = 30000;
   int polish_chunk = 1500;
+  // Share of the polish set drawn from the DAgger aggregate (the states the
+  // rollouts visited), the rest the experts' own states; 0: those alone.
+  // On ResNet-152 most polish chunks' greedy plans fall to 45-47%; at 0.5
+  // they stayed at 58-61% with seed 1 (best 61.1 against 60.9%) but not with
+  // seed 2 (best 58.2% either way), and Inception-v3 fell 48.8 -> 47.9%
+  // (docs/results/learning.md), so off.
+  double polish_aggregate_share = 0.0;
 };
 
 struct ImitationRound {
