@@ -45,8 +45,8 @@ Demonstration Play(PlacementEnv& env, const PlacementPlan& plan,
     // elsewhere the plan's tier would teach the copy back after the last
     // kernel; its own starting tier is the plan's rule (with `act` absent
     // the two agree for every plan that ends each tensor where it starts).
-    if (w.tensors[t].persistent && obs[kObsStartTier] != 0.5f && obs[kObsAccessedNow] == 0.0f &&
-        obs[kObsNextUse] == 1.0f && act)
+    // (kObsStartTier is set only for a persistent tensor with no access left.)
+    if (act && obs[kObsStartTier] != 0.5f && obs[kObsAccessedNow] == 0.0f)
       label = obs[kObsStartTier] == 0.0f ? 0 : 1;
     if (label == 0 && env.DramRequestWouldSpill()) ++demo.clipped;
     const int action = act ? act(obs) : label;

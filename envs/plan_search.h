@@ -46,11 +46,12 @@ struct PlanSearchOptions {
   // After the rollouts, before the single flips: for each persistent tensor
   // the incumbent ends in another tier than it starts (the executor copies
   // it back after the last kernel), replays that keep it in its starting
-  // tier all the iteration, or in its last one. A network that imitates a
-  // plan sees no tensor's starting tier: on ResNet-152 its greedy plan ended
-  // 104-135 persistent tensors elsewhere, and that copy back was 51 of the
-  // 79 ms it lost to its expert. Greedy 57.9% of all-DRAM -> 60.6% in 13 s
-  // (Inception-v3 45.7 -> 47.9% in 6 s; docs/results/learning.md). 0 = none.
+  // tier all the iteration, or in its last one. Before the network saw a
+  // tensor's starting tier (kObsStartTier), its greedy plan on ResNet-152
+  // ended 104-135 persistent tensors elsewhere, and that copy back was 51 of
+  // the 79 ms it lost to its expert; these replays took it 57.9% of all-DRAM
+  // -> 60.6% in 13 s (Inception-v3 45.7 -> 47.9% in 6 s). With the float it
+  // ends 1-4 elsewhere (docs/results/learning.md). 0 = none.
   int max_cyclic_replays = 2000;
   // Then, for each of the incumbent's DRAM choices clipped to the slow tier
   // for want of room, replays that evict one of the DRAM choices holding
@@ -107,11 +108,11 @@ GreedyEpisode PlayGreedy(PlacementEnv& env, const ActionScores& scores);
 
 // Persistent tensors that `plan` ends in another tier than it starts them:
 // the executor copies each back after the last kernel, a cost a policy's
-// decisions meet only in the episode's total. The policy sees no tensor's
-// starting tier, and a network that imitates a plan brings persistent
-// tensors to DRAM for the optimizer's update and leaves them there
-// (ResNet-152: 135 tensors, 168 MB, 51 ms of the greedy plan's 79 ms over
-// its expert's; docs/results/learning.md). The cyclic replays question them.
+// decisions meet only in the episode's total. Without kObsStartTier a
+// network that imitated a plan brought persistent tensors to DRAM for the
+// optimizer's update and left them there (ResNet-152: 135 tensors, 168 MB,
+// 51 ms of the greedy plan's 79 ms over its expert's;
+// docs/results/learning.md). The cyclic replays question them.
 struct EndsElsewhereTensor {
   uint32_t tensor = 0;
   Tier start = Tier::kDram;
