@@ -17,6 +17,13 @@ uint64_t BytesTouched(const Workload& w, size_t k) {
 
 constexpr float kNewTensor = 0.5f;
 
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
 // Range maxima of live bytes / L_D over kernels (a sparse table): the most
 // DRAM pressure a tensor meets while it waits for its next access.
 class LivePeaks {
@@ -238,7 +245,22 @@ Observation PlacementEnv::Reset() {
   state_.assign(T, kNotPlaced);
   gap_decided_.assign(config_.scope == DecisionScope::kAccessGaps ? T : 0, 0);
   if (!gap_decided_.empty()) held_.Reset(w_.num_kernels());
-  // A fresh summary that keeps the last episode's buffers.
+  FreshSummary();
+  kernel_ = 0;
+  slot_ = slot_end_ = 0;
+  order_.clear();
+  resident_live_bytes_ = 0;
+  in_kernel_ = false;
+  kernel_steps_ = 0;
+  fingerprint_ = 0;  // no tensor placed, no gap decided
+  done_ = false;
+  AdvanceToDecision();
+  return done_ ? Observation{} : MakeObservation();
+}
+
+// A fresh summary with an empty plan that keeps the last episode's buffers.
+void PlacementEnv::FreshSummary() {
+  const size_t T = w_.num_tensors();
   PlacementPlan plan = std::move(summary_.plan);
   std::vector<double> kernel_ns = std::move(summary_.cost.kernel_ns);
   summary_ = EpisodeSummary{};
@@ -251,14 +273,6 @@ Observation PlacementEnv::Reset() {
   summary_.plan = std::move(plan);
   kernel_ns.clear();
   summary_.cost.kernel_ns = std::move(kernel_ns);
-  kernel_ = 0;
-  slot_ = slot_end_ = 0;
-  order_.clear();
-  resident_live_bytes_ = 0;
-  in_kernel_ = false;
-  done_ = false;
-  AdvanceToDecision();
-  return done_ ? Observation{} : MakeObservation();
 }
 
 // Places the tensors of kernels that need no decision, skips tensors that
@@ -276,13 +290,16 @@ void PlacementEnv::AdvanceToDecision() {
           if (!Skipped(s)) asked_bytes += size_[slot_word_[s] & kSlotTensor];
         if (asked_bytes == 0) {
           for (uint32_t t : w_.allocated_at(kernel_)) {
+            ToggleFingerprint(t);
             state_[t] = kInDram;
+            ToggleFingerprint(t);
             resident_live_bytes_ += size_[t];
           }
           LeaveKernel();
           continue;
         }
         in_kernel_ = true;
+        kernel_steps_ = 0;
         slot_ = kernel_slot_begin_ = begin;
         slot_end_ = end;
         dram_committed_ = resident_live_bytes_;  // what stays in DRAM; the rest fits beside it
@@ -293,6 +310,7 @@ void PlacementEnv::AdvanceToDecision() {
         continue;
       }
       in_kernel_ = true;
+      kernel_steps_ = 0;
       slot_ = kernel_slot_begin_ = begin;
       slot_end_ = end;
       dram_committed_ = 0;
@@ -325,8 +343,10 @@ void PlacementEnv::AdvanceToDecision() {
 
 // resident_live_bytes_ counts only live tensors: drop those that die here.
 void PlacementEnv::LeaveKernel() {
-  for (uint32_t t : w_.freed_at(kernel_))
+  for (uint32_t t : w_.freed_at(kernel_)) {
     if (state_[t] == kInDram) resident_live_bytes_ -= size_[t];
+    ToggleFingerprint(t);  // a dead tensor's tiers decide nothing more
+  }
   ++kernel_;
 }
 
@@ -522,6 +542,7 @@ StepResult PlacementEnv::Step(int action) {
     ++summary_.spills;
   }
   const uint8_t chosen_state = static_cast<uint8_t>(chosen);
+  ToggleFingerprint(t);  // out with t's old state; in again below
   // An untouched DRAM resident's keep-or-evict holds until its next access.
   if (!gap_decided_.empty() && !use && state == kInDram && !(slot_word_[Slot()] & kSlotRelevant)) {
     if (chosen == Tier::kDram)  // held from the next kernel to the next decision
@@ -558,9 +579,11 @@ StepResult PlacementEnv::Step(int action) {
   // every tensor in flight (one of its two copies is in DRAM). An eviction
   // in flight can overflow DRAM even after a spill: that is an OOM.
   state_[t] = chosen_state;
+  ToggleFingerprint(t);
   dram_committed_ += needed;
   undecided_bytes_ -= size;
   ++summary_.steps;
+  ++kernel_steps_;
 
   if (dram_committed_ > limit_bytes_) {
     reward -= config_.oom_penalty;
@@ -604,6 +627,96 @@ double EpisodicReward(double normalised_cost, uint64_t dram_peak_bytes, uint64_t
 double PlacementEnv::EpisodicReward(double normalised_cost, uint64_t dram_peak_bytes) const {
   return tensortier::EpisodicReward(normalised_cost, dram_peak_bytes, w_.peak_live_bytes(), config_.beta,
                                     config_.reward_fix);
+}
+
+void PlacementEnv::ToggleFingerprint(uint32_t t) {
+  const uint8_t state = state_[t];
+  const uint32_t gap = gap_decided_.empty() ? 0 : gap_decided_[t];
+  if (state == kNotPlaced && gap == 0) return;  // Reset's fingerprint is 0
+  const uint64_t start = state == kNotPlaced ? 2 : static_cast<uint64_t>(summary_.plan.initial_tiers[t]);
+  fingerprint_ ^= SplitMix64(SplitMix64((uint64_t{t} << 4) | (uint64_t{state} << 2) | start) ^ gap);
+}
+
+PlacementEnv::Checkpoint PlacementEnv::TakeCheckpoint() const {
+  if (!at_kernel_start()) throw std::logic_error("PlacementEnv::TakeCheckpoint: not at the start of a kernel");
+  Checkpoint c;
+  c.kernel = kernel_;
+  c.slot = slot_;
+  c.slot_end = slot_end_;
+  c.kernel_slot_begin = kernel_slot_begin_;
+  c.order = order_;
+  c.state = state_;
+  c.gap_decided = gap_decided_;
+  c.held = held_;
+  c.dram_committed = dram_committed_;
+  c.undecided_bytes = undecided_bytes_;
+  c.resident_undecided_bytes = resident_undecided_bytes_;
+  c.resident_live_bytes = resident_live_bytes_;
+  c.fingerprint = fingerprint_;
+  c.signature = signature_;
+  c.dram_limit_bytes = config_.dram_limit_bytes;
+  c.steps = summary_.steps;
+  c.spills = summary_.spills;
+  c.step_reward_sum = summary_.step_reward_sum;
+  return c;
+}
+
+Observation PlacementEnv::Resume(const Checkpoint& c, const PlacementPlan& plan) {
+  if (c.signature != signature_ || c.dram_limit_bytes != config_.dram_limit_bytes ||
+      c.state.size() != w_.num_tensors() || c.kernel >= w_.num_kernels())
+    throw std::invalid_argument("PlacementEnv::Resume: a checkpoint of another environment");
+  if (plan.workload_signature != signature_ || plan.initial_tiers.size() != w_.num_tensors())
+    throw std::invalid_argument("PlacementEnv::Resume: a plan of another workload");
+  FreshSummary();
+  kernel_ = c.kernel;
+  slot_ = c.slot;
+  slot_end_ = c.slot_end;
+  kernel_slot_begin_ = c.kernel_slot_begin;
+  order_ = c.order;
+  state_ = c.state;
+  gap_decided_ = c.gap_decided;
+  held_ = c.held;
+  dram_committed_ = c.dram_committed;
+  undecided_bytes_ = c.undecided_bytes;
+  resident_undecided_bytes_ = c.resident_undecided_bytes;
+  resident_live_bytes_ = c.resident_live_bytes;
+  fingerprint_ = c.fingerprint;
+  summary_.steps = c.steps;
+  summary_.spills = c.spills;
+  summary_.step_reward_sum = c.step_reward_sum;
+  // The decisions before c.kernel: the starting tiers of the tensors placed
+  // so far (the others are set as they are placed) and the migrations
+  // before the kernel's (a decision at kernel k migrates after kernel k - 1).
+  summary_.plan.initial_tiers = plan.initial_tiers;
+  const int32_t first_of_kernel = static_cast<int32_t>(c.kernel) - 1;
+  for (const Migration& m : plan.migrations) {
+    if (m.after_kernel >= first_of_kernel) break;  // the plan is sorted by kernel
+    summary_.plan.migrations.push_back(m);
+  }
+  kernel_migrations_ = summary_.plan.migrations.size();
+  in_kernel_ = true;
+  kernel_steps_ = 0;
+  done_ = false;
+  return MakeObservation();
+}
+
+void PlacementEnv::FinishAs(const EpisodeSummary& other, const EpisodeSummary& other_here) {
+  if (!at_kernel_start()) throw std::logic_error("PlacementEnv::FinishAs: not at the start of a kernel");
+  if (other.oom) throw std::invalid_argument("PlacementEnv::FinishAs: an episode that ran out of DRAM");
+  if (other.plan.initial_tiers.size() != w_.num_tensors())
+    throw std::invalid_argument("PlacementEnv::FinishAs: an episode of another workload");
+  PlacementPlan& plan = summary_.plan;
+  for (uint32_t t = 0; t < w_.num_tensors(); ++t)
+    if (state_[t] == kNotPlaced) plan.initial_tiers[t] = other.plan.initial_tiers[t];
+  const int32_t first_of_kernel = static_cast<int32_t>(kernel_) - 1;
+  for (const Migration& m : other.plan.migrations)
+    if (m.after_kernel >= first_of_kernel) plan.migrations.push_back(m);
+  summary_.steps += other.steps - other_here.steps;
+  summary_.spills += other.spills - other_here.spills;
+  summary_.step_reward_sum += other.step_reward_sum - other_here.step_reward_sum;
+  kernel_ = w_.num_kernels();
+  in_kernel_ = false;
+  FinishEpisode(false);
 }
 
 void PlacementEnv::FinishEpisode(bool oom) {

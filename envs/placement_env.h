@@ -207,6 +207,43 @@ class PlacementEnv {
   // Episodic reward (eq. 11-13) for a normalised cost and a DRAM peak.
   double EpisodicReward(double normalised_cost, uint64_t dram_peak_bytes) const;
 
+  // Resuming and ending episodes early, for the plan-time search's replays
+  // (envs/plan_search.h): a replay differs from an episode already played
+  // in a decision or two, so it resumes that episode at the start of a
+  // kernel before the first difference and ends as soon as its state at
+  // the start of a kernel is that episode's again: from there on both take
+  // the same decisions. On ResNet-152 an episode walks 19,000 decisions and
+  // millions of skipped slots; a replay of the search walks 24-59% of them
+  // on average (docs/mdp.md).
+  //
+  // True when the next Step is the first of its kernel: where checkpoints
+  // are taken and fingerprints compared.
+  bool at_kernel_start() const { return !done_ && in_kernel_ && kernel_steps_ == 0; }
+  // A hash of every placed tensor's tier, decided access gap and starting
+  // tier, dead tensors left out: what, with the kernel, decides the rest of
+  // an episode (the other state follows from it at a kernel's start). Two
+  // episodes of this env whose fingerprints agree at the start of one
+  // kernel go on alike when they take the same actions.
+  uint64_t fingerprint() const { return fingerprint_; }
+  // The progress of an episode at the start of a kernel's decisions, all
+  // but its plan (rebuilt from the finished plan when resumed: copying it
+  // at every checkpoint would cost more than the rest). Opaque.
+  class Checkpoint;
+  // Throws std::logic_error unless at_kernel_start().
+  Checkpoint TakeCheckpoint() const;
+  // Resumes the episode `checkpoint` was taken in, whose finished plan is
+  // `plan`: the decisions before it are that plan's. Returns the
+  // observation of the next decision. Throws std::invalid_argument for a
+  // checkpoint or plan of another env.
+  Observation Resume(const Checkpoint& checkpoint, const PlacementPlan& plan);
+  // At a kernel's start, ends the episode with `other`'s decisions from
+  // here on: `other` is a finished episode of this env whose fingerprint at
+  // this kernel's start was this one's, and `other_here` its summary's
+  // steps, spills and step rewards before this kernel. Throws
+  // std::logic_error unless at_kernel_start(), std::invalid_argument for
+  // an episode that ran out of DRAM.
+  void FinishAs(const EpisodeSummary& other, const EpisodeSummary& other_here);
+
  private:
   // One kernel's access to a tensor, for the tensor's decisions.
   struct Use {
@@ -225,6 +262,7 @@ class PlacementEnv {
   void LeaveKernel();
   void SortKernelMigrations();
   void FinishEpisode(bool oom);
+  void FreshSummary();
   Observation MakeObservation() const { return ObservationOf(Slot()); }
   Observation ObservationOf(uint32_t slot) const;
   void OrderKernelDecisions();
@@ -300,7 +338,28 @@ class PlacementEnv {
   size_t kernel_migrations_ = 0;       // kernel_'s first migration in the plan
   bool done_ = true;
   bool in_kernel_ = false;             // kernel_'s decisions have begun
+  uint32_t kernel_steps_ = 0;          // steps taken at kernel_
+  uint64_t fingerprint_ = 0;           // see fingerprint()
   EpisodeSummary summary_;             // its plan is built as the episode goes
+
+  // Keeps fingerprint_ in step with a change of tensor t's state_,
+  // gap_decided_ or starting tier: call before and after the change.
+  void ToggleFingerprint(uint32_t t);
+
+ public:
+  class Checkpoint {
+   private:
+    friend class PlacementEnv;
+    size_t kernel = 0, slot = 0, slot_end = 0, kernel_slot_begin = 0;
+    std::vector<uint32_t> order;
+    std::vector<uint8_t> state;
+    std::vector<uint32_t> gap_decided;
+    HeldBytes held;
+    uint64_t dram_committed = 0, undecided_bytes = 0, resident_undecided_bytes = 0, resident_live_bytes = 0;
+    uint64_t fingerprint = 0, signature = 0, dram_limit_bytes = 0;
+    uint32_t steps = 0, spills = 0;
+    double step_reward_sum = 0;
+  };
 };
 
 // The episodic reward (eq. 11-13, both terms scaled by R_fix) of a plan's

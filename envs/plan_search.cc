@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <tuple>
 #include <unordered_map>
 
 namespace tensortier {
@@ -20,19 +21,57 @@ struct Episode {
   std::vector<uint8_t> deviates;
   std::vector<uint32_t> holds_until;  // PlacementEnv::decision_holds_until of each step
   std::vector<uint8_t> clipped;       // a DRAM choice that did not fit and went to the slow tier
+  // For replays that resume this episode and end where they rejoin it:
+  std::vector<uint8_t> kernel_start;     // the step is its kernel's first
+  std::vector<uint64_t> fingerprints;    // PlacementEnv::fingerprint before the step
+  std::vector<double> reward_before;     // the step rewards before the step
+  std::vector<std::pair<size_t, PlacementEnv::Checkpoint>> checkpoints;  // (step, checkpoint before it), by step
   EpisodeSummary summary;
+  size_t walked = 0;  // steps the env took to play it (a shortened replay's are fewer)
 
   // Records the step the env is about to take with action `a`.
   void Record(const PlacementEnv& env, uint64_t key, uint8_t a) {
     keys.push_back(key);
     actions.push_back(a);
     holds_until.push_back(static_cast<uint32_t>(env.decision_holds_until()));
+    kernel_start.push_back(env.at_kernel_start());
+    fingerprints.push_back(env.fingerprint());
+    reward_before.push_back(env.summary().step_reward_sum);
+  }
+  // base's first `n` steps, as a replay resumed at base's step n took them.
+  void CopyPrefix(const Episode& base, size_t n) {
+    auto head = [n](const auto& v) { return std::decay_t<decltype(v)>(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n)); };
+    keys = head(base.keys);
+    actions = head(base.actions);
+    gaps = head(base.gaps);
+    deviates = head(base.deviates);
+    holds_until = head(base.holds_until);
+    clipped = head(base.clipped);
+    kernel_start = head(base.kernel_start);
+    fingerprints = head(base.fingerprints);
+    reward_before = head(base.reward_before);
+  }
+  // base's steps from `i` on, which a replay that rejoined base at its step i
+  // takes alike; the step rewards go on from this episode's `reward_sum`.
+  void AppendSuffix(const Episode& base, size_t i, double reward_sum) {
+    auto tail = [i](auto& to, const auto& from) { to.insert(to.end(), from.begin() + static_cast<std::ptrdiff_t>(i), from.end()); };
+    tail(keys, base.keys);
+    tail(actions, base.actions);
+    tail(gaps, base.gaps);
+    tail(deviates, base.deviates);
+    tail(holds_until, base.holds_until);
+    tail(clipped, base.clipped);
+    tail(kernel_start, base.kernel_start);
+    tail(fingerprints, base.fingerprints);
+    for (size_t j = i; j < base.reward_before.size(); ++j)
+      reward_before.push_back(reward_sum + base.reward_before[j] - base.reward_before[i]);
   }
   // Takes the recorded step in `env` and notes whether its DRAM choice was clipped.
   Observation Take(PlacementEnv& env, uint8_t a) {
     const uint32_t spills = env.summary().spills;
     Observation next = env.Step(a).observation;
     clipped.push_back(env.summary().spills != spills);
+    ++walked;
     return next;
   }
 };
@@ -94,11 +133,31 @@ Episode Play(PlacementEnv& env, const ActionScores& scores, const Episode& base,
   return e;
 }
 
-// A tensor whose every decision a replay sets to one action.
+// A tensor whose every decision a replay sets to one action, or (at_uses)
+// only its decisions at the kernels that touch it (PlacementEnv::
+// decision_holds_until is the next kernel), its keep-or-evict decisions in
+// between left to the incumbent and the policy.
 struct Pin {
   uint32_t tensor = ~uint32_t{0};  // none
   uint8_t action = 0;
+  bool at_uses = false;
+
+  bool Applies(const PlacementEnv& env, uint64_t key) const {
+    return static_cast<uint32_t>(key) == tensor &&
+           (!at_uses || env.decision_holds_until() == env.current_kernel() + 1);
+  }
 };
+
+// How a replay plays: resumed at `base`'s last checkpoint before the first
+// step it can change and ended where it rejoins `base` (PlacementEnv::
+// Resume, FinishAs), or the whole episode, taking checkpoints (an
+// incumbent's, for the replays that follow it).
+enum class ReplayMode : uint8_t { kShortened, kWhole, kWholeWithCheckpoints };
+
+// Steps between checkpoints: a replay walks at most this many before its
+// first changed step. Each holds a copy of the env's per-tensor and
+// per-kernel state (about 0.3 MB on ResNet-152).
+constexpr size_t kCheckpointEverySteps = 256;
 
 // Takes the other action at the decisions `flip` and `flip2` name (kNoDecision:
 // none) and, everywhere else,
@@ -107,18 +166,69 @@ struct Pin {
 // kernel asks about). So a candidate differs from the incumbent's plan by one
 // decision and its consequences, where Play's continuation re-decides
 // everything after the flip. No network call for the decisions kept, so a
-// replay costs little more than the environment's own steps. A pinned
-// tensor takes the pin's action at every decision, met by `base` or not.
+// replay costs little more than the environment's own steps, and with
+// ReplayMode::kShortened only those between base's checkpoint before the
+// first flip and the kernel where its state is base's again (after both
+// flips; with a pin, after the pinned tensor dies: never for a persistent
+// one). A pinned tensor takes the pin's action at every decision, met by
+// `base` or not.
 Episode Replay(PlacementEnv& env, const ActionScores& scores, const Episode& base,
                const std::unordered_map<uint64_t, size_t>& step_of, uint64_t flip, uint64_t flip2,
-               float bias, Pin pin = {}) {
+               float bias, Pin pin = {}, ReplayMode mode = ReplayMode::kShortened) {
   Episode e;
-  Observation obs = env.Reset();
+  Observation obs{};
+  bool resumed = false;
+  uint64_t rejoin_after = ~uint64_t{0};  // the kernel after which the replay may rejoin base
+  if (mode == ReplayMode::kShortened) {
+    // The first step that can differ from base's: a flip's, or the pinned tensor's first.
+    size_t first = base.keys.size();
+    for (uint64_t f : {flip, flip2}) {
+      if (f == kNoDecision) continue;
+      auto it = step_of.find(f);
+      if (it != step_of.end()) first = std::min(first, it->second);
+    }
+    if (pin.tensor != Pin{}.tensor) {
+      for (size_t i = 0; i < first; ++i)
+        if (static_cast<uint32_t>(base.keys[i]) == pin.tensor) first = i;
+      // A dead tensor decides nothing more; a persistent one lives to the end.
+      const Tensor& t = env.workload().tensors.at(pin.tensor);
+      if (!t.persistent) rejoin_after = t.free_kernel;
+    } else {
+      rejoin_after = 0;
+      for (uint64_t f : {flip, flip2})
+        if (f != kNoDecision) rejoin_after = std::max(rejoin_after, f >> 32);
+    }
+    auto cp = std::upper_bound(base.checkpoints.begin(), base.checkpoints.end(), first,
+                               [](size_t step, const auto& c) { return step < c.first; });
+    if (cp != base.checkpoints.begin()) {
+      --cp;
+      obs = env.Resume(cp->second, base.summary.plan);
+      e.CopyPrefix(base, cp->first);
+      resumed = true;
+    }
+  }
+  if (!resumed) obs = env.Reset();
   while (!env.done()) {
     const uint64_t key = DecisionKey(env);
     auto it = step_of.find(key);
+    if (it != step_of.end() && env.at_kernel_start() && env.current_kernel() > rejoin_after &&
+        base.kernel_start[it->second] && base.fingerprints[it->second] == env.fingerprint()) {
+      // In base's state at the start of this kernel: base's decisions from here on.
+      const size_t i = it->second;
+      EpisodeSummary base_here;
+      base_here.steps = static_cast<uint32_t>(i);
+      base_here.spills = static_cast<uint32_t>(std::count(base.clipped.begin(), base.clipped.begin() + static_cast<std::ptrdiff_t>(i), uint8_t{1}));
+      base_here.step_reward_sum = base.reward_before[i];
+      const double reward_sum = env.summary().step_reward_sum;
+      env.FinishAs(base.summary, base_here);
+      e.AppendSuffix(base, i, reward_sum);
+      break;
+    }
+    if (mode == ReplayMode::kWholeWithCheckpoints && env.at_kernel_start() &&
+        (e.checkpoints.empty() || e.keys.size() - e.checkpoints.back().first >= kCheckpointEverySteps))
+      e.checkpoints.emplace_back(e.keys.size(), env.TakeCheckpoint());
     uint8_t a;
-    if (static_cast<uint32_t>(key) == pin.tensor) {
+    if (pin.Applies(env, key)) {
       a = pin.action;
       const bool same = it != step_of.end() && base.actions[it->second] == a;
       e.gaps.push_back(same ? base.gaps[it->second] : std::numeric_limits<float>::infinity());
@@ -134,11 +244,63 @@ Episode Replay(PlacementEnv& env, const ActionScores& scores, const Episode& bas
   return e;
 }
 
+// Whole-tensor moves: each tensor the incumbent decides, every decision in
+// the tier it holds least often (both when it holds both), and where it
+// uses the tensor from the slow tier, DRAM at every use with the
+// keep-or-evict decisions between left as they were; the least sure
+// tensors first (their least sure decision's gap). A single flip changes a
+// tensor's tier until its next decision. Where the searched plan differs
+// from AutoTM-sync's on ResNet-152 and Inception-v3 it is gradient buffers
+// that AutoTM keeps in DRAM at their three uses and evicts over the memory
+// peak in between, and the plan keeps in the slow tier all the iteration
+// (docs/results/learning.md, session twenty-two).
+std::vector<Pin> TensorPins(const Episode& e) {
+  struct Held {
+    float least_gap = std::numeric_limits<float>::infinity();
+    uint32_t dram = 0, slow = 0, slow_uses = 0;
+  };
+  std::unordered_map<uint32_t, Held> held;
+  for (size_t i = 0; i < e.keys.size(); ++i) {
+    Held& h = held[static_cast<uint32_t>(e.keys[i])];
+    if (std::isfinite(e.gaps[i])) h.least_gap = std::min(h.least_gap, e.gaps[i]);
+    const bool dram = e.actions[i] == 0 && !e.clipped[i];
+    (dram ? h.dram : h.slow) += 1;
+    h.slow_uses += !dram && e.holds_until[i] == (e.keys[i] >> 32) + 1;
+  }
+  std::vector<std::pair<float, Pin>> pins;
+  for (const auto& [tensor, h] : held) {
+    if (!std::isfinite(h.least_gap)) continue;  // every decision a deviation already
+    if (h.slow > 0) pins.push_back({h.least_gap, Pin{tensor, 0}});
+    if (h.dram > 0) pins.push_back({h.least_gap, Pin{tensor, 1}});
+    if (h.slow_uses > 0) pins.push_back({h.least_gap, Pin{tensor, 0, true}});
+  }
+  std::sort(pins.begin(), pins.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first
+                              : std::make_tuple(a.second.tensor, a.second.action, a.second.at_uses) <
+                                    std::make_tuple(b.second.tensor, b.second.action, b.second.at_uses);
+  });
+  std::vector<Pin> order;
+  order.reserve(pins.size());
+  for (const auto& p : pins) order.push_back(p.second);
+  return order;
+}
+
 std::unordered_map<uint64_t, size_t> StepOf(const Episode& e) {
   std::unordered_map<uint64_t, size_t> step_of;
   step_of.reserve(e.keys.size());
   for (size_t i = 0; i < e.keys.size(); ++i) step_of.emplace(e.keys[i], i);
   return step_of;
+}
+
+// `e` played again whole, with checkpoints, so that replays can resume it.
+// It must end with e's plan (for a shortened replay: the plan the whole one
+// makes): std::logic_error if not.
+Episode WithCheckpoints(PlacementEnv& env, const ActionScores& scores, const Episode& e, float bias) {
+  Episode whole = Replay(env, scores, e, StepOf(e), kNoDecision, kNoDecision, bias, {}, ReplayMode::kWholeWithCheckpoints);
+  if (!(whole.summary.plan == e.summary.plan) || whole.summary.cost.total_ns != e.summary.cost.total_ns ||
+      whole.keys != e.keys)
+    throw std::logic_error("SearchPlan: an episode played again with its own decisions ended with another plan");
+  return whole;
 }
 
 // The incumbent's decisions the search may question, the closest first;
@@ -276,11 +438,18 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
   // failed) until a pass improves nothing; then a pass of pair moves, which
   // goes back to single flips when it improves. A search that improves
   // nothing ends.
+  const ReplayMode replay_mode = options.shortened_replays ? ReplayMode::kShortened : ReplayMode::kWhole;
+  bool searching = options.max_rollouts > 1;  // 1 rollout is the greedy plan alone
+  if (searching && replay_mode == ReplayMode::kShortened)
+    incumbent = WithCheckpoints(env, scores, incumbent, result.bias);
   std::unordered_map<uint64_t, size_t> step_of = StepOf(incumbent);
   auto try_replay = [&](uint64_t flip, uint64_t flip2, Pin pin = {}) {
-    Episode candidate = Replay(env, scores, incumbent, step_of, flip, flip2, result.bias, pin);
+    Episode candidate = Replay(env, scores, incumbent, step_of, flip, flip2, result.bias, pin, replay_mode);
+    result.replay_steps += static_cast<int64_t>(candidate.walked);
+    result.replay_episode_steps += static_cast<int64_t>(candidate.keys.size());
     if (!FasterEpisode(candidate.summary, incumbent.summary)) return false;
-    incumbent = std::move(candidate);
+    incumbent = replay_mode == ReplayMode::kShortened ? WithCheckpoints(env, scores, candidate, result.bias)
+                                                      : std::move(candidate);
     ++result.improvements;
     step_of = StepOf(incumbent);
     return true;
@@ -290,7 +459,6 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
     for (size_t step : Doubtful(incumbent, incumbent.gaps.size())) keys.push_back(incumbent.keys[step]);
     return keys;
   };
-  bool searching = options.max_rollouts > 1;  // 1 rollout is the greedy plan alone
   // First the persistent tensors that end elsewhere than they start: each
   // kept in its starting tier all the iteration, or in its last one; passes
   // until one improves nothing.
@@ -353,6 +521,15 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
           improved = true;
           break;  // keys[c] is flipped now
         }
+      }
+    }
+    if (improved) continue;
+    for (const Pin& pin : TensorPins(incumbent)) {
+      if (result.tensor_replays >= options.max_tensor_replays || out_of_time()) break;
+      ++result.tensor_replays;
+      if (try_replay(kNoDecision, kNoDecision, pin)) {
+        ++result.tensor_improvements;
+        improved = true;
       }
     }
     searching = improved;

@@ -43,6 +43,14 @@ struct PlanSearchOptions {
   // its `pair_partners` least sure partners. 0 = none.
   int max_pair_replays = 0;
   int pair_partners = 4;
+  // When neither improves: episodes that put every decision of one tensor
+  // in one tier (the tier it holds least), or DRAM at each of its uses with
+  // its keep-or-evict decisions between left as they were; the least sure
+  // tensors first. An improvement sends the search back to single flips.
+  // From the committed 19-float networks: ResNet-152 62.00 -> 62.05% of
+  // all-DRAM, Inception-v3 48.84 -> 48.95% (docs/results/learning.md,
+  // session twenty-two). 0 = none.
+  int max_tensor_replays = 8000;
   // After the rollouts, before the single flips: for each persistent tensor
   // the incumbent ends in another tier than it starts (the executor copies
   // it back after the last kernel), replays that keep it in its starting
@@ -59,6 +67,11 @@ struct PlanSearchOptions {
   // ResNet-152 from the greedy plan: 58.0 -> 58.7% in 6 s. 0 = none.
   int max_blocker_replays = 500;
   int blockers_per_clip = 4;
+  // Replays resume the incumbent's episode at a checkpoint before their
+  // first flip and end where their state is the incumbent's again
+  // (PlacementEnv::Resume, FinishAs): the same plans as whole episodes in
+  // a fraction of the steps. False: every replay plays the whole episode.
+  bool shortened_replays = true;
   // Shifts of the DRAM preference tried after the greedy episode: a bias b
   // plays "DRAM when score(DRAM) - score(slow) > b" (greedy is b = 0). In
   // units of DQN's Q-values, whose large-margin loss separates the expert's
@@ -81,6 +94,12 @@ struct PlanSearchResult {
   int blocker_improvements = 0;
   int cyclic_replays = 0;       // persistent tensors that ended elsewhere than they start, kept in one tier
   int cyclic_improvements = 0;
+  int tensor_replays = 0;       // every decision of one tensor in one tier, after single and pair flips
+  int tensor_improvements = 0;
+  // Steps the environment took in the replays, and the steps of the
+  // episodes they made: shortened replays walk a fraction of them.
+  int64_t replay_steps = 0;
+  int64_t replay_episode_steps = 0;
   double seconds = 0;
 };
 

@@ -35,6 +35,7 @@ PlanSearchOptions OnePhase() {
   o.max_pair_replays = 0;
   o.max_cyclic_replays = 0;
   o.max_blocker_replays = 0;
+  o.max_tensor_replays = 0;
   return o;
 }
 
@@ -192,6 +193,7 @@ TEST(PlanSearch, OneRolloutIsTheGreedyPlan) {
   PlanSearchOptions o;
   o.max_cyclic_replays = 0;  // each test looks at one phase
   o.max_blocker_replays = 0;
+  o.max_tensor_replays = 0;
   o.max_rollouts = 1;
   PlanSearchResult r = SearchPlan(env, [](const Observation& x) { return std::make_pair(x[kObsHeat], 0.0f); }, o);
   EXPECT_EQ(r.rollouts, 1);
@@ -208,6 +210,7 @@ TEST(PlanSearch, ImprovesOnAPoorPolicysGreedyPlan) {
   PlanSearchOptions o;
   o.max_cyclic_replays = 0;  // each test looks at one phase
   o.max_blocker_replays = 0;
+  o.max_tensor_replays = 0;
   o.max_rollouts = 3000;
   o.candidates_per_round = 100000;  // every decision may be questioned
   o.max_replays = 0;                // the rollouts alone
@@ -233,6 +236,7 @@ TEST(PlanSearch, ABiasShiftsThePolicysPreferenceAndTheFasterEpisodeIsKept) {
   PlanSearchOptions o;
   o.max_cyclic_replays = 0;  // each test looks at one phase
   o.max_blocker_replays = 0;
+  o.max_tensor_replays = 0;
   o.max_rollouts = 2;  // the greedy episode and one biased
   o.max_replays = 0;
   o.max_pair_replays = 0;
@@ -352,6 +356,80 @@ TEST(PlanSearch, CyclicReplaysQuestionPersistentTensorsThatEndElsewhereThanTheyS
   EXPECT_EQ(with.cyclic_improvements > 0, with.best.cost.total_ns < without.best.cost.total_ns);
   EXPECT_FALSE(with.best.oom);
   EXPECT_NEAR(EvaluatePlan(w, with.best.plan).total_ns, with.best.cost.total_ns, 1e-9 * with.best.cost.total_ns);
+}
+
+// Shortened replays (resumed at the incumbent's checkpoint before the flip,
+// ended where their state is the incumbent's again) find exactly what whole
+// replays find: the same search either way, every phase on, in both modes,
+// with and without a decision priority.
+TEST(PlanSearch, ShortenedReplaysFindWhatWholeReplaysFind) {
+  for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
+    for (bool prioritised : {false, true}) {
+      SCOPED_TRACE(std::string(mode == MigrationMode::kSync ? "sync" : "async") + (prioritised ? ", prioritised" : ""));
+      Workload w = Resnet(8);
+      PlacementEnv env(w, Config(w, 0.25, mode));
+      ActionScores scores = [](const Observation& x) {
+        return std::make_pair(x[kObsHeat] + 0.4f * x[kObsPosition], 0.5f + 0.3f * x[kObsSizeOfLimit]);
+      };
+      if (prioritised)
+        env.SetDecisionPriority([scores](const std::vector<Observation>& obs, std::vector<float>& priority) {
+          for (size_t i = 0; i < obs.size(); ++i) priority[i] = scores(obs[i]).first - scores(obs[i]).second;
+        });
+      PlanSearchOptions o = OnePhase();
+      o.max_replays = 300;
+      o.max_pair_replays = 60;
+      o.max_cyclic_replays = 30;
+      o.max_blocker_replays = 60;
+      o.max_tensor_replays = 60;
+      o.shortened_replays = false;
+      const PlanSearchResult whole = SearchPlan(env, scores, o);
+      o.shortened_replays = true;
+      const PlanSearchResult shortened = SearchPlan(env, scores, o);
+      EXPECT_GE(whole.improvements, 2);  // the premise: incumbents change
+      EXPECT_GT(whole.replays + whole.blocker_replays + whole.cyclic_replays, 0);
+      EXPECT_TRUE(shortened.best.plan == whole.best.plan);
+      EXPECT_EQ(shortened.best.cost.total_ns, whole.best.cost.total_ns);
+      EXPECT_EQ(shortened.best.steps, whole.best.steps);
+      EXPECT_EQ(shortened.best.spills, whole.best.spills);
+      EXPECT_NEAR(shortened.best.step_reward_sum, whole.best.step_reward_sum, 1e-9);
+      EXPECT_EQ(shortened.improvements, whole.improvements);
+      EXPECT_EQ(shortened.replays, whole.replays);
+      EXPECT_EQ(shortened.pair_replays, whole.pair_replays);
+      EXPECT_EQ(shortened.blocker_replays, whole.blocker_replays);
+      EXPECT_EQ(shortened.cyclic_replays, whole.cyclic_replays);
+      EXPECT_EQ(shortened.tensor_replays, whole.tensor_replays);
+      EXPECT_EQ(shortened.deviations, whole.deviations);
+      // Whole replays walk every step of their episodes; shortened ones fewer.
+      EXPECT_EQ(whole.replay_steps, whole.replay_episode_steps);
+      EXPECT_EQ(shortened.replay_episode_steps, whole.replay_episode_steps);
+      EXPECT_LT(shortened.replay_steps, whole.replay_steps);
+    }
+  }
+}
+
+// When single flips improve nothing, a tensor's every decision is put in one
+// tier: the search ends at a plan at least as fast, faster exactly when a
+// tensor move improved, within the budget, scored exactly.
+TEST(PlanSearch, TensorReplaysPutEveryDecisionOfATensorInOneTier) {
+  for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
+    SCOPED_TRACE(mode == MigrationMode::kSync ? "sync" : "async");
+    Workload w = Resnet(8);
+    PlacementEnv env(w, Config(w, 0.25, mode));
+    ActionScores by_heat = [](const Observation& x) { return std::make_pair(x[kObsHeat], 0.5f); };
+    PlanSearchOptions o = OnePhase();
+    o.max_replays = 100000;  // single flips until none improves
+    const PlanSearchResult without = SearchPlan(env, by_heat, o);
+    EXPECT_EQ(without.tensor_replays, 0);
+    o.max_tensor_replays = 400;
+    const PlanSearchResult with = SearchPlan(env, by_heat, o);
+    EXPECT_GE(with.tensor_replays, 1);
+    EXPECT_LE(with.tensor_replays, 400);
+    EXPECT_GE(with.tensor_improvements, 1);  // the premise: a local optimum of single flips a tensor move improves
+    EXPECT_LT(with.best.cost.total_ns, without.best.cost.total_ns);
+    EXPECT_GE(with.replays, without.replays);
+    EXPECT_FALSE(with.best.oom);
+    EXPECT_NEAR(EvaluatePlan(w, with.best.plan).total_ns, with.best.cost.total_ns, 1e-9 * with.best.cost.total_ns);
+  }
 }
 
 TEST(PlanSearch, ANonFiniteScoreIsAnError) {

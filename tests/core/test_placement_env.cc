@@ -681,5 +681,106 @@ TEST(PlacementEnv, AsyncPlansNeverMoveATensorUnderItsLastKernel) {
   EXPECT_GT(migrations, 0u);
 }
 
+// An action per decision, a function of its kernel and tensor, so that an
+// episode resumed from a checkpoint, or one that differs in one decision,
+// takes the same actions at the same decisions. `flipped`: the (kernel,
+// tensor) decision that takes the other action.
+constexpr uint64_t kNoFlip = ~uint64_t{0};
+int KeyedAction(const PlacementEnv& env, uint64_t flipped) {
+  const uint64_t key = (uint64_t{env.current_kernel()} << 32) | env.current_tensor();
+  const int a = static_cast<int>(std::hash<uint64_t>{}(key * 0x9E3779B97F4A7C15ull) % 3 == 0);  // DRAM twice as often
+  return key == flipped ? 1 - a : a;
+}
+
+struct PlayedEpisode {
+  EpisodeSummary summary;
+  std::vector<uint64_t> keys;                    // (kernel, tensor) of each step
+  std::vector<size_t> kernel_start_steps;
+  std::vector<size_t> kernels;                   // of each kernel start
+  std::vector<uint64_t> fingerprints;            // before each step
+  std::vector<PlacementEnv::Checkpoint> checkpoints;  // at each kernel start
+  std::vector<EpisodeSummary> progress;          // steps, spills, step rewards before each step
+};
+
+PlayedEpisode Play(PlacementEnv& env, uint64_t flipped) {
+  PlayedEpisode p;
+  env.Reset();
+  for (size_t i = 0; !env.done(); ++i) {
+    p.keys.push_back((uint64_t{env.current_kernel()} << 32) | env.current_tensor());
+    p.fingerprints.push_back(env.fingerprint());
+    p.progress.push_back(env.summary());
+    if (env.at_kernel_start()) {
+      p.kernel_start_steps.push_back(i);
+      p.kernels.push_back(env.current_kernel());
+      p.checkpoints.push_back(env.TakeCheckpoint());
+    } else {
+      EXPECT_THROW(env.TakeCheckpoint(), std::logic_error);
+    }
+    env.Step(KeyedAction(env, flipped));
+  }
+  p.summary = env.summary();
+  return p;
+}
+
+// The plan-time search's replays resume an episode at a kernel's start and
+// end it where they rejoin another: both must give the plan, cost and
+// summary that playing the whole episode gives.
+TEST(PlacementEnv, AResumedEpisodeAndOneFinishedAsAnotherMakeTheWholeEpisodesPlan) {
+  for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
+    SCOPED_TRACE(mode == MigrationMode::kSync ? "sync" : "async");
+    Workload w = SixLayers(SyntheticShape::kResnetLike);
+    w.Finalize();
+    EnvConfig c = ThirdOfPeak(w);
+    c.mode = mode;
+    PlacementEnv env(w, c);
+    const PlayedEpisode base = Play(env, kNoFlip);
+    ASSERT_GE(base.kernel_start_steps.size(), 4u);
+    for (size_t k = 0; k < base.kernel_start_steps.size(); k += 3) {
+      env.Resume(base.checkpoints[k], base.summary.plan);
+      EXPECT_EQ(env.fingerprint(), base.fingerprints[base.kernel_start_steps[k]]);
+      while (!env.done()) env.Step(KeyedAction(env, kNoFlip));
+      EXPECT_TRUE(env.summary().plan == base.summary.plan);
+      EXPECT_EQ(env.summary().cost.total_ns, base.summary.cost.total_ns);
+      EXPECT_EQ(env.summary().steps, base.summary.steps);
+      EXPECT_EQ(env.summary().spills, base.summary.spills);
+      EXPECT_DOUBLE_EQ(env.summary().step_reward_sum, base.summary.step_reward_sum);
+    }
+    // Episodes that differ from base in one decision: once one's
+    // fingerprint at a kernel's start is base's, FinishAs ends it with
+    // base's decisions, and the plan is the one its whole play makes.
+    size_t rejoined = 0, flips = 0;
+    for (size_t f = 0; f < base.keys.size(); f += 7, ++flips) {
+      const uint64_t flipped = base.keys[f];
+      const PlayedEpisode whole = Play(env, flipped);
+      ASSERT_FALSE(whole.summary.oom);
+      for (size_t k = 0; k < whole.kernel_start_steps.size(); ++k) {
+        if (whole.kernels[k] <= (flipped >> 32)) continue;
+        auto same = std::find(base.kernels.begin(), base.kernels.end(), whole.kernels[k]);
+        if (same == base.kernels.end()) continue;
+        const size_t i = base.kernel_start_steps[static_cast<size_t>(same - base.kernels.begin())];
+        if (base.fingerprints[i] != whole.fingerprints[whole.kernel_start_steps[k]]) continue;
+        env.Resume(whole.checkpoints[k], whole.summary.plan);
+        env.FinishAs(base.summary, base.progress[i]);
+        EXPECT_TRUE(env.summary().plan == whole.summary.plan);
+        EXPECT_EQ(env.summary().cost.total_ns, whole.summary.cost.total_ns);
+        EXPECT_EQ(env.summary().steps, whole.summary.steps);
+        EXPECT_EQ(env.summary().spills, whole.summary.spills);
+        EXPECT_NEAR(env.summary().step_reward_sum, whole.summary.step_reward_sum, 1e-9);
+        ++rejoined;
+      }
+    }
+    EXPECT_GT(rejoined, flips);  // the premise: most flips' effects end
+    // Checkpoints and plans of another env are refused.
+    EnvConfig half = c;
+    half.dram_limit_bytes = w.peak_live_bytes() / 2;
+    PlacementEnv other(w, half);
+    EXPECT_THROW(other.Resume(base.checkpoints[0], base.summary.plan), std::invalid_argument);
+    Workload w2 = SixLayers(SyntheticShape::kVggLike);
+    w2.Finalize();
+    PlacementEnv env2(w2, ThirdOfPeak(w2));
+    EXPECT_THROW(env2.Resume(base.checkpoints[0], base.summary.plan), std::invalid_argument);
+  }
+}
+
 }  // namespace
 }  // namespace tensortier
