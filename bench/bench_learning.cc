@@ -340,7 +340,9 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
     add(label + " + search (" + std::to_string(r.rollouts) + " rollouts, " + std::to_string(r.replays) +
             " replays, " + std::to_string(r.pair_replays) + " pair replays, " + std::to_string(r.blocker_replays) +
             " blocker replays (" + std::to_string(r.blocker_improvements) + " better), " +
-            std::to_string(r.cyclic_replays) + " cyclic replays (" + std::to_string(r.cyclic_improvements) + " better), " + std::to_string(r.improvements) + " improvements, " +
+            std::to_string(r.cyclic_replays) + " cyclic replays (" + std::to_string(r.cyclic_improvements) + " better), " +
+            std::to_string(r.tensor_replays) + " tensor replays (" + std::to_string(r.tensor_improvements) + " better), " +
+            std::to_string(r.improvements) + " improvements, " +
             std::to_string(r.deviations) +
             " deviations)",
         "plan-time search", SummaryPercent(w, r.best), r.best.oom, r.seconds);
@@ -651,6 +653,10 @@ int Main(int argc, char** argv) {
   app.add_option("--search-pair-replays", o.search.max_pair_replays,
                  "Plan-time search: when single flips stop improving, episodes that flip two decisions of opposite "
                  "directions over overlapping kernels (0: none)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--search-tensor-replays", o.search.max_tensor_replays,
+                 "Plan-time search: when single and pair flips stop improving, episodes that put every decision of one "
+                 "tensor in one tier, the least sure tensors first (0: none)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--search-cyclic-replays", o.search.max_cyclic_replays,
                  "Plan-time search, after the rollouts: each persistent tensor the plan ends in another tier than it "

@@ -772,6 +772,31 @@ int Main(int argc, char** argv) {
                     "each from the best plan so far, descending; together within --ilp-time-limit [default: " +
                         SharesText(GuidedIlpOptions{}.fixed_shares) + "]")
       ->check(CLI::Range(0.0, 1.0));
+  bench->add_option("--search-rollouts", bench_opts.search.max_rollouts,
+                    "dqn+search, sac+search: episodes of the plan-time search that follow the network after a "
+                    "deviation (the greedy and biased ones included; 1: the greedy plan alone)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  bench->add_option("--search-candidates", bench_opts.search.candidates_per_round,
+                    "dqn+search, sac+search: the network's least sure decisions a round of rollouts deviates at before "
+                    "the search gives up on the rollouts")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  bench->add_option("--search-seconds", bench_opts.search.max_seconds,
+                    "dqn+search, sac+search: time limit of the plan-time search per workload and budget (0: none; "
+                    "the search also stops when no candidate improves)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  bench->add_option("--search-replays", bench_opts.search.max_replays,
+                    "dqn+search, sac+search: episodes that flip one of the incumbent's least-sure decisions and keep "
+                    "its others (0: none)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  bench->add_option("--search-tensor-replays", bench_opts.search.max_tensor_replays,
+                    "dqn+search, sac+search: when single flips improve nothing, episodes that put every decision "
+                    "of one tensor in one tier, the least sure tensors first (0: none)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   bool bench_cost_model_only = false;
   bench->add_flag("--cost-model-only", bench_cost_model_only, "Do not run real iterations");
   std::optional<double> bench_exposure;

@@ -234,6 +234,11 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
                   "decisions of opposite directions over overlapping kernels (0 = none)")
       ->check(CLI::Range(0, 100000000))
       ->capture_default_str();
+  cmd->add_option("--search-tensor-replays", c.plan_search.max_tensor_replays,
+                  "Plan-time search, when single and pair flips stop improving: episodes that put every decision of "
+                  "one tensor in one tier, the least sure tensors first (0 = none)")
+      ->check(CLI::Range(0, 100000000))
+      ->capture_default_str();
   cmd->add_option("--ilp-seconds", c.plan_ilp.time_limit_seconds,
                   "After the search: AutoTM's ILP with the same network's surest decisions fixed, from its greedy "
                   "plan (CBC solves the rest; 0 = none)")
@@ -260,6 +265,7 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
       {"Evaluation, convergence and the final search",
        {"--eval-every", "--converge-window", "--converge-tolerance", "--search-rollouts",
         "--search-replays", "--search-cyclic-replays", "--search-blocker-replays", "--search-pair-replays",
+        "--search-tensor-replays",
         "--ilp-seconds", "--ilp-fixed-shares"}},
       {"Fleet and metrics", {"--heartbeat-ms", "--metrics-address"}},
   });
