@@ -335,6 +335,9 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
                               {"cyclic_replays", result.search.cyclic_replays},
                               {"blocker_replays", result.search.blocker_replays},
                               {"replays", result.search.replays}, {"pair_replays", result.search.pair_replays},
+                              {"tensor_replays", result.search.tensor_replays},
+                              {"replay_steps", result.search.replay_steps},
+                              {"replay_episode_steps", result.search.replay_episode_steps},
                               {"deviations", result.search.deviations}, {"seconds", result.search.seconds},
                               {"greedy_runtime_ns", result.search.greedy.cost.total_ns},
                               {"runtime_ns", result.search.best.cost.total_ns}};
