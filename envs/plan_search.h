@@ -70,7 +70,9 @@ struct PlanSearchOptions {
   // Replays resume the incumbent's episode at a checkpoint before their
   // first flip and end where their state is the incumbent's again
   // (PlacementEnv::Resume, FinishAs): the same plans as whole episodes in
-  // a fraction of the steps. False: every replay plays the whole episode.
+  // a fraction of the steps (each new incumbent is played whole to check;
+  // PlanSearchResult::shortening_mismatches). False: every replay plays
+  // the whole episode.
   bool shortened_replays = true;
   // Shifts of the DRAM preference tried after the greedy episode: a bias b
   // plays "DRAM when score(DRAM) - score(slow) > b" (greedy is b = 0). In
@@ -100,6 +102,10 @@ struct PlanSearchResult {
   // episodes they made: shortened replays walk a fraction of them.
   int64_t replay_steps = 0;
   int64_t replay_episode_steps = 0;
+  // Shortened replays whose whole play ended with another plan (none
+  // expected; PlanSearchOptions::shortened_replays): the whole play's plan
+  // stood and every later replay was played whole.
+  int shortening_mismatches = 0;
   double seconds = 0;
 };
 

@@ -338,6 +338,7 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
                               {"tensor_replays", result.search.tensor_replays},
                               {"replay_steps", result.search.replay_steps},
                               {"replay_episode_steps", result.search.replay_episode_steps},
+                              {"shortening_mismatches", result.search.shortening_mismatches},
                               {"deviations", result.search.deviations}, {"seconds", result.search.seconds},
                               {"greedy_runtime_ns", result.search.greedy.cost.total_ns},
                               {"runtime_ns", result.search.best.cost.total_ns}};

@@ -403,6 +403,7 @@ TEST(PlanSearch, ShortenedReplaysFindWhatWholeReplaysFind) {
       EXPECT_EQ(whole.replay_steps, whole.replay_episode_steps);
       EXPECT_EQ(shortened.replay_episode_steps, whole.replay_episode_steps);
       EXPECT_LT(shortened.replay_steps, whole.replay_steps);
+      EXPECT_EQ(shortened.shortening_mismatches, 0);
     }
   }
 }
