@@ -6,6 +6,8 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "common/hash.h"
+
 namespace tensortier {
 namespace {
 
@@ -16,13 +18,6 @@ uint64_t BytesTouched(const Workload& w, size_t k) {
 }
 
 constexpr float kNewTensor = 0.5f;
-
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 // Range maxima of live bytes / L_D over kernels (a sparse table): the most
 // DRAM pressure a tensor meets while it waits for its next access.
@@ -634,7 +629,7 @@ void PlacementEnv::ToggleFingerprint(uint32_t t) {
   const uint32_t gap = gap_decided_.empty() ? 0 : gap_decided_[t];
   if (state == kNotPlaced && gap == 0) return;  // Reset's fingerprint is 0
   const uint64_t start = state == kNotPlaced ? 2 : static_cast<uint64_t>(summary_.plan.initial_tiers[t]);
-  fingerprint_ ^= SplitMix64(SplitMix64((uint64_t{t} << 4) | (uint64_t{state} << 2) | start) ^ gap);
+  fingerprint_ ^= Fnv1a().Value(t).Value(state).Value(start).Value(gap).digest();
 }
 
 PlacementEnv::Checkpoint PlacementEnv::TakeCheckpoint() const {
