@@ -341,6 +341,7 @@ std::vector<Row> RunWorkload(const std::string& spec, const Options& o) {
             " replays, " + std::to_string(r.pair_replays) + " pair replays, " + std::to_string(r.blocker_replays) +
             " blocker replays (" + std::to_string(r.blocker_improvements) + " better), " +
             std::to_string(r.cyclic_replays) + " cyclic replays (" + std::to_string(r.cyclic_improvements) + " better), " +
+            std::to_string(r.room_replays) + " room replays (" + std::to_string(r.room_improvements) + " better), " +
             std::to_string(r.tensor_replays) + " tensor replays (" + std::to_string(r.tensor_improvements) + " better), " +
             std::to_string(r.improvements) + " improvements, " +
             std::to_string(r.deviations) +
@@ -657,6 +658,11 @@ int Main(int argc, char** argv) {
   app.add_option("--search-tensor-replays", o.search.max_tensor_replays,
                  "Plan-time search: when single and pair flips stop improving, episodes that put every decision of one "
                  "tensor in one tier, the least sure tensors first (0: none)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--search-room-replays", o.search.max_room_replays,
+                 "Plan-time search: when single and pair flips stop improving, episodes that take one of the costliest "
+                 "slow-tier uses to DRAM and evict tensors kept through their gap over its kernel until they free its "
+                 "size (0: none)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--search-cyclic-replays", o.search.max_cyclic_replays,
                  "Plan-time search, after the rollouts: each persistent tensor the plan ends in another tier than it "

@@ -797,6 +797,12 @@ int Main(int argc, char** argv) {
                     "of one tensor in one tier, the least sure tensors first (0: none)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  bench->add_option("--search-room-replays", bench_opts.search.max_room_replays,
+                    "dqn+search, sac+search: when single flips improve nothing, episodes that take one of the "
+                    "costliest slow-tier uses to DRAM and evict tensors kept through their gap over its kernel until "
+                    "they free its size (0: none)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   bool bench_cost_model_only = false;
   bench->add_flag("--cost-model-only", bench_cost_model_only, "Do not run real iterations");
   std::optional<double> bench_exposure;

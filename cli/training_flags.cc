@@ -239,6 +239,12 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
                   "one tensor in one tier, the least sure tensors first (0 = none)")
       ->check(CLI::Range(0, 100000000))
       ->capture_default_str();
+  cmd->add_option("--search-room-replays", c.plan_search.max_room_replays,
+                  "Plan-time search, when single and pair flips stop improving: episodes that take one of the "
+                  "costliest slow-tier uses to DRAM and evict tensors kept through their gap over its kernel until "
+                  "they free its size (0 = none)")
+      ->check(CLI::Range(0, 100000000))
+      ->capture_default_str();
   cmd->add_option("--ilp-seconds", c.plan_ilp.time_limit_seconds,
                   "After the search: AutoTM's ILP with the same network's surest decisions fixed, from its greedy "
                   "plan (CBC solves the rest; 0 = none)")
@@ -265,7 +271,7 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
       {"Evaluation, convergence and the final search",
        {"--eval-every", "--converge-window", "--converge-tolerance", "--search-rollouts",
         "--search-replays", "--search-cyclic-replays", "--search-blocker-replays", "--search-pair-replays",
-        "--search-tensor-replays",
+        "--search-room-replays", "--search-tensor-replays",
         "--ilp-seconds", "--ilp-fixed-shares"}},
       {"Fleet and metrics", {"--heartbeat-ms", "--metrics-address"}},
   });

@@ -76,7 +76,8 @@ struct Episode {
   }
 };
 
-constexpr uint64_t kNoDecision = ~uint64_t{0};
+// The decisions a replay takes the other action at, by DecisionKey, sorted.
+using Flips = std::vector<uint64_t>;
 
 // A decision's identity across episodes whose step indices differ: the
 // kernel and the tensor it places (one decision per tensor per kernel).
@@ -159,21 +160,20 @@ enum class ReplayMode : uint8_t { kShortened, kWhole, kWholeWithCheckpoints };
 // per-kernel state (about 0.3 MB on ResNet-152).
 constexpr size_t kCheckpointEverySteps = 256;
 
-// Takes the other action at the decisions `flip` and `flip2` name (kNoDecision:
-// none) and, everywhere else,
-// the action `base` took at the same (kernel, tensor); the policy decides
-// only the decisions `base` never met (the flip can change which tensors a
-// kernel asks about). So a candidate differs from the incumbent's plan by one
-// decision and its consequences, where Play's continuation re-decides
+// Takes the other action at the decisions `flips` names and, everywhere
+// else, the action `base` took at the same (kernel, tensor); the policy
+// decides only the decisions `base` never met (the flip can change which
+// tensors a kernel asks about). So a candidate differs from the incumbent's
+// plan by those decisions and their consequences, where Play's continuation re-decides
 // everything after the flip. No network call for the decisions kept, so a
 // replay costs little more than the environment's own steps, and with
 // ReplayMode::kShortened only those between base's checkpoint before the
-// first flip and the kernel where its state is base's again (after both
-// flips; with a pin, after the pinned tensor dies: never for a persistent
+// first flip and the kernel where its state is base's again (after every
+// flip; with a pin, after the pinned tensor dies: never for a persistent
 // one). A pinned tensor takes the pin's action at every decision, met by
 // `base` or not.
 Episode Replay(PlacementEnv& env, const ActionScores& scores, const Episode& base,
-               const std::unordered_map<uint64_t, size_t>& step_of, uint64_t flip, uint64_t flip2,
+               const std::unordered_map<uint64_t, size_t>& step_of, const Flips& flips,
                float bias, Pin pin = {}, ReplayMode mode = ReplayMode::kShortened) {
   Episode e;
   Observation obs{};
@@ -182,8 +182,7 @@ Episode Replay(PlacementEnv& env, const ActionScores& scores, const Episode& bas
   if (mode == ReplayMode::kShortened) {
     // The first step that can differ from base's: a flip's, or the pinned tensor's first.
     size_t first = base.keys.size();
-    for (uint64_t f : {flip, flip2}) {
-      if (f == kNoDecision) continue;
+    for (uint64_t f : flips) {
       auto it = step_of.find(f);
       if (it != step_of.end()) first = std::min(first, it->second);
     }
@@ -195,8 +194,7 @@ Episode Replay(PlacementEnv& env, const ActionScores& scores, const Episode& bas
       if (!t.persistent) rejoin_after = t.free_kernel;
     } else {
       rejoin_after = 0;
-      for (uint64_t f : {flip, flip2})
-        if (f != kNoDecision) rejoin_after = std::max(rejoin_after, f >> 32);
+      for (uint64_t f : flips) rejoin_after = std::max(rejoin_after, f >> 32);
     }
     auto cp = std::upper_bound(base.checkpoints.begin(), base.checkpoints.end(), first,
                                [](size_t step, const auto& c) { return step < c.first; });
@@ -235,7 +233,7 @@ Episode Replay(PlacementEnv& env, const ActionScores& scores, const Episode& bas
       e.deviates.push_back(same ? base.deviates[it->second] : 1);
     } else {
       a = it == step_of.end() ? PolicyStep(scores, obs, bias, e)
-                              : BaseStep(base, it->second, key == flip || key == flip2, e);
+                              : BaseStep(base, it->second, std::binary_search(flips.begin(), flips.end(), key), e);
     }
     e.Record(env, key, a);
     obs = e.Take(env, a);
@@ -295,7 +293,7 @@ std::unordered_map<uint64_t, size_t> StepOf(const Episode& e) {
 // `e` played again whole with its own decisions, taking checkpoints, so
 // that replays can resume it.
 Episode WithCheckpoints(PlacementEnv& env, const ActionScores& scores, const Episode& e, float bias) {
-  return Replay(env, scores, e, StepOf(e), kNoDecision, kNoDecision, bias, {}, ReplayMode::kWholeWithCheckpoints);
+  return Replay(env, scores, e, StepOf(e), {}, bias, {}, ReplayMode::kWholeWithCheckpoints);
 }
 
 bool SameEpisode(const Episode& a, const Episode& b) {
@@ -356,6 +354,72 @@ std::vector<size_t> Blockers(const Episode& e, size_t c, size_t limit) {
                     [&](size_t a, size_t b) { return e.gaps[a] < e.gaps[b]; });
   blockers.resize(n);
   return blockers;
+}
+
+// Room moves: the uses the incumbent reads from the slow tier (a slow
+// choice, or a DRAM choice clipped), the costliest first (the tensor's slow
+// penalty there), each as a replay that takes DRAM there and evicts DRAM
+// choices that hold room over that kernel through a gap (kept over
+// [kernel, holds_until) without a use at it) until they free the
+// tensor's size: the least sure first, or the largest first (the fewest
+// copies). A blocker replay evicts one; a large tensor needs several. Where
+// the searched plan lost to AutoTM-sync on ResNet-152 it was mostly 8-9 MB
+// backward temporaries read from the slow tier, which the ILP gives DRAM by
+// evicting a few gradient buffers over that kernel.
+std::vector<Flips> RoomMoves(const Workload& w, const Episode& e, size_t limit) {
+  std::unordered_map<uint64_t, double> penalty;
+  penalty.reserve(w.accesses.size());
+  for (const Access& a : w.accesses) penalty[(uint64_t{a.kernel} << 32) | a.tensor] += a.slow_penalty_ns;
+  std::vector<std::pair<double, size_t>> uses;
+  for (size_t i = 0; i < e.keys.size(); ++i) {
+    if (e.actions[i] == 0 && !e.clipped[i]) continue;
+    if (e.holds_until[i] != (e.keys[i] >> 32) + 1) continue;
+    auto it = penalty.find(e.keys[i]);
+    if (it != penalty.end() && it->second > 0) uses.push_back({it->second, i});
+  }
+  const size_t n = std::min(uses.size(), limit);
+  std::partial_sort(uses.begin(), uses.begin() + static_cast<std::ptrdiff_t>(n), uses.end(),
+                    [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  std::vector<Flips> moves;
+  for (size_t u = 0; u < n; ++u) {
+    const size_t c = uses[u].second;
+    const uint64_t kernel_c = e.keys[c] >> 32;
+    const uint64_t need = w.tensors.at(static_cast<uint32_t>(e.keys[c])).size_bytes;
+    std::vector<size_t> holders;
+    for (size_t j = 0; j < c; ++j) {
+      const uint64_t kernel_j = e.keys[j] >> 32;
+      if (e.actions[j] != 0 || e.clipped[j] || !std::isfinite(e.gaps[j])) continue;
+      if (e.holds_until[j] <= kernel_j + 1) continue;  // a use, not a gap kept
+      if (kernel_j <= kernel_c && kernel_c < e.holds_until[j]) holders.push_back(j);
+    }
+    auto size_of = [&](size_t j) { return w.tensors.at(static_cast<uint32_t>(e.keys[j])).size_bytes; };
+    for (bool largest_first : {false, true}) {
+      std::sort(holders.begin(), holders.end(), [&](size_t a, size_t b) {
+        if (largest_first && size_of(a) != size_of(b)) return size_of(a) > size_of(b);
+        return e.gaps[a] != e.gaps[b] ? e.gaps[a] < e.gaps[b] : a < b;
+      });
+      Flips flips;
+      if (e.actions[c] != 0) flips.push_back(e.keys[c]);
+      uint64_t freed = 0, first_kernel = kernel_c;
+      for (size_t j : holders) {
+        if (freed >= need) break;
+        flips.push_back(e.keys[j]);
+        freed += size_of(j);
+        first_kernel = std::min(first_kernel, e.keys[j] >> 32);
+      }
+      if (freed == 0) continue;
+      std::sort(flips.begin(), flips.end());
+      if (moves.empty() || moves.back() != flips) moves.push_back(flips);
+      // Also with the DRAM choices clipped from the first eviction on kept
+      // in the slow tier, as they were: granted, they take the room made
+      // for c (or use it better: both are tried).
+      for (size_t j = 0; j < c; ++j)
+        if (e.clipped[j] && (e.keys[j] >> 32) >= first_kernel) flips.push_back(e.keys[j]);
+      std::sort(flips.begin(), flips.end());
+      if (moves.back() != flips) moves.push_back(std::move(flips));
+    }
+  }
+  return moves;
 }
 
 }  // namespace
@@ -454,8 +518,8 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
   };
   if (searching) incumbent = played_whole(std::move(incumbent));
   std::unordered_map<uint64_t, size_t> step_of = StepOf(incumbent);
-  auto try_replay = [&](uint64_t flip, uint64_t flip2, Pin pin = {}) {
-    Episode candidate = Replay(env, scores, incumbent, step_of, flip, flip2, result.bias, pin, replay_mode);
+  auto try_replay = [&](const Flips& flips, Pin pin = {}) {
+    Episode candidate = Replay(env, scores, incumbent, step_of, flips, result.bias, pin, replay_mode);
     result.replay_steps += static_cast<int64_t>(candidate.walked);
     result.replay_episode_steps += static_cast<int64_t>(candidate.keys.size());
     if (!FasterEpisode(candidate.summary, incumbent.summary)) return false;
@@ -480,7 +544,7 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
       for (Tier tier : {t.start, t.end}) {
         if (result.cyclic_replays >= options.max_cyclic_replays || out_of_time()) break;
         ++result.cyclic_replays;
-        if (try_replay(kNoDecision, kNoDecision, Pin{t.tensor, static_cast<uint8_t>(tier == Tier::kDram ? 0 : 1)})) {
+        if (try_replay({}, Pin{t.tensor, static_cast<uint8_t>(tier == Tier::kDram ? 0 : 1)})) {
           ++result.cyclic_improvements;
           improved = true;
           break;
@@ -502,7 +566,7 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
       for (size_t b : Blockers(incumbent, it->second, static_cast<size_t>(std::max(options.blockers_per_clip, 0)))) {
         if (result.blocker_replays >= options.max_blocker_replays || out_of_time()) break;
         ++result.blocker_replays;
-        if (try_replay(incumbent.keys[b], kNoDecision)) {
+        if (try_replay({incumbent.keys[b]})) {
           ++result.blocker_improvements;
           improved = true;
           break;
@@ -516,7 +580,7 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
     for (size_t c = 0; c < keys.size() && result.replays < options.max_replays && !out_of_time(); ++c) {
       if (!step_of.count(keys[c])) continue;  // an earlier improvement removed this decision
       ++result.replays;
-      if (try_replay(keys[c], kNoDecision)) {
+      if (try_replay({keys[c]})) {
         ++result.replay_improvements;
         improved = true;
       }
@@ -528,7 +592,7 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
       for (size_t partner : Partners(incumbent, it->second, static_cast<size_t>(std::max(options.pair_partners, 0)))) {
         if (result.pair_replays >= options.max_pair_replays || out_of_time()) break;
         ++result.pair_replays;
-        if (try_replay(keys[c], incumbent.keys[partner])) {
+        if (try_replay({std::min(keys[c], incumbent.keys[partner]), std::max(keys[c], incumbent.keys[partner])})) {
           ++result.pair_improvements;
           improved = true;
           break;  // keys[c] is flipped now
@@ -536,10 +600,19 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
       }
     }
     if (improved) continue;
+    for (const Flips& flips : RoomMoves(env.workload(), incumbent, static_cast<size_t>(std::max(options.room_uses_per_pass, 0)))) {
+      if (result.room_replays >= options.max_room_replays || out_of_time()) break;
+      ++result.room_replays;
+      if (try_replay(flips)) {
+        ++result.room_improvements;
+        improved = true;
+      }
+    }
+    if (improved) continue;
     for (const Pin& pin : TensorPins(incumbent)) {
       if (result.tensor_replays >= options.max_tensor_replays || out_of_time()) break;
       ++result.tensor_replays;
-      if (try_replay(kNoDecision, kNoDecision, pin)) {
+      if (try_replay({}, pin)) {
         ++result.tensor_improvements;
         improved = true;
       }

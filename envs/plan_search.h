@@ -51,6 +51,16 @@ struct PlanSearchOptions {
   // all-DRAM, Inception-v3 48.84 -> 48.95% (docs/results/learning.md,
   // session twenty-two). 0 = none.
   int max_tensor_replays = 8000;
+  // Before the tensor replays, in passes over the incumbent's
+  // `room_uses_per_pass` costliest slow-tier uses: replays that take DRAM
+  // there and evict the DRAM choices kept through their gap over that
+  // kernel until they free the tensor's size (the least sure first, or the
+  // largest first). ResNet-152 from a network's greedy plan: 61.43 ->
+  // 61.72% of all-DRAM within the same 120 s (AutoTM-sync 62.06%);
+  // Inception-v3: no gain (docs/results/learning.md, session twenty-three).
+  // 0 = none.
+  int max_room_replays = 2000;
+  int room_uses_per_pass = 32;
   // After the rollouts, before the single flips: for each persistent tensor
   // the incumbent ends in another tier than it starts (the executor copies
   // it back after the last kernel), replays that keep it in its starting
@@ -98,6 +108,8 @@ struct PlanSearchResult {
   int cyclic_improvements = 0;
   int tensor_replays = 0;       // every decision of one tensor in one tier, after single and pair flips
   int tensor_improvements = 0;
+  int room_replays = 0;         // a slow-tier use taken to DRAM with room made over its kernel
+  int room_improvements = 0;
   // Steps the environment took in the replays, and the steps of the
   // episodes they made: shortened replays walk a fraction of them.
   int64_t replay_steps = 0;

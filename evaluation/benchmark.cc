@@ -106,10 +106,30 @@ PlacementPlan LearnedPlan(const PlacementAgent& agent, const Workload& w, uint64
   PlacementEnv placement(w, PlanningEnv(o, dram_limit));
   PlacementPlan plan;
   switch (plan_time) {
-    case PlanTime::kSearch:
-      plan = SearchPlan(placement, ScoresOf(agent), o.search).best.plan;
+    case PlanTime::kSearch: {
+      PlanSearchResult searched = SearchPlan(placement, ScoresOf(agent), o.search);
+      LogInfo("plan_search")
+          .kv("workload", w.name)
+          .kv("policy", agent.name() + kSearchSuffix)
+          .kv("greedy_runtime_ns", searched.greedy.cost.total_ns)
+          .kv("runtime_ns", searched.best.cost.total_ns)
+          .kv("rollouts", searched.rollouts)
+          .kv("replays", searched.replays)
+          .kv("replay_improvements", searched.replay_improvements)
+          .kv("pair_replays", searched.pair_replays)
+          .kv("pair_improvements", searched.pair_improvements)
+          .kv("blocker_replays", searched.blocker_replays)
+          .kv("cyclic_replays", searched.cyclic_replays)
+          .kv("tensor_replays", searched.tensor_replays)
+          .kv("tensor_improvements", searched.tensor_improvements)
+          .kv("room_replays", searched.room_replays)
+          .kv("room_improvements", searched.room_improvements)
+          .kv("improvements", searched.improvements)
+          .kv("seconds", searched.seconds);
+      plan = std::move(searched.best.plan);
       plan.produced_by = agent.name() + kSearchSuffix;
       return plan;
+    }
     case PlanTime::kIlp: return GuidedIlpPlan(placement, ScoresOf(agent), agent.name() + kIlpSuffix, w, o, nullptr);
     case PlanTime::kIlpMeasured:
       return GuidedIlpPlan(placement, ScoresOf(agent), agent.name() + kIlpMeasuredSuffix, w, o, runner);

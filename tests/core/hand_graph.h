@@ -78,6 +78,32 @@ inline Workload LongGapGraph(bool second = false) {
   return w;
 }
 constexpr uint32_t kLongGapTensor = 0;
+
+// Two 400 B tensors A and B (tensors 0 and 1) used at k0 and k9, a 300 B
+// temporary X (2) at k2 and a 700 B temporary Y (3) at k5, over ten 100 ns
+// kernels. With a 1,000 B DRAM limit, A and B kept through their gap leave
+// Y 200 B: it needs both evicted. Y costs 300 ns from the slow tier, A and B
+// 200 ns a use, X 10 ns; copies are cheap (10 and 20 bytes/ns), so the
+// fastest plan evicts A and B over k2-k8 and gives Y DRAM.
+inline Workload RoomGraph() {
+  Workload w;
+  w.name = "room";
+  for (int k = 0; k < 10; ++k) w.kernels.push_back({"k" + std::to_string(k), 100});
+  w.tensors = {
+      {"A", 400, TensorKind::kActivation, 0, 9, false},
+      {"B", 400, TensorKind::kActivation, 0, 9, false},
+      {"X", 300, TensorKind::kTemporary, 2, 2, false},
+      {"Y", 700, TensorKind::kTemporary, 5, 5, false},
+  };
+  w.accesses = {
+      {0, 0, 0, 1, 200}, {0, 1, 0, 1, 200}, {2, 2, 0, 1, 10}, {5, 3, 0, 1, 300}, {9, 0, 1, 0, 200}, {9, 1, 1, 0, 200},
+  };
+  w.device.dram_to_slow_bytes_per_second = 10e9;
+  w.device.slow_to_dram_bytes_per_second = 20e9;
+  w.Finalize();
+  return w;
+}
+enum RoomTensor : uint32_t { kRoomA = 0, kRoomB = 1, kRoomY = 3 };
 constexpr uint32_t kLongGapSecond = 7;
 
 }  // namespace tensortier::testing

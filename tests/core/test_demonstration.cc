@@ -36,6 +36,7 @@ PlanSearchOptions OnePhase() {
   o.max_cyclic_replays = 0;
   o.max_blocker_replays = 0;
   o.max_tensor_replays = 0;
+  o.max_room_replays = 0;
   return o;
 }
 
@@ -194,6 +195,7 @@ TEST(PlanSearch, OneRolloutIsTheGreedyPlan) {
   o.max_cyclic_replays = 0;  // each test looks at one phase
   o.max_blocker_replays = 0;
   o.max_tensor_replays = 0;
+  o.max_room_replays = 0;
   o.max_rollouts = 1;
   PlanSearchResult r = SearchPlan(env, [](const Observation& x) { return std::make_pair(x[kObsHeat], 0.0f); }, o);
   EXPECT_EQ(r.rollouts, 1);
@@ -211,6 +213,7 @@ TEST(PlanSearch, ImprovesOnAPoorPolicysGreedyPlan) {
   o.max_cyclic_replays = 0;  // each test looks at one phase
   o.max_blocker_replays = 0;
   o.max_tensor_replays = 0;
+  o.max_room_replays = 0;
   o.max_rollouts = 3000;
   o.candidates_per_round = 100000;  // every decision may be questioned
   o.max_replays = 0;                // the rollouts alone
@@ -237,6 +240,7 @@ TEST(PlanSearch, ABiasShiftsThePolicysPreferenceAndTheFasterEpisodeIsKept) {
   o.max_cyclic_replays = 0;  // each test looks at one phase
   o.max_blocker_replays = 0;
   o.max_tensor_replays = 0;
+  o.max_room_replays = 0;
   o.max_rollouts = 2;  // the greedy episode and one biased
   o.max_replays = 0;
   o.max_pair_replays = 0;
@@ -431,6 +435,39 @@ TEST(PlanSearch, TensorReplaysPutEveryDecisionOfATensorInOneTier) {
     EXPECT_FALSE(with.best.oom);
     EXPECT_NEAR(EvaluatePlan(w, with.best.plan).total_ns, with.best.cost.total_ns, 1e-9 * with.best.cost.total_ns);
   }
+}
+
+// A large tensor read from the slow tier because two tensors kept through
+// their gap hold the room: evicting one frees too little (a blocker replay
+// is worse), and a pair of flips is one eviction too. A room replay evicts
+// both and gives it DRAM.
+TEST(PlanSearch, RoomReplaysEvictSeveralTensorsToMakeRoomForALargeOne) {
+  Workload w = testing::RoomGraph();
+  EnvConfig c;
+  c.dram_limit_bytes = 1000;
+  c.beta = 1.0;
+  PlacementEnv env(w, c);
+  ActionScores prefer_dram = [](const Observation&) { return std::make_pair(1.0f, 0.0f); };
+  PlanSearchOptions o = OnePhase();
+  o.max_replays = 100000;
+  o.max_pair_replays = 100000;
+  o.max_blocker_replays = 500;
+  o.max_tensor_replays = 1000;
+  const PlanSearchResult without = SearchPlan(env, prefer_dram, o);
+  EXPECT_EQ(without.room_replays, 0);
+  o.max_room_replays = 100;
+  const PlanSearchResult with = SearchPlan(env, prefer_dram, o);
+  EXPECT_GE(with.room_improvements, 1);
+  EXPECT_LE(with.room_replays, 100);
+  EXPECT_LT(with.best.cost.total_ns, without.best.cost.total_ns);  // the premise: the other moves stop short
+  const auto tiers = with.best.plan.TierTimeline(w);
+  EXPECT_EQ(tiers[5][testing::kRoomY], Tier::kDram);
+  for (uint32_t t : {testing::kRoomA, testing::kRoomB}) {
+    EXPECT_EQ(tiers[0][t], Tier::kDram) << t;
+    EXPECT_EQ(tiers[5][t], Tier::kSlow) << t;
+    EXPECT_EQ(tiers[9][t], Tier::kDram) << t;
+  }
+  EXPECT_NEAR(EvaluatePlan(w, with.best.plan).total_ns, with.best.cost.total_ns, 1e-9 * with.best.cost.total_ns);
 }
 
 TEST(PlanSearch, ANonFiniteScoreIsAnError) {
