@@ -76,7 +76,7 @@ struct Episode {
   }
 };
 
-// The decisions a replay takes the other action at, by DecisionKey, sorted.
+// The decisions a replay takes the other action at, by DecisionKey.
 using Flips = std::vector<uint64_t>;
 
 // A decision's identity across episodes whose step indices differ: the
@@ -173,8 +173,9 @@ constexpr size_t kCheckpointEverySteps = 256;
 // one). A pinned tensor takes the pin's action at every decision, met by
 // `base` or not.
 Episode Replay(PlacementEnv& env, const ActionScores& scores, const Episode& base,
-               const std::unordered_map<uint64_t, size_t>& step_of, const Flips& flips,
+               const std::unordered_map<uint64_t, size_t>& step_of, Flips flips,
                float bias, Pin pin = {}, ReplayMode mode = ReplayMode::kShortened) {
+  std::sort(flips.begin(), flips.end());  // looked up at every step
   Episode e;
   Observation obs{};
   bool resumed = false;
@@ -367,15 +368,12 @@ std::vector<size_t> Blockers(const Episode& e, size_t c, size_t limit) {
 // backward temporaries read from the slow tier, which the ILP gives DRAM by
 // evicting a few gradient buffers over that kernel.
 std::vector<Flips> RoomMoves(const Workload& w, const Episode& e, size_t limit) {
-  std::unordered_map<uint64_t, double> penalty;
-  penalty.reserve(w.accesses.size());
-  for (const Access& a : w.accesses) penalty[(uint64_t{a.kernel} << 32) | a.tensor] += a.slow_penalty_ns;
   std::vector<std::pair<double, size_t>> uses;
   for (size_t i = 0; i < e.keys.size(); ++i) {
     if (e.actions[i] == 0 && !e.clipped[i]) continue;
     if (e.holds_until[i] != (e.keys[i] >> 32) + 1) continue;
-    auto it = penalty.find(e.keys[i]);
-    if (it != penalty.end() && it->second > 0) uses.push_back({it->second, i});
+    const Access* a = w.FindAccess(e.keys[i] >> 32, static_cast<uint32_t>(e.keys[i]));
+    if (a && a->slow_penalty_ns > 0) uses.push_back({a->slow_penalty_ns, i});
   }
   const size_t n = std::min(uses.size(), limit);
   std::partial_sort(uses.begin(), uses.begin() + static_cast<std::ptrdiff_t>(n), uses.end(),
@@ -385,13 +383,10 @@ std::vector<Flips> RoomMoves(const Workload& w, const Episode& e, size_t limit) 
     const size_t c = uses[u].second;
     const uint64_t kernel_c = e.keys[c] >> 32;
     const uint64_t need = w.tensors.at(static_cast<uint32_t>(e.keys[c])).size_bytes;
-    std::vector<size_t> holders;
-    for (size_t j = 0; j < c; ++j) {
-      const uint64_t kernel_j = e.keys[j] >> 32;
-      if (e.actions[j] != 0 || e.clipped[j] || !std::isfinite(e.gaps[j])) continue;
-      if (e.holds_until[j] <= kernel_j + 1) continue;  // a use, not a gap kept
-      if (kernel_j <= kernel_c && kernel_c < e.holds_until[j]) holders.push_back(j);
-    }
+    std::vector<size_t> holders = Blockers(e, c, c);
+    holders.erase(std::remove_if(holders.begin(), holders.end(),
+                                 [&](size_t j) { return e.holds_until[j] <= (e.keys[j] >> 32) + 1; }),  // a use, not a gap kept
+                  holders.end());
     auto size_of = [&](size_t j) { return w.tensors.at(static_cast<uint32_t>(e.keys[j])).size_bytes; };
     for (bool largest_first : {false, true}) {
       std::sort(holders.begin(), holders.end(), [&](size_t a, size_t b) {
@@ -408,7 +403,7 @@ std::vector<Flips> RoomMoves(const Workload& w, const Episode& e, size_t limit) 
         first_kernel = std::min(first_kernel, e.keys[j] >> 32);
       }
       if (freed == 0) continue;
-      std::sort(flips.begin(), flips.end());
+      std::sort(flips.begin(), flips.end());  // to compare with the last move
       if (moves.empty() || moves.back() != flips) moves.push_back(flips);
       // Also with the DRAM choices clipped from the first eviction on kept
       // in the slow tier, as they were: granted, they take the room made
@@ -592,7 +587,7 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
       for (size_t partner : Partners(incumbent, it->second, static_cast<size_t>(std::max(options.pair_partners, 0)))) {
         if (result.pair_replays >= options.max_pair_replays || out_of_time()) break;
         ++result.pair_replays;
-        if (try_replay({std::min(keys[c], incumbent.keys[partner]), std::max(keys[c], incumbent.keys[partner])})) {
+        if (try_replay({keys[c], incumbent.keys[partner]})) {
           ++result.pair_improvements;
           improved = true;
           break;  // keys[c] is flipped now
