@@ -767,6 +767,11 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   bench->add_option("--ilp-time-limit", bench_opts.solver_time_limit_seconds, "Seconds per ILP solve")
       ->capture_default_str();
+  bench->add_option("--ilp-gap", bench_opts.mip_gap,
+                    "Relative gap at which every ILP (AutoTM's, the guided ILP's) stops; AutoTM ran Gurobi to 1%. 0: "
+                    "on to a proven optimum or --ilp-time-limit (the table's solver status line says which)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   bench->add_option("--ilp-fixed-shares", bench_opts.guided_ilp.fixed_shares,
                     "dqn+ilp, sac+ilp: shares of the network's surest decisions whose tiers are fixed, one ILP solve "
                     "each from the best plan so far, descending; together within --ilp-time-limit [default: " +

@@ -75,6 +75,7 @@ PlacementPlan GuidedIlpPlan(PlacementEnv& placement, const ActionScores& scores,
                             const Workload& w, const BenchmarkOptions& o, RealWorkloadRunner* runner) {
   GuidedIlpOptions ilp = o.guided_ilp;
   ilp.time_limit_seconds = o.solver_time_limit_seconds;
+  ilp.mip_gap = o.mip_gap;
   ilp.keep_candidates = runner != nullptr;
   GuidedIlpResult solved = SolveGuidedIlp(placement, scores, ilp);
   if (!runner) {
@@ -537,9 +538,23 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
           ctx.mode = o.mode;
           ctx.seed = o.seed;
           ctx.solver_time_limit_seconds = o.solver_time_limit_seconds;
+          ctx.mip_gap = o.mip_gap;
           PolicyResult result = MakePolicy(name)->Decide(w, ctx);
           plan = result.plan;
           row.decision_seconds = result.decision_seconds;
+          if (result.solver) {
+            row.solver_status = result.solver->status;
+            // A plan repaired under the cost model after the solves is no longer the solver's.
+            if (auto it = result.stats.find("repairs"); it != result.stats.end() && it->second > 0)
+              row.solver_status += " (then repaired to fit)";
+            row.solver_gap = result.solver->mip_gap;
+            // AutoTM's objective is the cost model's time of the plans it can express,
+            // so its bound caps every such plan; only for one solve, since the
+            // fragmentation loop's later solves tighten the program.
+            auto solves = result.stats.find("solves");
+            if (solves != result.stats.end() && solves->second == 1 && result.solver->bound_ns > 0)
+              row.solver_bound_relative = model_all_dram_ns / result.solver->bound_ns;
+          }
         }
         FillPredicted(w, plan, model_all_dram_ns, row);
       } catch (const std::exception& e) {
@@ -620,6 +635,21 @@ std::string BenchmarkMarkdown(const std::vector<BenchmarkRow>& rows) {
          << " | " << std::setprecision(3) << decision << " |\n";
     }
     os << "\n";
+    // Whether an ILP's figure is its optimum decides how a near-tie reads,
+    // so every solver-based row says how CBC ended.
+    std::string solved;
+    for (const BenchmarkRow& r : rows) {
+      if (r.workload != wl || r.solver_status.empty()) continue;
+      std::ostringstream one;
+      one << std::fixed << (solved.empty() ? "" : "; ") << r.policy << " at " << std::setprecision(2) << r.dram_fraction
+          << ": " << r.solver_status << ", gap " << std::defaultfloat << std::setprecision(2) << 100 * r.solver_gap
+          << "%";
+      if (r.solver_bound_relative > 0)
+        one << ", none of its plans above " << std::fixed << std::setprecision(2) << 100 * r.solver_bound_relative
+            << "%";
+      solved += one.str();
+    }
+    if (!solved.empty()) os << "Solver status (CBC; gap: what it proved): " << solved << ".\n\n";
   }
   return os.str();
 }
@@ -632,7 +662,7 @@ void WriteBenchmarkResults(const std::string& dir, const std::vector<BenchmarkRo
          "oom_events,memory_cost_dollars,predicted_exec_ns,predicted_migration_ns,measured_emulated_delay_ns,"
          "measured_exposed_migration_ns,measured_bytes_migrated,migrations_refused,migrations_skipped,measured_rounds,"
          "measured_relative_low,measured_relative_high,measured_relative_confidence,measured_all_slow_relative,"
-         "faster_than_all_dram,measured_clock,measured_wall_ns,plan_source,note\n";
+         "faster_than_all_dram,measured_clock,measured_wall_ns,plan_source,solver_status,solver_gap,solver_bound_relative,note\n";
   csv << std::setprecision(10);
   nlohmann::json json = nlohmann::json::array();
   for (const BenchmarkRow& r : rows) {
@@ -650,7 +680,9 @@ void WriteBenchmarkResults(const std::string& dir, const std::vector<BenchmarkRo
         << ',' << r.migrations_refused << ',' << r.migrations_skipped << ',' << r.measured_rounds << ','
         << r.measured_relative_low << ',' << r.measured_relative_high << ',' << r.measured_relative_confidence << ','
         << r.measured_all_slow_relative << ',' << (r.faster_than_all_dram ? 1 : 0) << ',' << r.measured_clock << ','
-        << r.measured_wall_ns << ',' << plan_source << ',' << note << '\n';
+        << r.measured_wall_ns << ',' << plan_source << ',' << r.solver_status << ',' << r.solver_gap << ','
+        << r.solver_bound_relative << ',' << note
+        << '\n';
     json.push_back({{"workload", r.workload}, {"policy", r.policy}, {"dram_fraction", r.dram_fraction},
                     {"dram_limit_bytes", r.dram_limit_bytes}, {"decision_seconds", r.decision_seconds},
                     {"predicted_ns", r.predicted_ns}, {"predicted_relative", r.predicted_relative},
@@ -669,7 +701,9 @@ void WriteBenchmarkResults(const std::string& dir, const std::vector<BenchmarkRo
                     {"measured_relative_confidence", r.measured_relative_confidence},
                     {"measured_all_slow_relative", r.measured_all_slow_relative},
                     {"faster_than_all_dram", r.faster_than_all_dram}, {"measured_clock", r.measured_clock},
-                    {"measured_wall_ns", r.measured_wall_ns}, {"plan_source", r.plan_source}, {"note", r.note}});
+                    {"measured_wall_ns", r.measured_wall_ns}, {"plan_source", r.plan_source},
+                    {"solver_status", r.solver_status}, {"solver_gap", r.solver_gap},
+                    {"solver_bound_relative", r.solver_bound_relative}, {"note", r.note}});
   }
   WriteFileAtomically(dir + "/bench.csv", csv.str());
   WriteFileAtomically(dir + "/bench.json", json.dump(2) + "\n");

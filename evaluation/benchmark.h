@@ -74,6 +74,9 @@ struct BenchmarkOptions {
   int warmup_iterations = 1;
   int repeats = 1;  // per plan and round
   double solver_time_limit_seconds = 60;
+  // Relative gap at which every ILP (AutoTM's, the guided one's) stops:
+  // AutoTM ran Gurobi to 1%. 0: on to a proven optimum or the time limit.
+  double mip_gap = PolicyContext{}.mip_gap;
   // "+ilp+measured" policies: rounds of their candidate plans on real
   // iterations at plan time (each with all-DRAM, `repeats` iterations a plan).
   int plan_time_rounds = 5;
@@ -135,6 +138,13 @@ struct BenchmarkRow {
   uint32_t oom_events = 0;
   double memory_cost_dollars = 0;     // DeepTM's prices: DRAM $23.81/GB, slow $7.85/GB
   std::string note;                   // why a row has no number (policy failed, ...)
+  // Solver-based baselines (AutoTM, heat+ilp): how CBC ended ("optimal",
+  // "gap", "time-limit", ...) and the relative gap it proved; empty otherwise.
+  std::string solver_status;
+  double solver_gap = 0;
+  // AutoTM's rows: all-DRAM's time over the solver's proven bound, the most
+  // any plan of its formulation can reach on the cost model (0: unknown).
+  double solver_bound_relative = 0;
 };
 
 using BenchmarkProgress = std::function<void(const BenchmarkRow&)>;

@@ -105,6 +105,48 @@ TEST(Benchmark, CostModelFilesAreCompleteAndParseable) {
   EXPECT_TRUE(std::filesystem::exists(dir + "/bench-" + a.name + ".svg"));
 }
 
+// Whether an ILP's figure is its proven optimum decides how a near-tie with
+// it reads (issue #15), so solver rows carry CBC's status and proved gap,
+// and --ilp-gap 0 runs it on to a proven optimum where time allows.
+TEST(Benchmark, SolverRowsSayHowTheIlpEndedAndGapZeroProvesTheOptimum) {
+  const Workload w = LoadWorkloadSpec("synthetic:resnet:3");
+  BenchmarkOptions o;
+  o.policies = {"first-touch", "autotm-sync", "heat+ilp"};
+  o.dram_fractions = {0.3};
+  o.measure = false;
+  o.solver_time_limit_seconds = 30;
+  const std::vector<BenchmarkRow> published = RunBenchmark(w, o);
+  o.mip_gap = 0;
+  const std::vector<BenchmarkRow> proven = RunBenchmark(w, o);
+  ASSERT_EQ(published.size(), 3u);
+  ASSERT_EQ(proven.size(), 3u);
+  for (const std::vector<BenchmarkRow>* rows : {&published, &proven}) {
+    EXPECT_EQ((*rows)[0].solver_status, "") << "first-touch solves nothing";
+    EXPECT_NE((*rows)[1].solver_status, "");
+    EXPECT_NE((*rows)[2].solver_status, "");
+  }
+  EXPECT_TRUE(published[1].solver_status == "optimal" || published[1].solver_status == "gap")
+      << published[1].solver_status;
+  EXPECT_LE(published[1].solver_gap, 0.01 + 1e-9);
+  EXPECT_EQ(proven[1].solver_status, "optimal");
+  EXPECT_LE(proven[1].solver_gap, 1e-6);
+  // The bound caps every plan of AutoTM's formulation: its own sits at it when proven optimal.
+  EXPECT_NEAR(proven[1].solver_bound_relative, proven[1].predicted_relative, 1e-6);
+  EXPECT_GE(published[1].solver_bound_relative, published[1].predicted_relative - 1e-9);
+  EXPECT_LE(published[1].solver_bound_relative, published[1].predicted_relative / (1 - 0.01) + 1e-9);
+  EXPECT_EQ(published[2].solver_bound_relative, 0) << "the guided ILP fixes shares: no global bound";
+
+  const std::string dir = TempPath("solver-status");
+  WriteBenchmarkResults(dir, proven);
+  const std::string md = ReadFile(dir + "/bench.md");
+  EXPECT_NE(md.find("Solver status (CBC; gap: what it proved): autotm-sync at 0.30: optimal, gap 0%, none of its plans above "),
+            std::string::npos)
+      << md;
+  const nlohmann::json json = nlohmann::json::parse(ReadFile(dir + "/bench.json"));
+  EXPECT_EQ(json[1]["solver_status"], "optimal");
+  EXPECT_EQ(json[0]["solver_status"], "");
+}
+
 // "+ilp": AutoTM's ILP with the network's surest decisions fixed, started
 // from its plan (policies/guided_ilp.h). An untrained network is a poor
 // start; the solver's plan fits and is never slower than the greedy one.

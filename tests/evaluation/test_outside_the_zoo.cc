@@ -114,7 +114,9 @@ void ExpectBaselinePlansExecuteAsPlanned(const Workload& w) {
   // Whatever the profile pinned is a buffer the step never touches, not
   // one of the module's parameters.
   for (const Tensor& t : w.tensors)
-    if (t.pinned_dram) EXPECT_EQ(t.name.rfind("untracked:", 0), 0u) << t.name;
+    if (t.pinned_dram) {
+      EXPECT_EQ(t.name.rfind("untracked:", 0), 0u) << t.name;
+    }
   const BenchmarkOptions o = testing::MeasuredBenchmark({"first-touch", "sentinel", "autotm-sync", "ca-lm"}, 0.2, 1);
   const std::vector<BenchmarkRow> rows = RunBenchmark(w, o);
   ASSERT_EQ(rows.size(), o.policies.size());
