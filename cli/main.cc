@@ -715,14 +715,18 @@ int Main(int argc, char** argv) {
     // space-separated string, which would not read back as a list.
     return names + "dqn, sac, dqn+search, sac+search, dqn+ilp, sac+ilp (the ILP with the network's surest "
                    "decisions fixed), dqn+ilp+measured, sac+ilp+measured, heat+ilp+measured (that ILP's candidate "
-                   "plans measured on real iterations at plan time, the fastest kept), learned (every agent of "
+                   "plans measured on real iterations at plan time, the fastest kept), heat+search (the plan-time search "
+                   "with heat order in the network's place), untrained-dqn, untrained-sac and their +search, +ilp "
+                   "(the checkpoint's network with fresh weights: what training adds), learned (every agent of "
                    "--checkpoint, greedy and searched), lookup:FILE (an exported lookup, as --lookup) [default: "
                    "all-slow first-touch sentinel autotm-sync deeptm-heuristic ca-lm learned]";
   }())->check(CLI::Validator(
             [](std::string& name) -> std::string {
               static const std::vector<std::string> learned = {
                   "dqn",     "sac",     "dqn+search",       "sac+search",       "dqn+ilp",
-                  "sac+ilp", "learned", "dqn+ilp+measured", "sac+ilp+measured", "heat+ilp+measured"};
+                  "sac+ilp", "learned", "dqn+ilp+measured", "sac+ilp+measured", "heat+ilp+measured",
+                  "heat+search", "untrained-dqn", "untrained-sac", "untrained-dqn+search", "untrained-sac+search",
+                  "untrained-dqn+ilp", "untrained-sac+ilp"};
               const std::vector<std::string>& baselines = PolicyNames();
               if (std::find(baselines.begin(), baselines.end(), name) != baselines.end() ||
                   std::find(learned.begin(), learned.end(), name) != learned.end() ||

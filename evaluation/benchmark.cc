@@ -38,6 +38,12 @@ constexpr const char* kIlpMeasuredSuffix = "+ilp+measured";
 // The same measured choice over the ILP that heat order guides (heat+ilp,
 // policies/guided_ilp.h): what the network adds to it.
 constexpr const char* kHeatIlpMeasured = "heat+ilp+measured";
+// The plan-time search with heat order in the network's place (the constant
+// DRAM action, decisions in heat order): what the network adds to it.
+constexpr const char* kHeatSearch = "heat+search";
+// "untrained-dqn+search": the checkpoint's network as it was before training
+// (the same architecture and seed, fresh weights) in the same pipeline.
+constexpr const char* kUntrainedPrefix = "untrained-";
 
 bool HasSuffix(const std::string& name, const std::string& suffix) {
   return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -98,51 +104,63 @@ EnvConfig PlanningEnv(const BenchmarkOptions& o, uint64_t dram_limit) {
   return env;
 }
 
-// The agent of a checkpoint, rolled out greedily on the workload at the
-// given budget: the learned policy as a baseline-like decision; improved by
-// the plan-time search or the ILP its network guides where the name asks.
-// `runner`: this host's real iterations, for the measured choice.
-PlacementPlan LearnedPlan(const PlacementAgent& agent, const Workload& w, uint64_t dram_limit,
-                          const BenchmarkOptions& o, PlanTime plan_time, RealWorkloadRunner* runner) {
-  PlacementEnv placement(w, PlanningEnv(o, dram_limit));
-  PlacementPlan plan;
-  switch (plan_time) {
-    case PlanTime::kSearch: {
-      PlanSearchResult searched = SearchPlan(placement, ScoresOf(agent), o.search);
-      LogInfo("plan_search")
-          .kv("workload", w.name)
-          .kv("policy", agent.name() + kSearchSuffix)
-          .kv("greedy_runtime_ns", searched.greedy.cost.total_ns)
-          .kv("runtime_ns", searched.best.cost.total_ns)
-          .kv("rollouts", searched.rollouts)
-          .kv("replays", searched.replays)
-          .kv("replay_improvements", searched.replay_improvements)
-          .kv("pair_replays", searched.pair_replays)
-          .kv("pair_improvements", searched.pair_improvements)
-          .kv("blocker_replays", searched.blocker_replays)
-          .kv("cyclic_replays", searched.cyclic_replays)
-          .kv("tensor_replays", searched.tensor_replays)
-          .kv("tensor_improvements", searched.tensor_improvements)
-          .kv("room_replays", searched.room_replays)
-          .kv("room_improvements", searched.room_improvements)
-          .kv("improvements", searched.improvements)
-          .kv("seconds", searched.seconds);
-      plan = std::move(searched.best.plan);
-      plan.produced_by = agent.name() + kSearchSuffix;
-      return plan;
-    }
-    case PlanTime::kIlp: return GuidedIlpPlan(placement, ScoresOf(agent), agent.name() + kIlpSuffix, w, o, nullptr);
-    case PlanTime::kIlpMeasured:
-      return GuidedIlpPlan(placement, ScoresOf(agent), agent.name() + kIlpMeasuredSuffix, w, o, runner);
-    case PlanTime::kGreedy: break;
-  }
-  plan = RunEpisode(placement, [&](const Observation& x) { return agent.Greedy(x.data()); }).plan;
-  plan.produced_by = agent.name();
+// The plan-time search that `scores` guide, named `name` in the log and on
+// the plan.
+PlacementPlan SearchedPlan(PlacementEnv& placement, const ActionScores& scores, const std::string& name,
+                           const Workload& w, const BenchmarkOptions& o) {
+  PlanSearchResult searched = SearchPlan(placement, scores, o.search);
+  LogInfo("plan_search")
+      .kv("workload", w.name)
+      .kv("policy", name)
+      .kv("greedy_runtime_ns", searched.greedy.cost.total_ns)
+      .kv("runtime_ns", searched.best.cost.total_ns)
+      .kv("rollouts", searched.rollouts)
+      .kv("replays", searched.replays)
+      .kv("replay_improvements", searched.replay_improvements)
+      .kv("pair_replays", searched.pair_replays)
+      .kv("pair_improvements", searched.pair_improvements)
+      .kv("blocker_replays", searched.blocker_replays)
+      .kv("cyclic_replays", searched.cyclic_replays)
+      .kv("tensor_replays", searched.tensor_replays)
+      .kv("tensor_improvements", searched.tensor_improvements)
+      .kv("room_replays", searched.room_replays)
+      .kv("room_improvements", searched.room_improvements)
+      .kv("improvements", searched.improvements)
+      .kv("seconds", searched.seconds);
+  PlacementPlan plan = std::move(searched.best.plan);
+  plan.produced_by = name;
   return plan;
 }
 
+// The agent of a checkpoint, rolled out greedily on the workload at the
+// given budget: the learned policy as a baseline-like decision; improved by
+// the plan-time search or the ILP its network guides where the name asks.
+// `label`: the agent's name in the row ("dqn", "untrained-dqn").
+// `runner`: this host's real iterations, for the measured choice.
+PlacementPlan LearnedPlan(const PlacementAgent& agent, const std::string& label, const Workload& w,
+                          uint64_t dram_limit, const BenchmarkOptions& o, PlanTime plan_time,
+                          RealWorkloadRunner* runner) {
+  PlacementEnv placement(w, PlanningEnv(o, dram_limit));
+  PlacementPlan plan;
+  switch (plan_time) {
+    case PlanTime::kSearch: return SearchedPlan(placement, ScoresOf(agent), label + kSearchSuffix, w, o);
+    case PlanTime::kIlp: return GuidedIlpPlan(placement, ScoresOf(agent), label + kIlpSuffix, w, o, nullptr);
+    case PlanTime::kIlpMeasured:
+      return GuidedIlpPlan(placement, ScoresOf(agent), label + kIlpMeasuredSuffix, w, o, runner);
+    case PlanTime::kGreedy: break;
+  }
+  plan = RunEpisode(placement, [&](const Observation& x) { return agent.Greedy(x.data()); }).plan;
+  plan.produced_by = label;
+  return plan;
+}
+
+// "untrained-dqn" -> "dqn"; other kinds unchanged.
+std::string TrainedKind(const std::string& kind) {
+  return kind.rfind(kUntrainedPrefix, 0) == 0 ? kind.substr(std::string(kUntrainedPrefix).size()) : kind;
+}
+
 bool IsLearnedPolicy(const std::string& name) {
-  const std::string kind = AgentKind(name);
+  const std::string kind = TrainedKind(AgentKind(name));
   return kind == "dqn" || kind == "sac" || name == "learned";
 }
 
@@ -448,7 +466,7 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
   std::map<std::string, std::shared_ptr<PlacementAgent>> agents;
   if (std::any_of(o.policies.begin(), o.policies.end(), IsLearnedPolicy)) {
     const bool named = std::any_of(o.policies.begin(), o.policies.end(), [](const std::string& p) {
-      return AgentKind(p) == "dqn" || AgentKind(p) == "sac";
+      return TrainedKind(AgentKind(p)) == "dqn" || TrainedKind(AgentKind(p)) == "sac";
     });
     if (named && o.checkpoints.empty())
       throw std::invalid_argument("the policies dqn and sac need --checkpoint [WORKLOAD=]FILE (a learner's "
@@ -487,6 +505,8 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
     return runner.get();
   };
 
+  // The checkpoints' networks with fresh weights, for the "untrained-" policies.
+  std::map<std::string, std::unique_ptr<PlacementAgent>> untrained;
   std::vector<BenchmarkRow> rows;
   std::vector<PlacementPlan> plans;  // one per row; measured when the row has no note
   for (double fraction : o.dram_fractions) {
@@ -501,15 +521,27 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
       PlacementPlan plan;
       try {
         if (IsLearnedPolicy(name)) {
-          const std::string kind = AgentKind(name);
-          auto it = agents.find(kind);
+          const std::string kind = AgentKind(name), trained = TrainedKind(kind);
+          auto it = agents.find(trained);
           if (it == agents.end())
             throw std::invalid_argument("policy " + name + " needs --checkpoint [" + w.name + "=]FILE holding a " +
-                                        kind + " agent (a learner's checkpoints/" + kind + ".ckpt)");
+                                        trained + " agent (a learner's checkpoints/" + trained + ".ckpt)");
+          const PlacementAgent* agent = it->second.get();
+          if (kind != trained) {
+            auto& twin = untrained[trained];
+            if (!twin) twin = MakeAgent(trained, it->second->config_json());
+            agent = twin.get();
+          }
           auto t0 = std::chrono::steady_clock::now();
           const PlanTime plan_time = PlanTimeOf(name);
-          plan = LearnedPlan(*it->second, w, limit, o, plan_time,
+          plan = LearnedPlan(*agent, kind, w, limit, o, plan_time,
                              plan_time == PlanTime::kIlpMeasured ? host(name) : nullptr);
+          row.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          row.plan_source = plan.produced_by;
+        } else if (name == kHeatSearch) {
+          PlacementEnv placement(w, PlanningEnv(o, limit));
+          auto t0 = std::chrono::steady_clock::now();
+          plan = SearchedPlan(placement, HeatOrderScores(), name, w, o);
           row.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           row.plan_source = plan.produced_by;
         } else if (name == kHeatIlpMeasured) {

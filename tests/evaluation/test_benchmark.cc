@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "agents/agent.h"
+#include "agents/dqn_agent.h"
 #include "common/files.h"
 #include "envs/cost_model.h"
+#include "envs/placement_env.h"
 #include "envs/workload_spec.h"
 #include "evaluation/benchmark.h"
 #include "executor/executor.h"
@@ -167,6 +169,57 @@ TEST(Benchmark, TheIlpTheNetworkGuidesStartsFromItsPlanAndNeverEndsSlower) {
     EXPECT_LE(rows[1].dram_peak_bytes, rows[1].dram_limit_bytes);
     EXPECT_LT(rows[1].predicted_ns, rows[0].predicted_ns) << MigrationModeName(mode);
   }
+}
+
+// Issue #15's ablations in the bench's own run: the same plan-time search
+// with heat order in the network's place, and the checkpoint's network with
+// the weights it had before training (same architecture and seed).
+TEST(Benchmark, AblationsRunTheSamePipelineWithoutTheTrainedNetwork) {
+  const Workload w = LoadWorkloadSpec("synthetic:resnet:3");
+  DqnConfig config;
+  config.seed = 1;
+  config.device = "cpu";
+  DqnConfig other = config;
+  other.seed = 2;
+  // "Trained": seed 1's network carrying other weights (seed 2's), as a trained checkpoint does.
+  std::unique_ptr<PlacementAgent> trained = MakeAgent("dqn", config.ToJson());
+  trained->LoadWeights(MakeAgent("dqn", other.ToJson())->SerializeWeights());
+  const std::string trained_path = TempPath("ablation-trained.ckpt"), fresh_path = TempPath("ablation-fresh.ckpt");
+  trained->SaveCheckpoint(trained_path);
+  MakeAgent("dqn", config.ToJson())->SaveCheckpoint(fresh_path);
+
+  BenchmarkOptions o;
+  o.dram_fractions = {0.3};
+  o.measure = false;
+  o.search.max_seconds = 20;
+  o.policies = {"dqn", "untrained-dqn", "untrained-dqn+search", "heat+search"};
+  o.checkpoints = {trained_path};
+  const std::vector<BenchmarkRow> rows = RunBenchmark(w, o);
+  o.policies = {"dqn"};
+  o.checkpoints = {fresh_path};
+  const std::vector<BenchmarkRow> fresh = RunBenchmark(w, o);
+  ASSERT_EQ(rows.size(), 4u);
+  ASSERT_EQ(fresh.size(), 1u);
+  for (const BenchmarkRow& r : rows) {
+    EXPECT_TRUE(r.note.empty()) << r.policy << ": " << r.note;
+    EXPECT_EQ(r.plan_source, r.policy);
+    EXPECT_LE(r.dram_peak_bytes, r.dram_limit_bytes) << r.policy;
+  }
+  // The untrained twin is the checkpoint's network before training, not the checkpoint.
+  EXPECT_DOUBLE_EQ(rows[1].predicted_ns, fresh[0].predicted_ns);
+  EXPECT_NE(rows[0].predicted_ns, rows[1].predicted_ns) << "the two networks should place differently";
+  EXPECT_LE(rows[2].predicted_ns, rows[1].predicted_ns) << "the search keeps its start unless it finds better";
+  // heat+search starts from heat order's plan: the constant DRAM action, clipped to fit.
+  EnvConfig env;
+  env.dram_limit_bytes = rows[3].dram_limit_bytes;
+  PlacementEnv placement(w, env);
+  const double heat_order_ns = RunEpisode(placement, [](const Observation&) { return 0; }).cost.total_ns;
+  EXPECT_LE(rows[3].predicted_ns, heat_order_ns);
+
+  // No checkpoint: the untrained policies are refused as the trained ones are.
+  o.policies = {"untrained-dqn+search"};
+  o.checkpoints.clear();
+  EXPECT_THROW(RunBenchmark(w, o), std::invalid_argument);
 }
 
 TEST(Benchmark, LearnedPolicyWithoutCheckpointIsAClearError) {
