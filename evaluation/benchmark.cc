@@ -580,11 +580,12 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
             if (auto it = result.stats.find("repairs"); it != result.stats.end() && it->second > 0)
               row.solver_status += " (then repaired to fit)";
             row.solver_gap = result.solver->mip_gap;
-            // AutoTM's objective is the cost model's time of the plans it can express,
-            // so its bound caps every such plan; only for one solve, since the
+            // Where AutoTM's objective is the cost model's time of the plans it can
+            // express, its bound caps every such plan; only for one solve, since the
             // fragmentation loop's later solves tighten the program.
-            auto solves = result.stats.find("solves");
-            if (solves != result.stats.end() && solves->second == 1 && result.solver->bound_ns > 0)
+            auto solves = result.stats.find("solves"), exact = result.stats.find("objective_is_cost_model");
+            if (solves != result.stats.end() && solves->second == 1 && exact != result.stats.end() &&
+                exact->second == 1 && result.solver->bound_ns > 0)
               row.solver_bound_relative = model_all_dram_ns / result.solver->bound_ns;
           }
         }

@@ -143,7 +143,9 @@ struct BenchmarkRow {
   std::string solver_status;
   double solver_gap = 0;
   // AutoTM's rows: all-DRAM's time over the solver's proven bound, the most
-  // any plan of its formulation can reach on the cost model (0: unknown).
+  // any plan of its formulation can reach on the cost model (0: unknown, or
+  // the synchronous formulation in async mode, whose objective is not the
+  // cost model's there).
   double solver_bound_relative = 0;
 };
 

@@ -444,6 +444,11 @@ PolicyResult AutoTmPolicy::DecideImpl(const Workload& w, const PolicyContext& ct
   stats.nonzeros = solve.nonzeros;
   result.solver = stats;
   result.stats["solves"] = stats.solves;
+  // Whether the objective is the cost model's time in this mode, so that the
+  // bound caps every plan of the formulation: not for the synchronous
+  // formulation in async mode, which charges every copy as exposed.
+  result.stats["objective_is_cost_model"] =
+      formulation_ == AutoTmFormulation::kSynchronous && ctx.mode == MigrationMode::kAsync ? 0 : 1;
   return result;
 }
 
