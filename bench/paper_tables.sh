@@ -15,7 +15,8 @@
 #   --train N      train each agent on each model, scale and mode first (cost model, DRAM = 0.2 x
 #                  peak, imitation of the baselines then N episodes; runs go to
 #                  runs/paper/SCALE-MODE-MODEL-AGENT) and include them as learned policies: the
-#                  greedy plan, the plan-time search and the guided ILP (AGENT+ilp)
+#                  greedy plan, the plan-time search and the guided ILP (AGENT+ilp), beside the
+#                  search's ablations heat+search, untrained-AGENT and untrained-AGENT+search
 #   --agents       which agents --train trains and which AGENT+ilp rows are added (default "dqn")
 #   --checkpoint   include the learned agent of a learner checkpoint (repeatable, MODEL= for one
 #                  model; it must have been trained in the mode of the table)
@@ -93,8 +94,10 @@ for scale in $scales; do
     policies=(all-slow first-touch sentinel autotm-static autotm-sync deeptm-heuristic ca-l ca-lm ca-lmp heat+ilp)
     [ "$mode" = async ] && policies+=(autotm-async)
     if [ ${#ckpts[@]} -gt 0 ]; then
-      policies+=(learned)
-      for a in $agents; do policies+=("$a+ilp"); done
+      # The learned rows and, in the same run, the search pipeline's ablations (issue #15,
+      # criterion 3): heat order in the network's place, and the network before training.
+      policies+=(learned heat+search)
+      for a in $agents; do policies+=("$a+ilp" "untrained-$a" "untrained-$a+search"); done
     fi
     dir=fig14
     [ "$scale" = paper ] && dir+=-paper
