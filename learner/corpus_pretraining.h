@@ -25,7 +25,13 @@ struct CorpusPretrainingOptions {
   double dram_fraction = 0.2;           // each workload's DRAM limit: this x its peak live bytes
   EnvConfig env;                        // mode, decision scope, beta; the limit comes from dram_fraction
   DqnConfig dqn;
-  ImitationConfig imitation;
+  // A corpus rolls every polish chunk out on every workload, and the longer
+  // polish was measured on single models only: 30,000 steps here.
+  ImitationConfig imitation = [] {
+    ImitationConfig c;
+    c.polish_updates = 30000;
+    return c;
+  }();
   // The plans imitated: the fastest of these on each workload (train's
   // --demonstrations default).
   std::vector<std::string> experts = {"autotm-sync", "sentinel"};
