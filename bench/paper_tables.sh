@@ -26,7 +26,10 @@
 # imitation with --train 1; at the default scale fig14 took 22 min, fig14-async 33 min and Fig. 17
 # with the learned rows more than 16 min. --measure adds a few minutes per model there. At the
 # paper scale (2026-11-28, beside other work) fig14-paper took 1,225 s (profiling the five
-# models and training included) and fig14-paper-async 1,206 s (training included).
+# models and training included) and fig14-paper-async 1,206 s (training included). With the
+# ablation rows (2026-11-28, two tables at a time, load 2): fig14 762 s, fig14-async 1,146 s,
+# fig14-paper 823 s, fig14-paper-async 1,274 s (benches only); --train 1 takes up to 2 min per
+# model since the longer polish (ResNet-152: 112 s).
 set -euo pipefail
 build=build
 measure=--cost-model-only
