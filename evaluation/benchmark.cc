@@ -466,7 +466,8 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
   std::map<std::string, std::shared_ptr<PlacementAgent>> agents;
   if (std::any_of(o.policies.begin(), o.policies.end(), IsLearnedPolicy)) {
     const bool named = std::any_of(o.policies.begin(), o.policies.end(), [](const std::string& p) {
-      return TrainedKind(AgentKind(p)) == "dqn" || TrainedKind(AgentKind(p)) == "sac";
+      const std::string kind = TrainedKind(AgentKind(p));
+      return kind == "dqn" || kind == "sac";
     });
     if (named && o.checkpoints.empty())
       throw std::invalid_argument("the policies dqn and sac need --checkpoint [WORKLOAD=]FILE (a learner's "
@@ -580,12 +581,7 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
             if (auto it = result.stats.find("repairs"); it != result.stats.end() && it->second > 0)
               row.solver_status += " (then repaired to fit)";
             row.solver_gap = result.solver->mip_gap;
-            // Where AutoTM's objective is the cost model's time of the plans it can
-            // express, its bound caps every such plan; only for one solve, since the
-            // fragmentation loop's later solves tighten the program.
-            auto solves = result.stats.find("solves"), exact = result.stats.find("objective_is_cost_model");
-            if (solves != result.stats.end() && solves->second == 1 && exact != result.stats.end() &&
-                exact->second == 1 && result.solver->bound_ns > 0)
+            if (result.solver->bound_caps_cost_model && result.solver->bound_ns > 0)
               row.solver_bound_relative = model_all_dram_ns / result.solver->bound_ns;
           }
         }

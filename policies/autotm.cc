@@ -442,13 +442,12 @@ PolicyResult AutoTmPolicy::DecideImpl(const Workload& w, const PolicyContext& ct
   stats.integer_variables = solve.integer_variables;
   stats.constraints = solve.constraints;
   stats.nonzeros = solve.nonzeros;
+  // Not for the synchronous formulation in async mode, which charges every
+  // copy as exposed; not after the fragmentation loop shrank a kernel's limit.
+  stats.bound_caps_cost_model =
+      stats.solves == 1 && !(formulation_ == AutoTmFormulation::kSynchronous && ctx.mode == MigrationMode::kAsync);
   result.solver = stats;
   result.stats["solves"] = stats.solves;
-  // Whether the objective is the cost model's time in this mode, so that the
-  // bound caps every plan of the formulation: not for the synchronous
-  // formulation in async mode, which charges every copy as exposed.
-  result.stats["objective_is_cost_model"] =
-      formulation_ == AutoTmFormulation::kSynchronous && ctx.mode == MigrationMode::kAsync ? 0 : 1;
   return result;
 }
 

@@ -39,6 +39,10 @@ struct SolverStats {
   double objective_ns = 0;    // the model's predicted iteration time
   double bound_ns = 0;        // best lower bound the solver proved
   double mip_gap = 0;         // (objective - bound) / objective
+  // bound_ns caps every plan of the formulation on the cost model: its
+  // objective is the cost model's time in this mode, and the program solved
+  // is the one asked (no later solve tightened it).
+  bool bound_caps_cost_model = false;
   int solves = 0;             // ILP solves, fragmentation loop included
   int64_t nodes = 0;          // branch-and-bound nodes, summed over solves
   int variables = 0;          // of the last solve
