@@ -342,6 +342,8 @@ AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& o) {
   if (warm_ns && (!r.mip.has_solution || *warm_ns < r.mip.objective)) {
     r.mip.has_solution = true;
     r.mip.objective = *warm_ns;
+    // CBC's gap was its own incumbent's; the bound holds for the start too.
+    r.mip.gap = RelativeGap(r.mip.objective, r.mip.bound);
     r.mip.values.assign(mip.num_variables(), 0.0);
     for (int col = 0; col < mip.num_variables() && col < static_cast<int>(warm->mip.values.size()); ++col)
       if (mip.is_integer(col)) r.mip.values[col] = std::round(warm->mip.values[col]);
@@ -386,7 +388,10 @@ AutoTmIlpResult SolveAutoTmIlp(const Workload& w, const AutoTmIlpOptions& o) {
     }
   }
   plan.Normalize();
-  if (first_touch_kept) r.predicted_ns = r.mip.objective = EvaluatePlan(w, plan).total_ns;
+  if (first_touch_kept) {
+    r.predicted_ns = r.mip.objective = EvaluatePlan(w, plan).total_ns;
+    r.mip.gap = RelativeGap(r.mip.objective, r.mip.bound);
+  }
   return r;
 }
 

@@ -34,6 +34,12 @@ uint64_t PeakResidentBytes() {
 
 }  // namespace
 
+double RelativeGap(double objective, double bound) {
+  if (!(std::abs(objective) > 0)) return 0.0;
+  const double gap = (objective - bound) / std::abs(objective);
+  return std::isfinite(gap) ? std::clamp(gap, 0.0, 1.0) : 1.0;
+}
+
 int MipModel::AddVariable(double lower, double upper, double objective, bool integer) {
   lower_.push_back(lower);
   upper_.push_back(upper);
@@ -149,12 +155,7 @@ MipSolution MipModel::SolveInThisProcess(const MipOptions& options) const {
     s.objective = Cbc_getObjValue(model.get());
   }
   s.bound = Cbc_getBestPossibleObjValue(model.get());
-  if (s.has_solution) {
-    // A bound from a solve stopped early can be -inf or above the incumbent
-    // by rounding; report a gap in [0, 1].
-    double gap = std::abs(s.objective) > 0 ? (s.objective - s.bound) / std::abs(s.objective) : 0.0;
-    s.gap = std::isfinite(gap) ? std::clamp(gap, 0.0, 1.0) : 1.0;
-  }
+  if (s.has_solution) s.gap = RelativeGap(s.objective, s.bound);
   switch (Cbc_secondaryStatus(model.get())) {
     case 0: s.status = s.has_solution ? "optimal" : "infeasible"; break;
     // 1 is also "the relaxation is no better than the cutoff": a MIP start

@@ -36,6 +36,11 @@ struct MipSolution {
   uint64_t peak_added_bytes = 0;
 };
 
+// (objective - bound) / |objective| in [0, 1]: a bound from a solve stopped
+// early can be -inf, or above the incumbent by rounding. 1 where it says
+// nothing; 0 for a zero objective.
+double RelativeGap(double objective, double bound);
+
 class MipModel {
  public:
   int AddVariable(double lower, double upper, double objective, bool integer);

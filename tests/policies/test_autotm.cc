@@ -44,6 +44,9 @@ void ExpectConsistent(const Workload& w, const AutoTmIlpResult& r) {
   const CostReport c = EvaluatePlan(w, r.plan);
   EXPECT_FALSE(c.oom);
   EXPECT_TRUE(NearlyEqual(r.predicted_ns, c.total_ns));
+  // The gap reported is the returned plan's, also where a start CBC was
+  // given beat its own incumbent.
+  EXPECT_DOUBLE_EQ(r.mip.gap, RelativeGap(r.mip.objective, r.mip.bound));
 }
 
 std::vector<Workload> TinyGraphs() {

@@ -78,6 +78,9 @@ TEST(Mip, ASolverThatDiesIsASolveWithoutASolution) {
     const CostReport c = EvaluatePlan(w, r.plan);
     EXPECT_FALSE(c.oom);
     EXPECT_DOUBLE_EQ(r.predicted_ns, c.total_ns);
+    // A plan no solve produced proves nothing: the gap says so, not 0
+    // (which bench would read as a proven optimum).
+    EXPECT_DOUBLE_EQ(r.mip.gap, 1.0);
   }
   // ...and says it found nothing when the start was the caller's.
   ilp.formulation = AutoTmFormulation::kSynchronous;
