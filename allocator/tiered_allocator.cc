@@ -585,6 +585,30 @@ int64_t TieredAllocator::PlaceContiguously(const std::vector<AllocationRecord*>&
     else arriving += r->bytes;
   }
   if (in_place) return 0;
+  // Laid out before (some are in the region already): only the others move,
+  // each into the first room of the region that fits it. A tensor that a plan
+  // moves out and back within an iteration comes back elsewhere (its room
+  // was taken meanwhile), and laying the whole range out again before every
+  // iteration copied all of it: 54.7 MB an iteration on AlexNet for one
+  // 4 MB gradient. Adjacency only makes copies cheaper; keeping it is not
+  // worth that.
+  bool laid_out = false;
+  for (const AllocationRecord* r : records) laid_out = laid_out || (r->tier == to && r->region == region);
+  if (laid_out) {
+    if (to == Tier::kDram && !core.DramFits(arriving)) return -1;
+    int64_t copied = 0;
+    for (size_t i = 0; i < records.size(); ++i) {
+      AllocationRecord* r = records[i];
+      if (r->tier == to && r->region == region) continue;
+      void* dst = region->Reserve(r->bytes);
+      if (dst == nullptr) return -1;
+      core.Charge(to, r->bytes, region->Commit(dst, r->bytes));
+      std::memcpy(dst, r->ptr, r->bytes);
+      SwapLocked(core, r, *storages[i], dst, to, region, cls);
+      copied += static_cast<int64_t>(r->bytes);
+    }
+    return copied;
+  }
   // Each old block is freed right after its copy: at most one tensor already
   // in `to` is held twice.
   if (to == Tier::kDram && !core.DramFits(arriving + largest_staying)) return -1;

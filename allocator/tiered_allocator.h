@@ -220,9 +220,11 @@ class TieredAllocator final : public c10::Allocator {
   // Moves the tensor to tier `to`, class `cls`, if it is not there.
   MoveStart Place(AllocationRecord* record, Tier to, BlockClass cls);
   // Lays `records` out in this order, adjacent, in the `cls` region of tier
-  // `to` (nothing moves when they already are). Returns the bytes copied, or
-  // -1 when DRAM cannot hold a second copy of them under the limit (nothing
-  // moved; place them one by one then). cls must not be kOwn.
+  // `to` (nothing moves when they already are). Once some of them are there,
+  // only the others move, each to the first room in the region that fits it
+  // (adjacency is not restored). Returns the bytes copied, or -1 when DRAM
+  // cannot hold a second copy of them under the limit or the region cannot
+  // grow (place them one by one then). cls must not be kOwn.
   int64_t PlaceContiguously(const std::vector<AllocationRecord*>& records, Tier to, BlockClass cls);
 
  private:

@@ -288,8 +288,9 @@ void FillMeasured(const std::vector<ExecutionReport>& reports, const std::vector
   const ExecutionReport& last = reports.back();
   if (!last.counters.empty()) {
     const IterationCounters& k = last.counters.back();
-    // Setup moves put persistent tensors back where the plan starts them:
-    // the cost model's end-of-iteration copies.
+    // With what set-up moved before the iteration (not timed; no plan asks
+    // for it: a persistent tensor whose room in a region was taken), so that
+    // a difference from the cost model's bytes shows.
     row.measured_bytes_migrated = k.bytes_to_slow + k.bytes_to_dram + k.setup_bytes;
     row.measured_setup_bytes = k.setup_bytes;
     row.migrations_refused = k.migrations_refused;

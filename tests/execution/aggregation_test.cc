@@ -235,6 +235,24 @@ TEST_F(Aggregation, PlaceContiguouslyLaysOutInOrderOnce) {
     EXPECT_EQ(static_cast<char*>(rs[i]->ptr), static_cast<char*>(rs[i - 1]->ptr) + PageRegion::Footprint(rs[i - 1]->bytes));
   for (AllocationRecord* r : rs) EXPECT_EQ(r->tier, Tier::kSlow);
   EXPECT_EQ(a.PlaceContiguously(rs, Tier::kSlow, BlockClass::kLongLived), 0);  // already there
+  // One of them taken out (as a plan's move does) and its room taken by
+  // another tensor meanwhile: only it moves back, not the whole range.
+  std::vector<void*> before;
+  for (AllocationRecord* r : rs) before.push_back(r->ptr);
+  ASSERT_EQ(a.Place(rs[2], Tier::kDram, BlockClass::kLongLived), TieredAllocator::MoveStart::kStarted);
+  at::Tensor squatter = at::full({1040}, 9.0f);
+  ASSERT_EQ(a.Place(TieredAllocator::BindStorage(squatter.storage()), Tier::kSlow, BlockClass::kLongLived),
+            TieredAllocator::MoveStart::kStarted);
+  EXPECT_EQ(squatter.storage().data(), before[2]);  // first fit: the room rs[2] left
+  EXPECT_EQ(a.PlaceContiguously(rs, Tier::kSlow, BlockClass::kLongLived), static_cast<int64_t>(rs[2]->bytes));
+  for (size_t i = 0; i < rs.size(); ++i) {
+    EXPECT_EQ(rs[i]->tier, Tier::kSlow);
+    if (i != 2) EXPECT_EQ(rs[i]->ptr, before[i]);
+  }
+  EXPECT_NE(rs[2]->ptr, before[2]);
+  EXPECT_EQ(rs[2]->block_class, BlockClass::kLongLived);
+  EXPECT_TRUE(at::equal(squatter, at::full({1040}, 9.0f)));
+  squatter = at::Tensor();
   for (int i = 0; i < 5; ++i) EXPECT_TRUE(at::equal(v[i], at::full({1000 + 10 * i}, static_cast<float>(i))));
   // Under a DRAM limit that cannot hold them: refused, nothing moved.
   a.set_dram_limit(10000);
