@@ -459,7 +459,9 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
         NoteUnfollowed("migration", tensors[0], to, start);
         return;
     }
-    Pending p{t, tensors, {}};
+    Pending p;
+    p.ticket = t;
+    p.tensors = tensors;
     p.overlaps_kernel = next;
     for (AllocationRecord* r : rs) p.bytes.push_back(r->bytes);
     ++cur.migration_copies;

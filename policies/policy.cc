@@ -24,9 +24,9 @@ PolicyResult PlacementPolicy::Decide(const Workload& w, const PolicyContext& ctx
   PolicyContext inner = ctx;
   inner.dram_limit_bytes = PlannableDramBytes(w, ctx.dram_limit_bytes);
   const auto start = std::chrono::steady_clock::now();
-  PolicyResult r = plannable.workload().num_tensors() > 0
-                       ? DecideImpl(plannable.workload(), inner)
-                       : PolicyResult{PlacementPlan::Uniform(plannable.workload(), Tier::kDram, inner.dram_limit_bytes)};
+  PolicyResult r;
+  if (plannable.workload().num_tensors() > 0) r = DecideImpl(plannable.workload(), inner);
+  else r.plan = PlacementPlan::Uniform(plannable.workload(), Tier::kDram, inner.dram_limit_bytes);
   r.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.plan = plannable.ToOriginal(r.plan);
   r.plan.produced_by = name();

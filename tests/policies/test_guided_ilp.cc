@@ -307,7 +307,9 @@ TEST(GuidedIlp, AsyncWindowsCoverTheKernelsAndImproveOnTheSynchronousPlan) {
     EXPECT_LE(s.window_first, s.window_last);
     EXPECT_LT(s.window_last, K);
     for (int32_t k = s.window_first; k <= s.window_last; ++k) covered[k] = 1;
-    if (s.window_last - s.window_first + 1 < K) EXPECT_GT(s.fixed_variables, 0) << "a window fixes what lies outside it";
+    if (s.window_last - s.window_first + 1 < K) {
+      EXPECT_GT(s.fixed_variables, 0) << "a window fixes what lies outside it";
+    }
   }
   ASSERT_TRUE(any_window);
   for (int32_t k = 0; k < K; ++k) EXPECT_EQ(covered[k], 1) << "kernel " << k;
