@@ -23,11 +23,11 @@ constexpr float kNewTensor = 0.5f;
 // DRAM pressure a tensor meets while it waits for its next access.
 class LivePeaks {
  public:
-  LivePeaks(const Workload& w, uint64_t limit_bytes) {
-    const size_t K = w.num_kernels();
+  LivePeaks(const std::vector<uint64_t>& live_bytes, uint64_t limit_bytes) {
+    const size_t K = live_bytes.size();
     levels_.emplace_back(K);
     for (size_t k = 0; k < K; ++k)
-      levels_[0][k] = static_cast<float>(static_cast<double>(w.live_bytes_at(k)) / static_cast<double>(limit_bytes));
+      levels_[0][k] = static_cast<float>(static_cast<double>(live_bytes[k]) / static_cast<double>(limit_bytes));
     for (size_t span = 2; span <= K; span *= 2) {
       const std::vector<float>& prev = levels_.back();
       std::vector<float> next(K - span + 1);
@@ -147,8 +147,19 @@ PlacementEnv::PlacementEnv(const Workload& w, EnvConfig config) : w_(w), config_
   size_of_limit_.resize(T);
   copy_ns_.resize(2 * T);
   use_begin_.assign(T + 1, 0);
+  // Pinned tensors are in DRAM throughout and the limit the MDP plans
+  // under is already less their bytes (PlannableDramBytes): they take no
+  // room here. Counted in both, they made the MDP clip DRAM requests that
+  // fit (one of U-Net-like's, so its demonstration of AutoTM's plan lost 1%).
+  plannable_live_bytes_.resize(K);
+  for (size_t k = 0; k < K; ++k) plannable_live_bytes_[k] = w.live_bytes_at(k);
   for (uint32_t t = 0; t < T; ++t) {
-    size_[t] = w.tensors[t].size_bytes;
+    const Tensor& x = w.tensors[t];
+    if (!x.pinned_dram) continue;
+    for (size_t k = x.alloc_kernel; k <= x.free_kernel && k < K; ++k) plannable_live_bytes_[k] -= x.size_bytes;
+  }
+  for (uint32_t t = 0; t < T; ++t) {
+    size_[t] = w.tensors[t].pinned_dram ? 0 : w.tensors[t].size_bytes;
     size_of_limit_[t] = static_cast<float>(std::min(1.0, static_cast<double>(size_[t]) / limit));
     copy_ns_[2 * t + kInDram] = CopyTimeNs(w, size_[t], Tier::kDram);
     copy_ns_[2 * t + kInSlow] = CopyTimeNs(w, size_[t], Tier::kSlow);
@@ -170,7 +181,7 @@ PlacementEnv::PlacementEnv(const Workload& w, EnvConfig config) : w_(w), config_
   slot_begin_.resize(K + 1);
   size_t slots = 0;
   for (size_t k = 0; k < K; ++k) {
-    bottleneck_[k] = w.live_bytes_at(k) > limit_bytes_;
+    bottleneck_[k] = plannable_live_bytes_[k] > limit_bytes_;
     if (bottleneck_[k] || config_.scope == DecisionScope::kAccessGaps) slots += w.live_at(k).size();
   }
   // Bottleneck kernels before each kernel: a tensor whose life holds none
@@ -185,7 +196,7 @@ PlacementEnv::PlacementEnv(const Workload& w, EnvConfig config) : w_(w), config_
   slot_use_.reserve(slots);
   slot_gap_peak_.reserve(slots);
   slot_gap_length_.reserve(slots);
-  const LivePeaks peaks(w, limit_bytes_);
+  const LivePeaks peaks(plannable_live_bytes_, limit_bytes_);
   const double log_kernels = std::log1p(static_cast<double>(K));
   // Each tensor's first use at or after k, as k goes up.
   cursor.assign(use_begin_.begin(), use_begin_.end() - 1);
@@ -309,7 +320,7 @@ void PlacementEnv::AdvanceToDecision() {
       slot_ = kernel_slot_begin_ = begin;
       slot_end_ = end;
       dram_committed_ = 0;
-      undecided_bytes_ = w_.live_bytes_at(kernel_);
+      undecided_bytes_ = plannable_live_bytes_[kernel_];
       resident_undecided_bytes_ = resident_live_bytes_;
       kernel_migrations_ = summary_.plan.migrations.size();
       // Tensors held in DRAM through a decided gap hold their room before
@@ -451,9 +462,9 @@ Observation PlacementEnv::ObservationOf(uint32_t slot) const {
   o[kObsDramLeft] = static_cast<float>((limit - static_cast<double>(dram_committed_)) / limit);
   o[kObsSlowLeft] = 1.0f;
   if (w_.device.slow_capacity_bytes > 0)
-    o[kObsSlowLeft] = static_cast<float>(1.0 - static_cast<double>(w_.live_bytes_at(k) - dram_committed_) /
+    o[kObsSlowLeft] = static_cast<float>(1.0 - static_cast<double>(plannable_live_bytes_[k] - dram_committed_) /
                                                    static_cast<double>(w_.device.slow_capacity_bytes));
-  o[kObsSizeShare] = static_cast<float>(size / static_cast<double>(w_.live_bytes_at(k)));
+  o[kObsSizeShare] = static_cast<float>(size / static_cast<double>(std::max<uint64_t>(plannable_live_bytes_[k], 1)));
   if (now) {
     o[kObsAccessedNow] = 1.0f;
     o[kObsInputShare] = static_cast<float>(size / static_cast<double>(touched_bytes_[k]));
@@ -522,7 +533,9 @@ StepResult PlacementEnv::Step(int action) {
   StepResult result;
   double reward = 0;
   Tier chosen = requested;
-  if (async && state != kNotPlaced && !writes && k + 1 >= free_end_[t] && !w_.tensors[t].persistent) {
+  if (w_.tensors[t].pinned_dram) {
+    chosen = Tier::kDram;  // no plan moves it (PlacementPlan::KeepPinnedInDram)
+  } else if (async && state != kNotPlaced && !writes && k + 1 >= free_end_[t] && !w_.tensors[t].persistent) {
     // An async copy issued now overlaps kernel k, which still uses the
     // source copy, and would put t in its new tier only after k, where it is
     // dead: the move buys nothing, and the executor cannot finish the copy of

@@ -290,7 +290,8 @@ class PlacementEnv {
   // [use_begin_[t], use_begin_[t + 1]).
   std::vector<uint32_t> use_begin_;
   std::vector<Use> uses_;
-  std::vector<uint64_t> size_;                    // per tensor: contiguous, unlike Tensor
+  std::vector<uint64_t> size_;                    // per tensor: contiguous, unlike Tensor (0 for a pinned one)
+  std::vector<uint64_t> plannable_live_bytes_;    // per kernel: live bytes less the pinned tensors'
   std::vector<float> size_of_limit_;              // per tensor, the observation's
   std::vector<double> copy_ns_;                   // [2 t + tier]: copy of t towards tier
   std::vector<double> kernel_ns_;                 // max(DRAM time, 1) per kernel

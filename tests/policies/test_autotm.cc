@@ -302,11 +302,17 @@ TEST(AutoTmPolicy, FragmentationLoopShrinksKernelLimitsUntilThePlanFits) {
 // with no DRAM request clipped. A profiled DenseNet-like module lost 7.7
 // points of AutoTM's plan in the MDP before kernels without a bottleneck
 // asked about their new and their slow-tier tensors (docs/mdp.md).
+// Also beside a pinned buffer (a TorchScript module's debug records): the
+// MDP once counted its bytes against a limit already less them, and clipped
+// the ILP's DRAM choices at the peak.
 TEST(AutoTmPolicy, TheMdpReplaysTheSyncIlpsPlansExactly) {
   int replayed = 0;
   for (SyntheticShape shape : {SyntheticShape::kVggLike, SyntheticShape::kResnetLike, SyntheticShape::kMobilenetLike})
-    for (double fraction : {0.2, 0.35, 0.5}) {
-      const Workload w = Synthetic(shape, 4, 5);
+    for (double fraction : {0.2, 0.35, 0.5})
+    for (bool pinned : {false, true}) {
+      const Workload plain = Synthetic(shape, 4, 5);
+      const Workload w = pinned ? testing::WithPinnedBuffer(plain, plain.peak_live_bytes() / 50) : plain;
+      SCOPED_TRACE(pinned ? "with a pinned buffer" : "no pinned buffer");
       PolicyContext ctx;
       ctx.dram_limit_bytes = Fraction(w, fraction);
       const PolicyResult r = AutoTmPolicy(AutoTmFormulation::kSynchronous).Decide(w, ctx);
@@ -321,7 +327,7 @@ TEST(AutoTmPolicy, TheMdpReplaysTheSyncIlpsPlansExactly) {
           << EvaluatePlan(w, r.plan).total_ns;
       ++replayed;
     }
-  EXPECT_EQ(replayed, 9);
+  EXPECT_EQ(replayed, 18);
 }
 
 TEST(AutoTmPolicy, NoLimitMeansAllDram) {
