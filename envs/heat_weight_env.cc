@@ -32,8 +32,10 @@ HeatWeightEnv::HeatWeightEnv(const Workload& w, HeatWeightEnvConfig config) : w_
   features_.resize(K);
   touched_bytes_.assign(K, 0);
   penalty_ns_.assign(K, 0.0);
+  // Pinned tensors are DRAM throughout and the limit is already less them.
+  const std::vector<uint64_t> live_bytes = PlannableLiveBytes(w);
   for (size_t k = 0; k < K; ++k) {
-    bottleneck_[k] = w.live_bytes_at(k) > limit_bytes_;
+    bottleneck_[k] = live_bytes[k] > limit_bytes_;
     if (bottleneck_[k]) {
       decision_kernels_.push_back(static_cast<uint32_t>(k));
       features_[k] = ComputeHeatFeatures(w, k);
@@ -192,8 +194,12 @@ HeatStepResult HeatWeightEnv::StepWithHeats(const std::vector<double>& heat, dou
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return heat[a] > heat[b]; });
   std::vector<Tier> chosen(live.size(), Tier::kSlow);
   for (uint32_t i : order) {
-    if (!(heat[i] > threshold)) continue;
     const uint32_t t = live[i];
+    if (w_.tensors[t].pinned_dram) {  // DRAM, outside the limit (PlannableDramBytes)
+      chosen[i] = Tier::kDram;
+      continue;
+    }
+    if (!(heat[i] > threshold)) continue;
     const uint64_t extra = w_.tensors[t].size_bytes - forced(t);
     if (committed + extra <= limit) {
       chosen[i] = Tier::kDram;

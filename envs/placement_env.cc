@@ -151,13 +151,7 @@ PlacementEnv::PlacementEnv(const Workload& w, EnvConfig config) : w_(w), config_
   // under is already less their bytes (PlannableDramBytes): they take no
   // room here. Counted in both, they made the MDP clip DRAM requests that
   // fit (one of U-Net-like's, so its demonstration of AutoTM's plan lost 1%).
-  plannable_live_bytes_.resize(K);
-  for (size_t k = 0; k < K; ++k) plannable_live_bytes_[k] = w.live_bytes_at(k);
-  for (uint32_t t = 0; t < T; ++t) {
-    const Tensor& x = w.tensors[t];
-    if (!x.pinned_dram) continue;
-    for (size_t k = x.alloc_kernel; k <= x.free_kernel && k < K; ++k) plannable_live_bytes_[k] -= x.size_bytes;
-  }
+  plannable_live_bytes_ = PlannableLiveBytes(w);
   for (uint32_t t = 0; t < T; ++t) {
     size_[t] = w.tensors[t].pinned_dram ? 0 : w.tensors[t].size_bytes;
     size_of_limit_[t] = static_cast<float>(std::min(1.0, static_cast<double>(size_[t]) / limit));
@@ -216,6 +210,7 @@ PlacementEnv::PlacementEnv(const Workload& w, EnvConfig config) : w_(w), config_
     std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return heat[a] > heat[b]; });
     for (uint32_t i : order) {
       const uint32_t t = live[i];
+      if (w.tensors[t].pinned_dram) continue;  // in DRAM, no decision (Step keeps it there too)
       uint32_t& u = cursor[t];
       while (u < use_begin_[t + 1] && uses_[u].kernel < k) ++u;
       const bool now = u < use_begin_[t + 1] && uses_[u].kernel == k;

@@ -51,6 +51,17 @@ uint64_t PlannableDramBytes(const Workload& w, uint64_t dram_limit_bytes) {
   return dram_limit_bytes - pinned;
 }
 
+std::vector<uint64_t> PlannableLiveBytes(const Workload& w) {
+  const size_t K = w.num_kernels();
+  std::vector<uint64_t> live(K);
+  for (size_t k = 0; k < K; ++k) live[k] = w.live_bytes_at(k);
+  if (w.pinned_dram_bytes() == 0) return live;
+  for (const Tensor& x : w.tensors)
+    if (x.pinned_dram)
+      for (size_t k = x.alloc_kernel; k <= x.free_kernel && k < K; ++k) live[k] -= x.size_bytes;
+  return live;
+}
+
 size_t PlacementPlan::KeepPinnedInDram(const Workload& w) {
   if (w.pinned_dram_bytes() == 0) return 0;
   size_t changed = 0;

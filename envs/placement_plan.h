@@ -72,4 +72,8 @@ struct PlacementPlan {
 // std::invalid_argument, saying why, when they leave nothing.
 uint64_t PlannableDramBytes(const Workload& w, uint64_t dram_limit_bytes);
 
+// Per kernel, the live bytes a plan places under PlannableDramBytes: the
+// workload's live bytes less its pinned tensors' (counted in neither).
+std::vector<uint64_t> PlannableLiveBytes(const Workload& w);
+
 }  // namespace tensortier

@@ -122,7 +122,12 @@ TEST(PlacementEnv, PinnedTensorsStayInDramAndThePlanFitsBesideThem) {
     PlacementEnv env(w, c);
     for (int policy = 0; policy < 3; ++policy) {  // all DRAM, all slow, random
       env.Reset();
-      while (!env.done()) env.Step(policy == 0 ? 0 : policy == 1 ? 1 : static_cast<int>(rng() % 2));
+      while (!env.done()) {
+        // No decision is asked for the pinned buffer: it is DRAM throughout,
+        // outside the limit the MDP plans under.
+        EXPECT_NE(env.current_tensor(), pinned);
+        env.Step(policy == 0 ? 0 : policy == 1 ? 1 : static_cast<int>(rng() % 2));
+      }
       const EpisodeSummary& s = env.summary();
       SCOPED_TRACE(std::string(DecisionScopeName(scope)) + " policy " + std::to_string(policy));
       EXPECT_EQ(s.plan.initial_tiers[pinned], Tier::kDram);
@@ -280,9 +285,11 @@ TEST(PlacementEnv, StartTierShowsWhereAPersistentTensorStartedOnceItHasNoAccessL
   EXPECT_GT(shown_slow, 0u);
   EXPECT_GT(shown_dram, 0u);
   EXPECT_GT(hidden_persistent, 0u);
-  for (uint32_t t = 0; t < w.num_tensors(); ++t)
-    if (w.tensors[t].persistent && first_tier[t] >= 0 && !w.tensors[t].pinned_dram)
+  for (uint32_t t = 0; t < w.num_tensors(); ++t) {
+    if (w.tensors[t].persistent && first_tier[t] >= 0 && !w.tensors[t].pinned_dram) {
       EXPECT_EQ(env.summary().plan.initial_tiers[t], first_tier[t] == 0 ? Tier::kDram : Tier::kSlow) << t;
+    }
+  }
 }
 
 // A priority decides the order of each kernel's decisions (higher first);

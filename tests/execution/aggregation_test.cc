@@ -247,7 +247,9 @@ TEST_F(Aggregation, PlaceContiguouslyLaysOutInOrderOnce) {
   EXPECT_EQ(a.PlaceContiguously(rs, Tier::kSlow, BlockClass::kLongLived), static_cast<int64_t>(rs[2]->bytes));
   for (size_t i = 0; i < rs.size(); ++i) {
     EXPECT_EQ(rs[i]->tier, Tier::kSlow);
-    if (i != 2) EXPECT_EQ(rs[i]->ptr, before[i]);
+    if (i != 2) {
+      EXPECT_EQ(rs[i]->ptr, before[i]);
+    }
   }
   EXPECT_NE(rs[2]->ptr, before[2]);
   EXPECT_EQ(rs[2]->block_class, BlockClass::kLongLived);
