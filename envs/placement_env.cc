@@ -210,7 +210,7 @@ PlacementEnv::PlacementEnv(const Workload& w, EnvConfig config) : w_(w), config_
     std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return heat[a] > heat[b]; });
     for (uint32_t i : order) {
       const uint32_t t = live[i];
-      if (w.tensors[t].pinned_dram) continue;  // in DRAM, no decision (Step keeps it there too)
+      if (w.tensors[t].pinned_dram) continue;  // in DRAM throughout (KeepPinnedInDram): no decision
       uint32_t& u = cursor[t];
       while (u < use_begin_[t + 1] && uses_[u].kernel < k) ++u;
       const bool now = u < use_begin_[t + 1] && uses_[u].kernel == k;
@@ -528,9 +528,7 @@ StepResult PlacementEnv::Step(int action) {
   StepResult result;
   double reward = 0;
   Tier chosen = requested;
-  if (w_.tensors[t].pinned_dram) {
-    chosen = Tier::kDram;  // no plan moves it (PlacementPlan::KeepPinnedInDram)
-  } else if (async && state != kNotPlaced && !writes && k + 1 >= free_end_[t] && !w_.tensors[t].persistent) {
+  if (async && state != kNotPlaced && !writes && k + 1 >= free_end_[t] && !w_.tensors[t].persistent) {
     // An async copy issued now overlaps kernel k, which still uses the
     // source copy, and would put t in its new tier only after k, where it is
     // dead: the move buys nothing, and the executor cannot finish the copy of

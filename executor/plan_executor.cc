@@ -503,8 +503,8 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
   // elsewhere than the plan starts it goes back now, on the iteration's
   // clock and in its counters, as the cost model charges it (EvaluatePlan).
   // Left to the next iteration's set-up, which is not timed, such a copy
-  // was free: plans that end tensors elsewhere measured up to 0.6 ms (about
-  // half a point) faster than the same plan would on a host that repeats it.
+  // was free: AutoTM-sync's plan of default-scale MobileNetV2 measured 3.3 ms
+  // of copies an iteration less than it makes on a host that repeats it.
   void ReturnPersistentTensors() {
     std::vector<Migration> returns;
     for (uint32_t i = 0; i < P; ++i)
