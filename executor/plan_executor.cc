@@ -159,6 +159,14 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
   };
   std::vector<PageAccess> sub_page_accesses;
   std::vector<Pending> pending;
+  // Moves into a tier that had no room for them at the end of a kernel,
+  // tried again at the start of the next (StartMove).
+  struct DeferredMove {
+    std::vector<uint32_t> tensors;
+    Tier to;
+  };
+  std::vector<DeferredMove> deferred;
+  bool retrying_deferred = false;
   IterationCounters cur;
   std::vector<double> ktimes, ktimes_cpu;
   std::vector<uint8_t> kswitched;
@@ -450,6 +458,16 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
       case TieredAllocator::MoveStart::kStarted:
         break;
       case TieredAllocator::MoveStart::kOutOfMemory:
+        // The profile counts a free between kernels k and k+1 in kernel k
+        // (graph_capture.cc), so the cost model has its room for the moves
+        // after kernel k; here those moves start before the step makes it
+        // (ResNet-18 and Inception-v3 free tensors once a relu or an add has
+        // returned). Such a move waits for the next kernel's start, where
+        // everything between the two kernels has happened.
+        if (!retrying_deferred && next < K) {
+          deferred.push_back({tensors, to});
+          return;
+        }
         ++cur.migrations_refused;
         if (to == Tier::kDram) ++cur.migration_oom_events;
         NoteUnfollowed("migration", tensors[0], to, start);
@@ -518,6 +536,14 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
   // ---- KernelTracer::Listener
   void OnKernelStart(uint32_t k, const char*) override {
     kernels_seen = k + 1;
+    if (!deferred.empty()) {
+      std::vector<DeferredMove> now;
+      now.swap(deferred);
+      retrying_deferred = true;
+      for (const DeferredMove& d : now) StartMove(d.tensors, d.to, k);
+      retrying_deferred = false;
+      WakeCopier();
+    }
     // No copy in flight here is of a tensor kernel k writes: StartMove made
     // those before it returned.
     kstart = SteadyNowNs();
@@ -642,6 +668,7 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     ktimes.assign(K, 0);
     ktimes_cpu.assign(K, 0);
     kswitched.assign(K, 0);
+    deferred.clear();
     kernels_seen = 0;
     copy_ns = 0;
 

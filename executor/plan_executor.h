@@ -15,9 +15,12 @@
 //     finish the copies started after kernel k-1 (exposed time = what is left
 //     of them) and swap their storages; (c) start the migrations planned after
 //     kernel k: sync = copy now (paced at the device bandwidth when emulated)
-//     and swap; async = hand the copy to the copy thread. Before a kernel that
-//     writes a tensor whose async copy is still open, the copy is finished
-//     first (so data never changes under a copy: results stay bit-identical).
+//     and swap; async = hand the copy to the copy thread. A move that finds
+//     no room waits for kernel k+1's start: the step frees some tensors
+//     between two kernels, and the profile counts those frees in kernel k.
+//     Before a kernel that writes a tensor whose async copy is still open,
+//     the copy is finished first (so data never changes under a copy:
+//     results stay bit-identical).
 // Aggregation (Config::aggregation, docs/aggregation.md): the executor
 // decides each tensor's block class from the workload (small / long-lived /
 // own), lays persistent tensors out in their regions at step 1, routes

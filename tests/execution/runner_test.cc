@@ -158,6 +158,68 @@ TEST(RealExecution, AnEvictionTheNextKernelWritesMakesRoomForAMoveIntoDramAtTheS
   }
 }
 
+// Issue #16: the profile counts a free made between kernels k and k+1 (a
+// tensor released once the operator that last reads it has returned) in
+// kernel k, so the cost model has that room for the moves after kernel k;
+// the executor starts those moves before the free is made. A move into DRAM
+// that needs the room must wait for kernel k+1's start, not be refused.
+// Each plan here keeps one dying tensor in DRAM and, at the boundary after
+// its last kernel, brings in a parameter no larger than it under a limit
+// too small for both.
+TEST(RealExecution, AMoveIntoDramThatNeedsTheRoomOfATensorThatJustDiedIsMade) {
+  // ResNet-18's forward pass frees a batch norm's output once the relu or
+  // the add that reads it has returned, before the next operator starts.
+  RealWorkloadRunner runner(SmallRunner("resnet18"));
+  const Workload& w = runner.Profile().workload;
+  const uint32_t K = static_cast<uint32_t>(w.num_kernels());
+  std::vector<uint32_t> params;  // movable persistent tensors, largest first
+  for (uint32_t t = 0; t < w.num_tensors(); ++t)
+    if (w.tensors[t].persistent && !w.tensors[t].pinned_dram) params.push_back(t);
+  std::sort(params.begin(), params.end(),
+            [&](uint32_t a, uint32_t b) { return w.tensors[a].size_bytes > w.tensors[b].size_bytes; });
+  int plans = 0;
+  for (uint32_t dead = 0; dead < w.num_tensors(); ++dead) {
+    const Tensor& x = w.tensors[dead];
+    // Above the small-tensor class, whose page another tensor may share.
+    if (x.persistent || x.size_bytes < 64 * 1024 || x.free_kernel + 1 >= K) continue;
+    const std::string& last = w.kernels[x.free_kernel].name;
+    if (last != "aten::relu" && last != "aten::add") continue;
+    if (plans >= 8) break;  // four tensors, each in both modes
+    uint32_t in = w.num_tensors();
+    for (uint32_t p : params)
+      if (w.tensors[p].size_bytes <= x.size_bytes && w.tensors[p].size_bytes * 2 > x.size_bytes) {
+        in = p;
+        break;
+      }
+    if (in == w.num_tensors()) continue;
+    for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
+      SCOPED_TRACE(x.name + " dies, " + w.tensors[in].name + " comes in, " + MigrationModeName(mode));
+      PlacementPlan plan = PlacementPlan::Uniform(w, Tier::kSlow, 0);
+      plan.mode = mode;
+      plan.produced_by = "test";
+      plan.initial_tiers[dead] = Tier::kDram;
+      plan.migrations.push_back({static_cast<int32_t>(x.free_kernel), in, Tier::kDram});
+      plan.Normalize();
+      plan.Validate(w);
+      plan.dram_limit_bytes = EvaluatePlan(w, plan).dram_peak_bytes;
+      const CostReport cost = EvaluatePlan(w, plan);
+      ASSERT_FALSE(cost.oom);
+      ASSERT_LT(plan.dram_limit_bytes, w.pinned_dram_bytes() + x.size_bytes + w.tensors[in].size_bytes);
+      const ExecutionReport r = runner.Execute(plan, 0, 1);
+      ASSERT_TRUE(r.ok) << r.failure;
+      const IterationCounters& c = r.counters.back();
+      EXPECT_EQ(c.migrations_refused + c.migrations_skipped, 0u) << c.first_unfollowed_move;
+      EXPECT_EQ(c.oom_events, 0u);
+      EXPECT_EQ(c.bytes_to_dram, cost.bytes_to_dram);
+      EXPECT_EQ(c.bytes_to_slow, cost.bytes_to_slow);  // the parameter's way back
+      EXPECT_LE(c.dram_peak_bytes, plan.dram_limit_bytes);
+      EXPECT_TRUE(c.graph_matches) << c.graph_difference;
+      ++plans;
+    }
+  }
+  EXPECT_EQ(plans, 8);
+}
+
 // The plan repeats every iteration, and the cost model charges a persistent
 // tensor that ends the iteration elsewhere than it starts for its copy back.
 // The executor makes that copy at the end of the iteration, timed and
