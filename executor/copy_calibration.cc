@@ -22,11 +22,15 @@ double TimeOneCopyNs(MemoryTier& from, void* dst, const DeviceProfile* pace, boo
   if (src == nullptr) throw std::runtime_error("copy calibration: the source tier cannot allocate");
   std::memset(src, 1, bytes);
   const double target_ns = pace == nullptr ? 0 : to_slow ? pace->CopyToDeviceNs(bytes) : pace->CopyFromDeviceNs(bytes);
-  const double t0 = SteadyNowNs();
-  PacedCopy(dst, src, bytes, target_ns);
-  const double ns = SteadyNowNs() - t0;
+  // Priced on the undisturbed clock, as the executor counts a copy in a
+  // measured iteration: the device's time or the memcpy's CPU time, whichever
+  // is longer. The wall clock also holds the time other processes kept the
+  // thread off a core: beside two busy loops on two cores, copies into DRAM
+  // were priced 26-30% higher than on a quiet host.
+  double undisturbed_ns = 0;
+  PacedCopy(dst, src, bytes, target_ns, &undisturbed_ns);
   from.Free(src, bytes);
-  return ns;
+  return undisturbed_ns;
 }
 
 // A destination block for the rounds, faulted in before they start.
@@ -60,8 +64,8 @@ CopyCost MeasureCopyCost(MemoryTier& from, MemoryTier& to, const DeviceProfile* 
     small.push_back(TimeOneCopyNs(from, small_dst.p, pace, to_slow, kSmall));
     large.push_back(TimeOneCopyNs(from, large_dst.p, pace, to_slow, kLarge));
   }
-  // Copies are short next to a scheduler's time slice, so some of them run
-  // undisturbed even beside a busy process: their time is the price.
+  // The lower quartile: a round whose memcpy was slowed (caches, page
+  // reclaim) is not the price.
   const double t_small = UndisturbedTime(small), t_large = UndisturbedTime(large);
   CopyCost c;
   if (t_large > t_small) {

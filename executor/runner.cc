@@ -214,7 +214,8 @@ struct RealWorkloadRunner::Impl {
     w.profile.kernel_timing = r.kernel_timing;
     w.profile.timing_rounds = static_cast<uint32_t>(r.timing_rounds);
     w.profile.copy_rounds = static_cast<uint32_t>(std::max(1, o.copy_calibration_rounds));
-    w.profile.copy_timing = "wall, lower quartile of " + std::to_string(w.profile.copy_rounds) + " rounds";
+    w.profile.copy_timing = "undisturbed (the device's time or the memcpy's CPU time), lower quartile of " +
+                            std::to_string(w.profile.copy_rounds) + " rounds";
     w.profile.load_average_start = r.load_average_start;
     w.profile.load_average_end = LoadAverage1m();
     w.profile.online_cpus = static_cast<uint32_t>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
