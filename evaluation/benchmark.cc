@@ -338,6 +338,14 @@ void MeasureInRounds(const Workload& w, const BenchmarkOptions& o, RealWorkloadR
       if (item >= 0 && failed[item]) continue;
       const PlacementPlan& plan = item == kAllDram ? all_dram : item == kAllSlow ? all_slow : plans[item];
       ExecutionReport r = runner.Execute(plan, o.warmup_iterations, std::max(1, o.repeats));
+      if (r.ok && !r.counters.empty()) {
+        const IterationCounters& c = r.counters.back();
+        LogDebug("bench_run").kv("workload", w.name).kv("round", round + 1)
+            .kv("plan", item == kAllDram ? "all-dram" : item == kAllSlow ? "all-slow" : rows[item].policy)
+            .kv("wall_ms", r.median_ns / 1e6).kv("undisturbed_ms", r.undisturbed_median_ns / 1e6)
+            .kv("emulated_ms", c.emulated_delay_ns / 1e6).kv("exposed_copy_ms", c.exposed_migration_ns / 1e6)
+            .kv("minor_faults", c.minor_faults);
+      }
       if (item < 0) {
         if (!r.ok)
           throw std::runtime_error(std::string("the ") + (item == kAllDram ? "all-DRAM" : "all-slow") +

@@ -55,6 +55,12 @@ struct RunnerOptions {
   int exposure_calibration_rounds = 0;
   static constexpr int kProfileExposureRounds = 5;
   int threads = 0;                  // LibTorch intra-op threads; 0 = leave as is
+  // Subnormal floats flushed to zero (FTZ/DAZ) on the thread that profiles
+  // and runs iterations, while it does (x86; elsewhere no effect). They take
+  // a slow path: a small model trained on one batch reaches them, and its
+  // iterations then take several times longer until they underflow to zero,
+  // whatever the placement (docs/emulation.md).
+  bool flush_subnormals = true;
   AggregationOptions aggregation;   // DeepTM's batching / adjoining / contiguous migration (docs/aggregation.md)
 };
 

@@ -16,6 +16,7 @@
 #include "executor/executor.h"
 #include "executor/migration_plans.h"
 #include "executor/plan_executor.h"
+#include "executor/subnormals.h"
 #include "profiler/graph_capture.h"
 
 namespace tensortier {
@@ -143,11 +144,13 @@ struct RealWorkloadRunner::Impl {
     r->timing_rounds = rounds;
     r->kernel_timing = std::string(cpu_time ? "thread-cpu+emulated, median" : "wall, lower quartile") + " of " +
                        std::to_string(rounds) + " interleaved rounds" +
-                       (cpu_time ? " (rounds with a context switch left out)" : "");
+                       (cpu_time ? " (rounds with a context switch left out)" : "") +
+                       (o.flush_subnormals ? "; subnormals flushed" : "");
   }
 
   const ProfileReport& Profile() {
     if (profiled) return report;
+    const SubnormalsFlushed flushed(o.flush_subnormals);
     ProfileReport r;
     r.backend = slow->backend();
     r.dram_backend = dram->backend();
@@ -302,6 +305,7 @@ struct RealWorkloadRunner::Impl {
 
   ExecutionReport Run(TrainingTask& t, const PlacementPlan& plan, int warmup, int repeats, bool* task_broken) {
     if (!profiled) throw std::logic_error("RealWorkloadRunner: Profile() before Execute()");
+    const SubnormalsFlushed flushed(o.flush_subnormals);
     const Workload& w = report.workload;
     ExecutionReport r;
     r.model = o.model.name;
@@ -415,6 +419,7 @@ ProfilerOverhead RealWorkloadRunner::MeasureProfilerOverhead(int rounds) {
   cfg.emulate_timing = m.o.emulate_slow_timing;
   cfg.aggregation = m.o.aggregation;
   PlanExecutor ex(*m.alloc, w, m.report.num_persistent, plan, cfg);
+  const SubnormalsFlushed flushed(m.o.flush_subnormals);
   auto cpu_ns = [] {
     timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);

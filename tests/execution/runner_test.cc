@@ -17,6 +17,7 @@
 #include "executor/executor.h"
 #include "executor/migration_plans.h"
 #include "executor/plan_executor.h"
+#include "executor/subnormals.h"
 #include "tests/execution/real_training.h"
 
 namespace tensortier {
@@ -537,6 +538,41 @@ TEST(RealExecution, ExposedCopyTimeDoesNotHoldTimeTheCopyThreadWasKeptOffACore) 
     EXPECT_LE(c.exposed_migration_ns, 1.1 * c.migration_device_ns + 2e6)
         << c.migration_copies << " copies, " << c.async_copies_inline << " inline";
   }
+}
+
+// Subnormal floats take a slow path on x86, and a small model trained on one
+// batch reaches them (executor/subnormals.h). The runner flushes them while
+// it profiles and runs iterations, says so in the profile's method, and
+// leaves the calling thread's floating-point mode as it was.
+TEST(RealExecution, SubnormalsAreFlushedWhileTheRunnerWorksAndTheThreadsModeIsRestored) {
+  volatile float tiny = 1e-39f;  // below FLT_MIN (1.18e-38): subnormal
+  auto product = [&] {
+    volatile float one = 1.0f;
+    return tiny * one;
+  };
+  ASSERT_NE(product(), 0.0f);
+  {
+    const SubnormalsFlushed flushed(true);
+#if defined(__x86_64__) || defined(__i386__)
+    ASSERT_TRUE(flushed.active());
+#endif
+    if (flushed.active()) {
+      EXPECT_EQ(product(), 0.0f);
+    }
+  }
+  EXPECT_NE(product(), 0.0f);
+  {
+    const SubnormalsFlushed untouched(false);
+    EXPECT_FALSE(untouched.active());
+    EXPECT_NE(product(), 0.0f);
+  }
+  RealWorkloadRunner runner(SmallRunner("alexnet"));
+  const Workload& w = runner.Profile().workload;
+  EXPECT_NE(w.profile.kernel_timing.find("subnormals flushed"), std::string::npos) << w.profile.kernel_timing;
+  EXPECT_NE(product(), 0.0f);
+  const ExecutionReport r = runner.Execute(PlacementPlan::Uniform(w, Tier::kDram, 0), 0, 1);
+  ASSERT_TRUE(r.ok) << r.failure;
+  EXPECT_NE(product(), 0.0f);
 }
 
 // What kernel times rest on with one intra-op thread: the thread's CPU time
