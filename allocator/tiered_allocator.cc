@@ -9,6 +9,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "common/spin.h"
+
 namespace tensortier {
 
 struct MoveMember {
@@ -25,6 +27,8 @@ struct MoveState {
   std::mutex mu;
   std::condition_variable cv;
   bool copied = false;
+  std::atomic<bool> copied_flag{false};  // `copied`, readable without the lock
+  static constexpr long kSpinBeforeSleepNs = 200'000;
   std::atomic<bool> claimed{false};  // someone has taken (or waived) the copy
   Tier from = Tier::kDram, to = Tier::kDram;
   BlockClass block_class = BlockClass::kOwn;
@@ -33,7 +37,10 @@ struct MoveState {
   size_t live_members = 0;
   bool completed = false;
 
+  // The copy is usually about to end (the training thread waits for it at
+  // the next kernel boundary): spin a little before sleeping (common/spin.h).
   void WaitCopied() {
+    if (SpinUntil([&] { return copied_flag.load(std::memory_order_acquire); }, kSpinBeforeSleepNs)) return;
     std::unique_lock<std::mutex> lock(mu);
     cv.wait(lock, [&] { return copied; });
   }
@@ -42,6 +49,7 @@ struct MoveState {
       std::lock_guard<std::mutex> lock(mu);
       copied = true;
     }
+    copied_flag.store(true, std::memory_order_release);
     cv.notify_all();
   }
 };

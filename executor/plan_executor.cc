@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "common/spin.h"
 #include "profiler/graph_capture.h"
 #include "profiler/kernel_tracer.h"
 
@@ -187,6 +188,10 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     std::shared_ptr<double> undisturbed_ns;
   };
   std::deque<QueuedCopy> queue;
+  std::atomic<uint64_t> queued_total{0};  // copies queued so far (training thread)
+  uint64_t taken_total = 0;               // of them, taken by the copy thread (copy thread only)
+  std::atomic<bool> stopping{false};      // `stop`, readable without the lock
+  static constexpr long kCopierSpinNs = 200'000;
   // When the copy thread would be free on an idle host, on the training
   // thread's undisturbed clock: copies run one after another there.
   double copier_free_undisturbed_ns = 0;
@@ -267,6 +272,7 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
         std::lock_guard<std::mutex> lock(qmu);
         stop = true;
       }
+      stopping = true;
       qcv.notify_all();
       copier.join();
     }
@@ -275,12 +281,17 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
   void CopyLoop() {
     for (;;) {
       QueuedCopy q;
+      // The next boundary's copies usually come within a few kernels: wait
+      // for them spinning a little before sleeping (common/spin.h).
+      SpinUntil([&] { return queued_total.load(std::memory_order_acquire) != taken_total || stopping.load(); },
+                kCopierSpinNs);
       {
         std::unique_lock<std::mutex> lock(qmu);
         qcv.wait(lock, [&] { return stop || !queue.empty(); });
         if (queue.empty()) return;
         q = queue.front();
         queue.pop_front();
+        ++taken_total;
       }
       const TieredAllocator::MoveTicket& t = q.ticket;
       if (!TieredAllocator::ClaimCopy(t)) continue;  // the main thread took it, or the tensor died
@@ -498,6 +509,7 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
         std::lock_guard<std::mutex> lock(qmu);
         queue.push_back({t, p.undisturbed_ns});
       }
+      queued_total.fetch_add(1, std::memory_order_release);
       copies_queued = true;
       pending.push_back(std::move(p));
     } else {
