@@ -26,8 +26,7 @@ struct MoveMember {
 struct MoveState {
   std::mutex mu;
   std::condition_variable cv;
-  bool copied = false;
-  std::atomic<bool> copied_flag{false};  // `copied`, readable without the lock
+  std::atomic<bool> copied{false};  // written under mu; read without it while spinning
   static constexpr long kSpinBeforeSleepNs = 200'000;
   std::atomic<bool> claimed{false};  // someone has taken (or waived) the copy
   Tier from = Tier::kDram, to = Tier::kDram;
@@ -40,16 +39,15 @@ struct MoveState {
   // The copy is usually about to end (the training thread waits for it at
   // the next kernel boundary): spin a little before sleeping (common/spin.h).
   void WaitCopied() {
-    if (SpinUntil([&] { return copied_flag.load(std::memory_order_acquire); }, kSpinBeforeSleepNs)) return;
+    if (SpinUntil([&] { return copied.load(std::memory_order_acquire); }, kSpinBeforeSleepNs)) return;
     std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return copied; });
+    cv.wait(lock, [&] { return copied.load(); });
   }
   void SetCopied() {
     {
       std::lock_guard<std::mutex> lock(mu);
       copied = true;
     }
-    copied_flag.store(true, std::memory_order_release);
     cv.notify_all();
   }
 };

@@ -190,12 +190,11 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
   std::deque<QueuedCopy> queue;
   std::atomic<uint64_t> queued_total{0};  // copies queued so far (training thread)
   uint64_t taken_total = 0;               // of them, taken by the copy thread (copy thread only)
-  std::atomic<bool> stopping{false};      // `stop`, readable without the lock
   static constexpr long kCopierSpinNs = 200'000;
   // When the copy thread would be free on an idle host, on the training
   // thread's undisturbed clock: copies run one after another there.
   double copier_free_undisturbed_ns = 0;
-  bool stop = false;
+  std::atomic<bool> stop{false};  // written under qmu; read without it while spinning
   bool copies_queued = false;  // queued since the copy thread was last woken (training thread only)
   std::atomic<uint64_t> copy_ns{0};
 
@@ -272,7 +271,6 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
         std::lock_guard<std::mutex> lock(qmu);
         stop = true;
       }
-      stopping = true;
       qcv.notify_all();
       copier.join();
     }
@@ -283,7 +281,7 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
       QueuedCopy q;
       // The next boundary's copies usually come within a few kernels: wait
       // for them spinning a little before sleeping (common/spin.h).
-      SpinUntil([&] { return queued_total.load(std::memory_order_acquire) != taken_total || stopping.load(); },
+      SpinUntil([&] { return queued_total.load(std::memory_order_acquire) != taken_total || stop.load(); },
                 kCopierSpinNs);
       {
         std::unique_lock<std::mutex> lock(qmu);
