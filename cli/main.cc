@@ -801,6 +801,11 @@ int Main(int argc, char** argv) {
                     "its others (0: none)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  bench->add_option("--search-replays-per-improvement", bench_opts.search.replays_per_improvement,
+                    "dqn+search, sac+search: single flips added to --search-replays by each one that improves "
+                    "(0: a fixed budget)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   bench->add_option("--search-tensor-replays", bench_opts.search.max_tensor_replays,
                     "dqn+search, sac+search: when single flips improve nothing, episodes that put every decision "
                     "of one tensor in one tier, the least sure tensors first (0: none)")

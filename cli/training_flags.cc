@@ -218,6 +218,11 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
                   "and keep its others (about an environment episode each; 0 = none)")
       ->check(CLI::Range(0, 100000000))
       ->capture_default_str();
+  cmd->add_option("--search-replays-per-improvement", c.plan_search.replays_per_improvement,
+                  "Plan-time search: single flips added to --search-replays by each one that improves, so flips that "
+                  "keep paying go on (0 = a fixed budget)")
+      ->check(CLI::Range(0, 100000000))
+      ->capture_default_str();
   cmd->add_option("--search-cyclic-replays", c.plan_search.max_cyclic_replays,
                   "Plan-time search, after the rollouts: each persistent tensor the plan ends in another tier than it "
                   "starts (a copy back after the last kernel) kept in its starting or its last tier all the iteration "

@@ -569,14 +569,19 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
       }
     }
   }
+  // Single flips that keep improving earn more of them (MobileNetV2 async:
+  // 13 improvements in the first 2,048); where they rarely do, the other
+  // moves get the time (ResNet-152: 7 in 2,048, and 13 in the next 56,000).
+  int replay_budget = options.max_replays;
   while (searching && !out_of_time()) {
     bool improved = false;
     const std::vector<uint64_t> keys = doubtful_keys();
-    for (size_t c = 0; c < keys.size() && result.replays < options.max_replays && !out_of_time(); ++c) {
+    for (size_t c = 0; c < keys.size() && result.replays < replay_budget && !out_of_time(); ++c) {
       if (!step_of.count(keys[c])) continue;  // an earlier improvement removed this decision
       ++result.replays;
       if (try_replay({keys[c]})) {
         ++result.replay_improvements;
+        replay_budget += options.replays_per_improvement;
         improved = true;
       }
     }

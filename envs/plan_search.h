@@ -37,6 +37,15 @@ struct PlanSearchOptions {
   // first. They call the network for a few steps at most, so they cost about
   // an environment episode each. 0 = none; none either when max_rollouts is 1.
   int max_replays = 2048;
+  // Each single flip that improves adds this many to max_replays, so a
+  // search whose flips keep paying goes on flipping, and one whose flips
+  // rarely pay leaves the time to the moves after them. With 256, of the 20
+  // zoo cells of Fig. 14 (cost model, DRAM 0.2): MobileNetV2 async 71.07 ->
+  // 71.80% of all-DRAM, ResNet-152 async 68.19 -> 68.37% (paper scale
+  // 81.02 -> 81.60%), Inception-v3 paper async 82.33 -> 82.43%, the others
+  // unchanged (docs/results/learning.md, session twenty-eight). 0 = a fixed
+  // budget.
+  int replays_per_improvement = 256;
   // When a pass of single flips improves nothing: episodes that flip two of
   // the incumbent's decisions of opposite directions over overlapping
   // kernels (one tensor's DRAM for another's), each doubtful decision with

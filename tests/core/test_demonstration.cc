@@ -32,6 +32,7 @@ PlanSearchOptions OnePhase() {
   o.max_rollouts = 2;
   o.biases = {};
   o.max_replays = 0;
+  o.replays_per_improvement = 0;
   o.max_pair_replays = 0;
   o.max_cyclic_replays = 0;
   o.max_blocker_replays = 0;
@@ -287,6 +288,40 @@ TEST(PlanSearch, ReplaysFlipOneDecisionAndKeepTheIncumbentsOthers) {
   // 1 rollout is the greedy plan alone: no replays either.
   o.max_rollouts = 1;
   EXPECT_EQ(SearchPlan(env, prefer_dram, o).replays, 0);
+}
+
+// Single flips that improve earn more of them: with a small fixed budget
+// the search stops flipping while flips still pay; with the budget earned
+// per improvement it flips on, within max_replays plus what it earned, and
+// ends at a plan at least as fast.
+TEST(PlanSearch, SingleFlipsThatImproveEarnMoreOfThem) {
+  Workload w = Resnet();
+  PlacementEnv env(w, Config(w, 0.25));
+  ActionScores prefer_dram = [](const Observation& x) { return std::make_pair(2.0f + x[kObsHeat], 0.0f); };
+  PlanSearchOptions o = OnePhase();  // a fixed budget
+  o.max_replays = 100000;
+  const PlanSearchResult unbounded = SearchPlan(env, prefer_dram, o);
+  ASSERT_GE(unbounded.replay_improvements, 3);  // the premise: flips keep paying
+  // A fixed budget that runs out before the flips' second improvement.
+  // (The same flips in the same order whatever the budget: bisect for it.)
+  int lo = 0, hi = unbounded.replays;  // lo: no improvement yet; hi: one at least
+  while (hi - lo > 1) {
+    o.max_replays = (lo + hi) / 2;
+    (SearchPlan(env, prefer_dram, o).replay_improvements >= 1 ? hi : lo) = o.max_replays;
+  }
+  const int first_improvement = hi;
+  o.max_replays = first_improvement;
+  const PlanSearchResult fixed = SearchPlan(env, prefer_dram, o);
+  EXPECT_EQ(fixed.replays, first_improvement);
+  EXPECT_EQ(fixed.replay_improvements, 1);
+  o.replays_per_improvement = 100000;
+  const PlanSearchResult earned = SearchPlan(env, prefer_dram, o);
+  EXPECT_GT(earned.replays, fixed.replays);
+  EXPECT_LE(earned.replays, first_improvement + earned.replay_improvements * o.replays_per_improvement);
+  EXPECT_EQ(earned.replay_improvements, unbounded.replay_improvements);
+  EXPECT_EQ(earned.best.cost.total_ns, unbounded.best.cost.total_ns);
+  EXPECT_LT(earned.best.cost.total_ns, fixed.best.cost.total_ns);
+  EXPECT_NEAR(EvaluatePlan(w, earned.best.plan).total_ns, earned.best.cost.total_ns, 1e-9 * earned.best.cost.total_ns);
 }
 
 // Pair replays start where single flips stopped improving: the same
