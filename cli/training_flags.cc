@@ -275,8 +275,8 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
                                    "--polish-updates", "--self-imitation-rounds", "--lr-after-imitation"}},
       {"Evaluation, convergence and the final search",
        {"--eval-every", "--converge-window", "--converge-tolerance", "--search-rollouts",
-        "--search-replays", "--search-cyclic-replays", "--search-blocker-replays", "--search-pair-replays",
-        "--search-room-replays", "--search-tensor-replays",
+        "--search-replays", "--search-replays-per-improvement", "--search-cyclic-replays",
+        "--search-blocker-replays", "--search-pair-replays", "--search-room-replays", "--search-tensor-replays",
         "--ilp-seconds", "--ilp-fixed-shares"}},
       {"Fleet and metrics", {"--heartbeat-ms", "--metrics-address"}},
   });
