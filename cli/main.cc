@@ -806,6 +806,9 @@ int Main(int argc, char** argv) {
                     "(0: a fixed budget)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  bench->add_flag_callback("--no-copy-schedule", [&bench_opts] { bench_opts.search.schedule_async_copies = false; },
+                           "dqn+search, sac+search, heat+search, untrained-*+search, async mode: plans as the MDP "
+                           "makes them, without moving each copy to the boundary where it is exposed least");
   bench->add_option("--search-tensor-replays", bench_opts.search.max_tensor_replays,
                     "dqn+search, sac+search: when single flips improve nothing, episodes that put every decision "
                     "of one tensor in one tier, the least sure tensors first (0: none)")

@@ -223,6 +223,9 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
                   "keep paying go on (0 = a fixed budget)")
       ->check(CLI::Range(0, 100000000))
       ->capture_default_str();
+  cmd->add_flag_callback("--no-copy-schedule", [&c] { c.plan_search.schedule_async_copies = false; },
+                         "Plan-time search, async mode: compare and return plans as the MDP makes them, without "
+                         "moving each copy to the boundary where it is exposed least");
   cmd->add_option("--search-cyclic-replays", c.plan_search.max_cyclic_replays,
                   "Plan-time search, after the rollouts: each persistent tensor the plan ends in another tier than it "
                   "starts (a copy back after the last kernel) kept in its starting or its last tier all the iteration "
@@ -277,7 +280,7 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
        {"--eval-every", "--converge-window", "--converge-tolerance", "--search-rollouts",
         "--search-replays", "--search-replays-per-improvement", "--search-cyclic-replays",
         "--search-blocker-replays", "--search-pair-replays", "--search-room-replays", "--search-tensor-replays",
-        "--ilp-seconds", "--ilp-fixed-shares"}},
+        "--no-copy-schedule", "--ilp-seconds", "--ilp-fixed-shares"}},
       {"Fleet and metrics", {"--heartbeat-ms", "--metrics-address"}},
   });
 }

@@ -41,12 +41,19 @@ CostReport EvaluatePlan(const Workload& w, const PlacementPlan& plan) {
   return r;
 }
 
-void EvaluateValidPlan(const Workload& w, const PlacementPlan& plan, CostReport& r) {
+void EvaluateValidPlan(const Workload& w, const PlacementPlan& plan, CostReport& r, KernelLedger* ledger) {
   const size_t K = w.num_kernels();
   std::vector<double> kernel_ns = std::move(r.kernel_ns);
   r = CostReport{};
   kernel_ns.assign(K, 0);
   r.kernel_ns = std::move(kernel_ns);
+  if (ledger) {
+    ledger->exec_ns.assign(K, 0);
+    ledger->blocking_ns.assign(K, 0);
+    ledger->overlapped_ns.assign(K, 0);
+    ledger->dram_bytes.assign(K, 0);
+    ledger->slow_bytes.assign(K, 0);
+  }
   std::vector<Tier> tier = plan.initial_tiers;
   // Pinned tensors stay in DRAM whatever the plan says (as on any executor).
   if (w.pinned_dram_bytes() > 0)
@@ -121,6 +128,13 @@ void EvaluateValidPlan(const Workload& w, const PlacementPlan& plan, CostReport&
       r.oom_excess_bytes = std::max(r.oom_excess_bytes, excess);
     }
 
+    if (ledger) {
+      ledger->exec_ns[k] = exec_ns;
+      ledger->blocking_ns[k] = blocking_ns;
+      ledger->overlapped_ns[k] = overlapped_ns;
+      ledger->dram_bytes[k] = dram;
+      ledger->slow_bytes[k] = slow;
+    }
     const double exposed_ns = blocking_ns + ExposedAsyncCopyNs(w, overlapped_ns, exec_ns);
     r.overlapped_ns += std::min(overlapped_ns, exec_ns);
     r.exec_ns += exec_ns;

@@ -39,7 +39,25 @@ CostReport EvaluatePlan(const Workload& w, const PlacementPlan& plan);
 // EvaluatePlan without plan.Validate(w), which hashes the whole workload:
 // for callers that score many plans valid by construction (PlacementEnv,
 // once per episode). Reuses out's buffers; `w` must be finalized.
-void EvaluateValidPlan(const Workload& w, const PlacementPlan& plan, CostReport& out);
+//
+// With `ledger`, also what each kernel adds up (KernelLedger), for a caller
+// that changes a plan one copy at a time and prices each change locally.
+struct KernelLedger;
+void EvaluateValidPlan(const Workload& w, const PlacementPlan& plan, CostReport& out,
+                       KernelLedger* ledger = nullptr);
+
+// Per kernel k, the terms of EvaluateValidPlan's sum: kernel_ns[k] =
+// exec_ns[k] + blocking_ns[k] + ExposedAsyncCopyNs(overlapped_ns[k],
+// exec_ns[k]) (plus, on the last kernel, the copies back of persistent
+// tensors). dram_bytes and slow_bytes are what the limits are checked
+// against: live tensors in each tier, a copy in flight in both.
+struct KernelLedger {
+  std::vector<double> exec_ns;
+  std::vector<double> blocking_ns;    // sync copies, and async ones of a tensor the kernel writes
+  std::vector<double> overlapped_ns;  // async copies issued at the boundary before the kernel
+  std::vector<uint64_t> dram_bytes;
+  std::vector<uint64_t> slow_bytes;
+};
 
 // Time of a copy of `bytes` towards `to` on the workload's device: its fixed
 // setup cost plus bytes over its bandwidth.

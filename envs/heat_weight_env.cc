@@ -273,9 +273,7 @@ void HeatWeightEnv::FinishEpisode() {
   summary_.cost = EvaluatePlan(w_, plan_);
   summary_.oom = summary_.cost.oom;
   summary_.normalised_cost = NormalisedCost(w_, summary_.cost.total_ns);
-  double peak = static_cast<double>(w_.peak_live_bytes());
-  summary_.price_score =
-      peak > 0 ? std::clamp(1.0 - static_cast<double>(summary_.cost.dram_peak_bytes) / peak, 0.0, 1.0) : 0.0;
+  summary_.price_score = PriceScore(w_, summary_.cost.dram_peak_bytes);
   summary_.episodic_reward =
       summary_.oom ? 0.0 : EpisodicReward(summary_.normalised_cost, summary_.cost.dram_peak_bytes);
 }

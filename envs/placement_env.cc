@@ -494,6 +494,11 @@ Observation PlacementEnv::ObservationOf(uint32_t slot) const {
 // this kernel runs out of memory although it asks for nothing (docs/mdp.md).
 // Counting the ones kernel k writes (their eviction is synchronous) is
 // conservative.
+double PriceScore(const Workload& w, uint64_t dram_peak_bytes) {
+  const double peak = static_cast<double>(w.peak_live_bytes());
+  return peak > 0 ? std::clamp(1.0 - static_cast<double>(dram_peak_bytes) / peak, 0.0, 1.0) : 0.0;
+}
+
 bool FasterEpisode(const EpisodeSummary& a, const EpisodeSummary& b) {
   if (a.oom != b.oom) return !a.oom;
   return a.cost.total_ns < b.cost.total_ns * (1 - 1e-12);
@@ -741,9 +746,7 @@ void PlacementEnv::FinishEpisode(bool oom) {
   EvaluateValidPlan(w_, plan, summary_.cost);
   const double span = max_cost_ns_ - min_cost_ns_;  // as NormalisedCost, without re-summing the workload
   summary_.normalised_cost = span <= 0 ? 0 : (summary_.cost.total_ns - min_cost_ns_) / span;
-  double peak = static_cast<double>(w_.peak_live_bytes());
-  summary_.price_score =
-      peak > 0 ? std::clamp(1.0 - static_cast<double>(summary_.cost.dram_peak_bytes) / peak, 0.0, 1.0) : 0.0;
+  summary_.price_score = PriceScore(w_, summary_.cost.dram_peak_bytes);
   summary_.episodic_reward = oom ? 0.0 : EpisodicReward(summary_.normalised_cost, summary_.cost.dram_peak_bytes);
   // With time-saved step rewards the performance term has been paid already;
   // only the memory-price term is left for the last step.

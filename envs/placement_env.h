@@ -159,6 +159,10 @@ struct EpisodeSummary {
 // ran out of it, then the cost model's time decides (exact ties are not better).
 bool FasterEpisode(const EpisodeSummary& a, const EpisodeSummary& b);
 
+// EpisodeSummary::price_score of a plan whose DRAM peaks at `dram_peak_bytes`:
+// the share of the workload's peak it leaves out of DRAM, in [0, 1].
+double PriceScore(const Workload& w, uint64_t dram_peak_bytes);
+
 class PlacementEnv {
  public:
   // `w` must be finalized and outlive the env. Heats are computed once here.

@@ -8,6 +8,9 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "envs/copy_schedule.h"
+#include "envs/cost_model.h"
+
 namespace tensortier {
 namespace {
 
@@ -28,6 +31,7 @@ struct Episode {
   std::vector<std::pair<size_t, PlacementEnv::Checkpoint>> checkpoints;  // (step, checkpoint before it), by step
   EpisodeSummary summary;
   size_t walked = 0;  // steps the env took to play it (a shortened replay's are fewer)
+  double scheduled_ns = -1;  // summary.plan's cost with its copies rescheduled (-1: not yet priced)
 
   // Records the step the env is about to take with action `a`.
   void Record(const PlacementEnv& env, uint64_t key, uint8_t a) {
@@ -457,6 +461,19 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
            std::chrono::duration<double>(Clock::now() - start).count() >= options.max_seconds;
   };
 
+  // In async mode an episode is worth its plan with the copies rescheduled
+  // (priced once per episode): a plan whose copies crowd under a few
+  // kernels can be the better one once they are spread.
+  const bool schedule = options.schedule_async_copies && env.config().mode == MigrationMode::kAsync;
+  auto worth = [&](Episode& e) {
+    if (e.scheduled_ns < 0) e.scheduled_ns = ScheduleValidAsyncCopies(env.workload(), e.summary.plan).cost.total_ns;
+    return e.scheduled_ns;
+  };
+  auto faster = [&](Episode& a, Episode& b) {
+    if (!schedule || a.summary.oom || b.summary.oom) return FasterEpisode(a.summary, b.summary);
+    return worth(a) < worth(b) * (1 - 1e-12);
+  };
+
   PlanSearchResult result;
   Episode incumbent = Play(env, scores, Episode{}, 0, 0.0f);  // no step to flip: the greedy episode
   result.rollouts = 1;
@@ -467,7 +484,7 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
     if (bias == 0) continue;
     Episode biased = Play(env, scores, Episode{}, 0, bias);
     ++result.rollouts;
-    if (FasterEpisode(biased.summary, incumbent.summary)) {
+    if (faster(biased, incumbent)) {
       incumbent = std::move(biased);
       result.bias = bias;
     }
@@ -481,7 +498,7 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
       const size_t step = order[c];
       Episode candidate = Play(env, scores, incumbent, step, result.bias);
       ++result.rollouts;
-      if (FasterEpisode(candidate.summary, incumbent.summary)) {
+      if (faster(candidate, incumbent)) {
         incumbent = std::move(candidate);
         ++result.improvements;
         improved = true;
@@ -517,9 +534,9 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
     Episode candidate = Replay(env, scores, incumbent, step_of, flips, result.bias, pin, replay_mode);
     result.replay_steps += static_cast<int64_t>(candidate.walked);
     result.replay_episode_steps += static_cast<int64_t>(candidate.keys.size());
-    if (!FasterEpisode(candidate.summary, incumbent.summary)) return false;
+    if (!faster(candidate, incumbent)) return false;
     Episode kept = played_whole(std::move(candidate));
-    if (!FasterEpisode(kept.summary, incumbent.summary)) return false;  // only after a mismatch
+    if (!faster(kept, incumbent)) return false;  // only after a mismatch
     incumbent = std::move(kept);
     ++result.improvements;
     step_of = StepOf(incumbent);
@@ -620,6 +637,19 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
     searching = improved;
   }
   result.best = std::move(incumbent.summary);
+  result.best_episode_plan = result.best.plan;
+  if (schedule && !result.best.oom) {
+    CopyScheduleResult scheduled = ScheduleValidAsyncCopies(env.workload(), result.best.plan);
+    if (scheduled.moved > 0) {
+      const Workload& w = env.workload();
+      result.best.plan = std::move(scheduled.plan);
+      result.best.cost = std::move(scheduled.cost);
+      result.best.normalised_cost = NormalisedCost(w, result.best.cost.total_ns);
+      result.best.price_score = PriceScore(w, result.best.cost.dram_peak_bytes);
+      result.copies_moved = scheduled.moved;
+      result.copy_schedule_saved_ns = scheduled.saved_ns;
+    }
+  }
   for (uint8_t d : incumbent.deviates) result.deviations += d;
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;

@@ -98,11 +98,26 @@ struct PlanSearchOptions {
   // units of DQN's Q-values, whose large-margin loss separates the expert's
   // action by 0.8 (DqnConfig::demo_margin).
   std::vector<float> biases = {-0.2f, -0.1f, 0.1f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f};
+  // In async mode, episodes are compared by their plans with the copies
+  // moved to the boundaries where they are exposed least
+  // (envs/copy_schedule.h), and the best plan is returned so: the MDP
+  // issues a prefetch at the kernel before the use, which crowds copies
+  // under a few kernels. False: by the episodes' own plans.
+  bool schedule_async_copies = true;
 };
 
 struct PlanSearchResult {
   EpisodeSummary greedy;        // the policy's own episode
-  EpisodeSummary best;          // the best episode the search found (greedy when nothing beat it)
+  // The best episode the search found (greedy when nothing beat it); in
+  // async mode with schedule_async_copies, its plan and cost are those of
+  // the episode's plan with its copies rescheduled.
+  EpisodeSummary best;
+  // The best episode's own plan, as the MDP made it: what a network can
+  // imitate (the MDP cannot say when a copy starts). best.plan without
+  // rescheduled copies.
+  PlacementPlan best_episode_plan;
+  int copies_moved = 0;         // by the copy schedule of the best plan
+  double copy_schedule_saved_ns = 0;
   float bias = 0;               // of the biased episode the deviations started from (0: the greedy one)
   int rollouts = 0;
   int deviations = 0;           // decisions where best differs from what the policy would pick

@@ -126,6 +126,8 @@ PlacementPlan SearchedPlan(PlacementEnv& placement, const ActionScores& scores, 
       .kv("room_replays", searched.room_replays)
       .kv("room_improvements", searched.room_improvements)
       .kv("improvements", searched.improvements)
+      .kv("copies_moved", searched.copies_moved)
+      .kv("copy_schedule_saved_ns", searched.copy_schedule_saved_ns)
       .kv("seconds", searched.seconds);
   PlacementPlan plan = std::move(searched.best.plan);
   plan.produced_by = name;

@@ -256,7 +256,8 @@ SelfImitationResult LearnFromOwnSearches(PlacementAgent& agent, PlacementEnv& en
   std::string best_weights = agent.SerializeWeights();
   for (int round = 0; round < config.rounds; ++round) {
     PlanSearchResult searched = SearchPlan(env, ScoresOf(agent), config.search);
-    PlacementPlan target = std::move(searched.best.plan);
+    // The episode's own plan: the MDP cannot say when a copy starts.
+    PlacementPlan target = std::move(searched.best_episode_plan);
     target.produced_by = agent.name() + "-own-search";
     ImitationResult im = LearnFromPlans(agent, env, {target}, config.imitation, rng);
     SelfImitationRound r;

@@ -347,6 +347,8 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
                               {"replay_episode_steps", result.search.replay_episode_steps},
                               {"shortening_mismatches", result.search.shortening_mismatches},
                               {"deviations", result.search.deviations}, {"seconds", result.search.seconds},
+                              {"copies_moved", result.search.copies_moved},
+                              {"copy_schedule_saved_ns", result.search.copy_schedule_saved_ns},
                               {"greedy_runtime_ns", result.search.greedy.cost.total_ns},
                               {"runtime_ns", result.search.best.cost.total_ns}};
   if (result.imitated) {
