@@ -85,7 +85,10 @@ CopyScheduleResult ScheduleValidAsyncCopies(const Workload& w, const PlacementPl
       const std::vector<int64_t>& uses = touched[m.tensor];
       auto first_at_or_after = std::lower_bound(uses.begin(), uses.end(), sees);
       if (first_at_or_after != uses.end()) hi = std::min(hi, *first_at_or_after - 2);
-      if (first_at_or_after != uses.begin()) lo = std::max(lo, *std::prev(first_at_or_after) - 1);
+      // Only that last kernel before may touch the tensor under the moved
+      // copy (it reads the source); one that writes it would block.
+      const int64_t touched_before = first_at_or_after != uses.begin() ? *std::prev(first_at_or_after) : -2;
+      lo = std::max(lo, touched_before - 1);
       if (lo > hi) continue;
 
       const Tier to = m.to, from = to == Tier::kDram ? Tier::kSlow : Tier::kDram;
@@ -100,6 +103,9 @@ CopyScheduleResult ScheduleValidAsyncCopies(const Workload& w, const PlacementPl
         return kernel_cost(y, ledger.blocking_ns[y], ledger.overlapped_ns[y] + copy_ns) -
                kernel_cost(y, ledger.blocking_ns[y], ledger.overlapped_ns[y]);
       };
+      // No kernel hides a copy better than one with room for all of it
+      // (exposure share x copy): a scan stops at the first.
+      const double least_added_ns = w.device.async_copy_exposure * copy_ns + min_saving_ns;
       double best_delta = -min_saving_ns;
       int64_t best = a;
       // Earlier: the target tier holds the tensor from a' + 1, so kernels
@@ -107,9 +113,10 @@ CopyScheduleResult ScheduleValidAsyncCopies(const Workload& w, const PlacementPl
       std::vector<uint64_t>& to_bytes = occupancy(to);
       for (int64_t b = a - 1; b >= lo; --b) {
         if (to_bytes[b + 1] + size > cap(to)) break;
-        if (w.KernelWrites(static_cast<size_t>(b + 1), m.tensor)) continue;  // would block
-        const double delta = removed_ns + added_ns(b + 1);
-        if (delta < best_delta) best_delta = delta, best = b;
+        if (b + 1 == touched_before && w.KernelWrites(static_cast<size_t>(b + 1), m.tensor)) continue;  // would block
+        const double added = added_ns(b + 1);
+        if (removed_ns + added < best_delta) best_delta = removed_ns + added, best = b;
+        if (added <= least_added_ns) break;
       }
       // Later: the source tier holds the tensor through a' + 1 (in flight),
       // from the kernel after it held it until now.
@@ -119,9 +126,9 @@ CopyScheduleResult ScheduleValidAsyncCopies(const Workload& w, const PlacementPl
       for (int64_t k = held_until + 1; k <= a + 1 && k < K; ++k) fits = fits && from_bytes[k] + size <= cap(from);
       for (int64_t b = a + 1; fits && b <= hi; ++b) {
         if (from_bytes[b + 1] + size > cap(from)) break;
-        if (w.KernelWrites(static_cast<size_t>(b + 1), m.tensor)) continue;
-        const double delta = removed_ns + added_ns(b + 1);
-        if (delta < best_delta) best_delta = delta, best = b;
+        const double added = added_ns(b + 1);  // b + 1 < the next kernel that touches the tensor
+        if (removed_ns + added < best_delta) best_delta = removed_ns + added, best = b;
+        if (added <= least_added_ns) break;
       }
       if (best == a) continue;
 
