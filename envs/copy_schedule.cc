@@ -65,9 +65,6 @@ CopyScheduleResult ScheduleValidAsyncCopies(const Workload& w, const PlacementPl
     for (size_t i = 0; i < plan.migrations.size(); ++i) copies_of[plan.migrations[i].tensor].push_back(i);
     int moved = 0;
     for (size_t i = 0; i < plan.migrations.size(); ++i) {
-      if (options.max_seconds > 0 &&
-          std::chrono::duration<double>(Clock::now() - start).count() > options.max_seconds)
-        break;
       Migration& m = plan.migrations[i];
       const Tensor& tensor = w.tensors[m.tensor];
       if (tensor.pinned_dram) continue;

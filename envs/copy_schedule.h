@@ -18,8 +18,7 @@
 namespace tensortier {
 
 struct CopyScheduleOptions {
-  int max_passes = 8;       // over all copies; stops early when a pass moves none
-  double max_seconds = 0;   // 0 = no time limit
+  int max_passes = 8;  // over all copies; stops early when a pass moves none
 };
 
 struct CopyScheduleResult {

@@ -488,12 +488,6 @@ Observation PlacementEnv::ObservationOf(uint32_t slot) const {
   return o;
 }
 
-// With async copies every tensor now in DRAM and not decided yet at this
-// kernel holds DRAM during it whatever its decision (kept, or its eviction in
-// flight): a DRAM request must leave room for them, or a later decision of
-// this kernel runs out of memory although it asks for nothing (docs/mdp.md).
-// Counting the ones kernel k writes (their eviction is synchronous) is
-// conservative.
 double PriceScore(const Workload& w, uint64_t dram_peak_bytes) {
   const double peak = static_cast<double>(w.peak_live_bytes());
   return peak > 0 ? std::clamp(1.0 - static_cast<double>(dram_peak_bytes) / peak, 0.0, 1.0) : 0.0;
@@ -504,6 +498,12 @@ bool FasterEpisode(const EpisodeSummary& a, const EpisodeSummary& b) {
   return a.cost.total_ns < b.cost.total_ns * (1 - 1e-12);
 }
 
+// With async copies every tensor now in DRAM and not decided yet at this
+// kernel holds DRAM during it whatever its decision (kept, or its eviction in
+// flight): a DRAM request must leave room for them, or a later decision of
+// this kernel runs out of memory although it asks for nothing (docs/mdp.md).
+// Counting the ones kernel k writes (their eviction is synchronous) is
+// conservative.
 bool PlacementEnv::DramRequestDoesNotFit(uint32_t t) const {
   uint64_t needed = size_[t];
   if (config_.mode == MigrationMode::kAsync)
