@@ -715,8 +715,10 @@ int Main(int argc, char** argv) {
     // space-separated string, which would not read back as a list.
     return names + "dqn, sac, dqn+search, sac+search, dqn+ilp, sac+ilp (the ILP with the network's surest "
                    "decisions fixed), dqn+ilp+measured, sac+ilp+measured, heat+ilp+measured (that ILP's candidate "
-                   "plans measured on real iterations at plan time, the fastest kept), heat+search (the plan-time search "
-                   "with heat order in the network's place), untrained-dqn, untrained-sac and their +search, +ilp "
+                   "plans measured on real iterations at plan time, the fastest kept), dqn+ilp+search, sac+ilp+search "
+                   "(the plan-time search from the network's episodes and from that ILP's plan, the faster), "
+                   "heat+search, heat+ilp+search (the plan-time search "
+                   "with heat order in the network's place), untrained-dqn, untrained-sac and their +search, +ilp, +ilp+search "
                    "(the checkpoint's network with fresh weights: what training adds), learned (every agent of "
                    "--checkpoint, greedy and searched), lookup:FILE (an exported lookup, as --lookup) [default: "
                    "all-slow first-touch sentinel autotm-sync deeptm-heuristic ca-lm learned]";
@@ -726,7 +728,8 @@ int Main(int argc, char** argv) {
                   "dqn",     "sac",     "dqn+search",       "sac+search",       "dqn+ilp",
                   "sac+ilp", "learned", "dqn+ilp+measured", "sac+ilp+measured", "heat+ilp+measured",
                   "heat+search", "untrained-dqn", "untrained-sac", "untrained-dqn+search", "untrained-sac+search",
-                  "untrained-dqn+ilp", "untrained-sac+ilp"};
+                  "untrained-dqn+ilp", "untrained-sac+ilp", "dqn+ilp+search", "sac+ilp+search", "heat+ilp+search",
+                  "untrained-dqn+ilp+search", "untrained-sac+ilp+search"};
               const std::vector<std::string>& baselines = PolicyNames();
               if (std::find(baselines.begin(), baselines.end(), name) != baselines.end() ||
                   std::find(learned.begin(), learned.end(), name) != learned.end() ||

@@ -11,35 +11,11 @@ namespace {
 // is labelled with `plan`'s tier for its tensor at its kernel.
 Demonstration Play(PlacementEnv& env, const PlacementPlan& plan,
                    const std::function<int(const Observation&)>& act) {
-  const Workload& w = env.workload();
-  plan.Validate(w);
+  const PlanLabels labels(env.workload(), plan);
   Demonstration demo;
-  // The plan's tier of each tensor during kernel k: its initial tier, then
-  // every migration issued after an earlier kernel (PlacementPlan::TierTimeline,
-  // walked along with the episode instead of materialised per kernel).
-  std::vector<Tier> tier = plan.initial_tiers;
-  size_t next_migration = 0;
-  // Each tensor's evictions, by kernel, for decisions that hold for more
-  // than one kernel (PlacementEnv::decision_holds_until).
-  std::vector<std::vector<int32_t>> evictions(w.num_tensors());
-  for (const Migration& m : plan.migrations)
-    if (m.to == Tier::kSlow) evictions[m.tensor].push_back(m.after_kernel);
-  auto evicted_before = [&](uint32_t t, size_t k, size_t until) {
-    const std::vector<int32_t>& e = evictions[t];
-    // A migration after kernel j takes effect at kernel j + 1.
-    auto it = std::lower_bound(e.begin(), e.end(), static_cast<int32_t>(k));
-    return it != e.end() && static_cast<size_t>(*it) + 1 < until;
-  };
   Observation obs = env.Reset();
   while (!env.done()) {
-    const size_t k = env.current_kernel();
-    while (next_migration < plan.migrations.size() &&
-           plan.migrations[next_migration].after_kernel < static_cast<int32_t>(k)) {
-      tier[plan.migrations[next_migration].tensor] = plan.migrations[next_migration].to;
-      ++next_migration;
-    }
-    const uint32_t t = env.current_tensor();
-    int label = tier[t] == Tier::kDram && !evicted_before(t, k, env.decision_holds_until()) ? 0 : 1;
+    int label = labels.At(env.current_tensor(), env.current_kernel(), env.decision_holds_until());
     // A persistent tensor's last gap (untouched now, no access left): the
     // plan ends it where the plan starts it, so where a rollout started it
     // elsewhere the plan's tier would teach the copy back after the last
@@ -63,6 +39,26 @@ Demonstration Play(PlacementEnv& env, const PlacementPlan& plan,
 }
 
 }  // namespace
+
+PlanLabels::PlanLabels(const Workload& w, const PlacementPlan& plan) : initial_(plan.initial_tiers) {
+  plan.Validate(w);
+  migrations_.resize(w.num_tensors());
+  for (const Migration& m : plan.migrations) migrations_[m.tensor].push_back(m);
+  for (std::vector<Migration>& ms : migrations_)
+    std::stable_sort(ms.begin(), ms.end(), [](const Migration& a, const Migration& b) { return a.after_kernel < b.after_kernel; });
+}
+
+int PlanLabels::At(uint32_t tensor, size_t kernel, size_t holds_until) const {
+  const std::vector<Migration>& ms = migrations_.at(tensor);
+  const int32_t k = static_cast<int32_t>(kernel);
+  // A migration after kernel j takes effect at kernel j + 1.
+  auto next = std::lower_bound(ms.begin(), ms.end(), k, [](const Migration& m, int32_t x) { return m.after_kernel < x; });
+  const Tier now = next == ms.begin() ? initial_[tensor] : std::prev(next)->to;
+  if (now != Tier::kDram) return 1;
+  for (auto it = next; it != ms.end() && static_cast<size_t>(it->after_kernel) + 1 < holds_until; ++it)
+    if (it->to == Tier::kSlow) return 1;
+  return 0;
+}
 
 Demonstration DemonstratePlan(PlacementEnv& env, const PlacementPlan& plan) { return Play(env, plan, {}); }
 

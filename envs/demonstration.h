@@ -14,6 +14,23 @@
 
 namespace tensortier {
 
+// The tier `plan` asks for at a placement decision: the plan's tier for the
+// tensor during the decision's kernel, and the slow tier when the plan
+// evicts it before the decision stops holding (PlacementEnv::
+// decision_holds_until). Any decision, in any order: a replay of the
+// plan-time search resumes mid-episode.
+class PlanLabels {
+ public:
+  // The plan must be for `w` (Validate throws otherwise).
+  PlanLabels(const Workload& w, const PlacementPlan& plan);
+  // 0 DRAM, 1 slow, as the MDP's actions.
+  int At(uint32_t tensor, size_t kernel, size_t holds_until) const;
+
+ private:
+  std::vector<Tier> initial_;
+  std::vector<std::vector<Migration>> migrations_;  // each tensor's, by after_kernel
+};
+
 struct Demonstration {
   std::vector<Transition> transitions;
   // The episode the MDP made of the plan. It can differ from `plan` where the

@@ -4,12 +4,14 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <tuple>
 #include <unordered_map>
 
 #include "envs/copy_schedule.h"
 #include "envs/cost_model.h"
+#include "envs/demonstration.h"
 
 namespace tensortier {
 namespace {
@@ -451,7 +453,24 @@ GreedyEpisode PlayGreedy(PlacementEnv& env, const ActionScores& scores) {
   return g;
 }
 
-PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const PlanSearchOptions& options) {
+ActionScores FollowPlan(const PlacementEnv& env, const PlacementPlan& plan, ActionScores scores) {
+  if (!scores) throw std::invalid_argument("FollowPlan: no action scores");
+  auto labels = std::make_shared<const PlanLabels>(env.workload(), plan);
+  // So sure that a disagreement is questioned before every agreement the
+  // network is unsure of, yet finite: a flipped decision's gap is infinite.
+  constexpr float kDisagreementGap = 1e-6f;
+  return [&env, labels, scores = std::move(scores)](const Observation& obs) -> std::pair<float, float> {
+    const auto [dram, slow] = scores(obs);
+    const int label = labels->At(env.current_tensor(), env.current_kernel(), env.decision_holds_until());
+    const float preference = dram - slow;  // non-finite scores stay so, for the search to refuse
+    const bool agrees = (preference >= 0) == (label == 0);
+    const float sure = !std::isfinite(preference) ? preference : agrees ? std::abs(preference) : kDisagreementGap;
+    return label == 0 ? std::pair<float, float>{sure, 0.0f} : std::pair<float, float>{0.0f, sure};
+  };
+}
+
+PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const PlanSearchOptions& options,
+                            const std::vector<PlacementPlan>& starting_plans) {
   if (!scores) throw std::invalid_argument("SearchPlan: no action scores");
   if (options.max_rollouts < 1) throw std::invalid_argument("SearchPlan: max_rollouts must be at least 1");
   using Clock = std::chrono::steady_clock;
@@ -487,6 +506,15 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
     if (faster(biased, incumbent)) {
       incumbent = std::move(biased);
       result.bias = bias;
+    }
+  }
+  for (size_t i = 0; i < starting_plans.size(); ++i) {
+    Episode started = Play(env, FollowPlan(env, starting_plans[i], scores), Episode{}, 0, 0.0f);
+    ++result.rollouts;
+    if (faster(started, incumbent)) {
+      incumbent = std::move(started);
+      result.bias = 0;
+      result.starting_plan = static_cast<int>(i);
     }
   }
   bool improved = true;

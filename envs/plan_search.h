@@ -119,6 +119,9 @@ struct PlanSearchResult {
   int copies_moved = 0;         // by the copy schedule of the best plan
   double copy_schedule_saved_ns = 0;
   float bias = 0;               // of the biased episode the deviations started from (0: the greedy one)
+  // Of the starting plans, the one the search went on from (-1: the
+  // policy's own episodes were faster).
+  int starting_plan = -1;
   int rollouts = 0;
   int deviations = 0;           // decisions where best differs from what the policy would pick
   int replays = 0;              // single-flip episodes played after the rollouts
@@ -181,7 +184,21 @@ struct EndsElsewhereTensor {
 };
 std::vector<EndsElsewhereTensor> EndsElsewhere(const Workload& w, const PlacementPlan& plan);
 
+// A policy that takes `plan`'s tier at every decision (PlanLabels), as sure
+// as `scores` where they agree with it and barely where they do not: the
+// search from another planner's plan questions first where the network
+// doubts it. Reads the decision's kernel and tensor from `env`, which must
+// be the environment the scores are asked in.
+ActionScores FollowPlan(const PlacementEnv& env, const PlacementPlan& plan, ActionScores scores);
+
 // `env` is reset and left done. Throws what `scores` throws.
-PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const PlanSearchOptions& options);
+//
+// `starting_plans` (another planner's, e.g. the ILP the network guides)
+// compete with the policy's own rollouts as the episode the search goes on
+// from, each played through the MDP with FollowPlan. After that the policy
+// decides every decision a starting plan never met. Each must be for env's
+// workload (throws otherwise).
+PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const PlanSearchOptions& options,
+                            const std::vector<PlacementPlan>& starting_plans = {});
 
 }  // namespace tensortier

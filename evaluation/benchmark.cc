@@ -30,17 +30,21 @@ constexpr double kSlowPricePerGb = 7.85;
 // What a learned policy's name asks for at plan time: "dqn" its greedy plan,
 // "dqn+search" the plan-time search its network guides, "dqn+ilp" the ILP its
 // network guides (policies/guided_ilp.h), "dqn+ilp+measured" that ILP's
-// candidate plans measured on this host's real iterations, the fastest kept.
-enum class PlanTime { kGreedy, kSearch, kIlp, kIlpMeasured };
+// candidate plans measured on this host's real iterations, the fastest kept,
+// "dqn+ilp+search" the plan-time search started from the policy's own
+// episodes and from that ILP's plan, whichever is faster.
+enum class PlanTime { kGreedy, kSearch, kIlp, kIlpMeasured, kIlpSearch };
 constexpr const char* kSearchSuffix = "+search";
 constexpr const char* kIlpSuffix = "+ilp";
 constexpr const char* kIlpMeasuredSuffix = "+ilp+measured";
+constexpr const char* kIlpSearchSuffix = "+ilp+search";
 // The same measured choice over the ILP that heat order guides (heat+ilp,
 // policies/guided_ilp.h): what the network adds to it.
 constexpr const char* kHeatIlpMeasured = "heat+ilp+measured";
 // The plan-time search with heat order in the network's place (the constant
 // DRAM action, decisions in heat order): what the network adds to it.
 constexpr const char* kHeatSearch = "heat+search";
+constexpr const char* kHeatIlpSearch = "heat+ilp+search";
 // "untrained-dqn+search": the checkpoint's network as it was before training
 // (the same architecture and seed, fresh weights) in the same pipeline.
 constexpr const char* kUntrainedPrefix = "untrained-";
@@ -51,6 +55,7 @@ bool HasSuffix(const std::string& name, const std::string& suffix) {
 
 PlanTime PlanTimeOf(const std::string& name) {
   if (HasSuffix(name, kIlpMeasuredSuffix)) return PlanTime::kIlpMeasured;
+  if (HasSuffix(name, kIlpSearchSuffix)) return PlanTime::kIlpSearch;
   if (HasSuffix(name, kSearchSuffix)) return PlanTime::kSearch;
   if (HasSuffix(name, kIlpSuffix)) return PlanTime::kIlp;
   return PlanTime::kGreedy;
@@ -62,6 +67,7 @@ std::string AgentKind(const std::string& name) {
     case PlanTime::kSearch: return name.substr(0, name.size() - std::string(kSearchSuffix).size());
     case PlanTime::kIlp: return name.substr(0, name.size() - std::string(kIlpSuffix).size());
     case PlanTime::kIlpMeasured: return name.substr(0, name.size() - std::string(kIlpMeasuredSuffix).size());
+    case PlanTime::kIlpSearch: return name.substr(0, name.size() - std::string(kIlpSearchSuffix).size());
     case PlanTime::kGreedy: break;
   }
   return name;
@@ -105,14 +111,16 @@ EnvConfig PlanningEnv(const BenchmarkOptions& o, uint64_t dram_limit) {
 }
 
 // The plan-time search that `scores` guide, named `name` in the log and on
-// the plan.
+// the plan; from `starting_plans` too where given.
 PlacementPlan SearchedPlan(PlacementEnv& placement, const ActionScores& scores, const std::string& name,
-                           const Workload& w, const BenchmarkOptions& o) {
-  PlanSearchResult searched = SearchPlan(placement, scores, o.search);
+                           const Workload& w, const BenchmarkOptions& o,
+                           const std::vector<PlacementPlan>& starting_plans = {}) {
+  PlanSearchResult searched = SearchPlan(placement, scores, o.search, starting_plans);
   LogInfo("plan_search")
       .kv("workload", w.name)
       .kv("policy", name)
       .kv("greedy_runtime_ns", searched.greedy.cost.total_ns)
+      .kv("starting_plan", searched.starting_plan)
       .kv("runtime_ns", searched.best.cost.total_ns)
       .kv("rollouts", searched.rollouts)
       .kv("replays", searched.replays)
@@ -134,6 +142,14 @@ PlacementPlan SearchedPlan(PlacementEnv& placement, const ActionScores& scores, 
   return plan;
 }
 
+// The ILP that `scores` guide, then the plan-time search they guide from
+// their own episodes and from the ILP's plan; both are decision time.
+PlacementPlan IlpSearchedPlan(PlacementEnv& placement, const ActionScores& scores, const std::string& name,
+                              const Workload& w, const BenchmarkOptions& o) {
+  const PlacementPlan ilp = GuidedIlpPlan(placement, scores, name, w, o, nullptr);
+  return SearchedPlan(placement, scores, name, w, o, {ilp});
+}
+
 // The agent of a checkpoint, rolled out greedily on the workload at the
 // given budget: the learned policy as a baseline-like decision; improved by
 // the plan-time search or the ILP its network guides where the name asks.
@@ -149,6 +165,7 @@ PlacementPlan LearnedPlan(const PlacementAgent& agent, const std::string& label,
     case PlanTime::kIlp: return GuidedIlpPlan(placement, ScoresOf(agent), label + kIlpSuffix, w, o, nullptr);
     case PlanTime::kIlpMeasured:
       return GuidedIlpPlan(placement, ScoresOf(agent), label + kIlpMeasuredSuffix, w, o, runner);
+    case PlanTime::kIlpSearch: return IlpSearchedPlan(placement, ScoresOf(agent), label + kIlpSearchSuffix, w, o);
     case PlanTime::kGreedy: break;
   }
   plan = RunEpisode(placement, [&](const Observation& x) { return agent.Greedy(x.data()); }).plan;
@@ -550,10 +567,11 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
                              plan_time == PlanTime::kIlpMeasured ? host(name) : nullptr);
           row.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           row.plan_source = plan.produced_by;
-        } else if (name == kHeatSearch) {
+        } else if (name == kHeatSearch || name == kHeatIlpSearch) {
           PlacementEnv placement(w, PlanningEnv(o, limit));
           auto t0 = std::chrono::steady_clock::now();
-          plan = SearchedPlan(placement, HeatOrderScores(), name, w, o);
+          plan = name == kHeatSearch ? SearchedPlan(placement, HeatOrderScores(), name, w, o)
+                                     : IlpSearchedPlan(placement, HeatOrderScores(), name, w, o);
           row.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           row.plan_source = plan.produced_by;
         } else if (name == kHeatIlpMeasured) {

@@ -39,7 +39,8 @@ Result FastestPolicy::FromKeptScores(const Workload& workload, const EnvConfig& 
 
 PlanSearchResult FastestPolicy::Search(const Workload& workload, const EnvConfig& env, const std::string& agent_name,
                                        const std::string& agent_json, const PlanSearchOptions& options) const {
-  PlanSearchResult r = FromKeptScores(workload, env, agent_name, agent_json, SearchPlan, options);
+  auto search = +[](PlacementEnv& e, const ActionScores& s, const PlanSearchOptions& o) { return SearchPlan(e, s, o); };
+  PlanSearchResult r = FromKeptScores(workload, env, agent_name, agent_json, search, options);
   r.best.plan.produced_by = name_ + "+search";
   LogInfo("plan_search_finished").kv("policy", name_).kv("rollouts", r.rollouts).kv("improvements", r.improvements)
       .kv("deviations", r.deviations).kv("greedy_runtime_ns", r.greedy.cost.total_ns)

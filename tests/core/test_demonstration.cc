@@ -513,5 +513,83 @@ TEST(PlanSearch, ANonFiniteScoreIsAnError) {
   EXPECT_THROW(SearchPlan(env, {}, {}), std::invalid_argument);
 }
 
+// FollowPlan takes the plan's tier at every decision, as sure as the
+// network where they agree and barely where they do not.
+TEST(PlanSearch, FollowingAPlanTakesItsTiersWithTheNetworksDoubt) {
+  for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
+    Workload w = Resnet();
+    EnvConfig c = Config(w, 0.3, mode);
+    PlacementEnv env(w, c);
+    PlacementPlan expert = FirstTouchPlan(w, c.dram_limit_bytes);
+    expert.mode = mode;
+    const Demonstration d = DemonstratePlan(env, expert);
+    ActionScores net = [](const Observation& x) { return std::make_pair(x[kObsHeat], 0.1f); };
+    const ActionScores follow = FollowPlan(env, expert, net);
+    size_t agreeing = 0, disagreeing = 0, step = 0;
+    const EpisodeSummary played = RunEpisode(env, [&](const Observation& x) {
+      const auto [dram, slow] = follow(x);
+      const auto [net_dram, net_slow] = net(x);
+      const int action = dram >= slow ? 0 : 1;
+      EXPECT_EQ(action, d.transitions.at(step++).action);
+      if ((net_dram >= net_slow ? 0 : 1) == action) {
+        EXPECT_FLOAT_EQ(std::abs(dram - slow), std::abs(net_dram - net_slow));
+        ++agreeing;
+      } else {
+        EXPECT_LT(std::abs(dram - slow), 1e-3f);
+        ++disagreeing;
+      }
+      return action;
+    });
+    EXPECT_TRUE(played.plan == d.summary.plan);
+    EXPECT_GT(agreeing, 0u);
+    EXPECT_GT(disagreeing, 0u);
+  }
+}
+
+// A starting plan faster than the policy's own episodes is where the search
+// goes on from; a slower one changes nothing. The greedy plan stays the
+// policy's own.
+TEST(PlanSearch, AFasterStartingPlanIsWhereTheSearchGoesOn) {
+  Workload w = Resnet();
+  EnvConfig c = Config(w, 0.25);
+  PlacementEnv env(w, c);
+  // Worse than all-slow here (ImprovesOnAPoorPolicysGreedyPlan).
+  ActionScores prefer_dram = [](const Observation& x) { return std::make_pair(2.0f + x[kObsHeat], 0.0f); };
+  const PlacementPlan first_touch = FirstTouchPlan(w, c.dram_limit_bytes);
+  const double started_ns = DemonstratePlan(env, first_touch).summary.cost.total_ns;
+  PlanSearchOptions o = OnePhase();
+  o.max_rollouts = 1;
+  const PlanSearchResult alone = SearchPlan(env, prefer_dram, o);
+  ASSERT_LT(started_ns, alone.best.cost.total_ns);  // the premise
+  const PlanSearchResult started = SearchPlan(env, prefer_dram, o, {first_touch});
+  EXPECT_EQ(started.starting_plan, 0);
+  EXPECT_EQ(started.best.cost.total_ns, started_ns);
+  EXPECT_TRUE(started.greedy.plan == alone.greedy.plan);
+  // The replays go on from it.
+  o.max_rollouts = 64;
+  o.max_replays = 500;
+  const PlanSearchResult searched = SearchPlan(env, prefer_dram, o, {first_touch});
+  EXPECT_EQ(searched.starting_plan, 0);
+  EXPECT_GE(searched.replay_improvements, 1);
+  EXPECT_LT(searched.best.cost.total_ns, started_ns);
+  EXPECT_NEAR(EvaluatePlan(w, searched.best.plan).total_ns, searched.best.cost.total_ns,
+              1e-9 * searched.best.cost.total_ns);
+  // A slower starting plan: the poor policy's greedy plan for a policy that keeps everything slow.
+  ActionScores prefer_slow = [](const Observation&) { return std::make_pair(0.0f, 1.0f); };
+  const PlanSearchResult slow_alone = SearchPlan(env, prefer_slow, OnePhase());
+  ASSERT_GT(alone.best.cost.total_ns, slow_alone.best.cost.total_ns);  // the premise
+  const PlanSearchResult slow_started = SearchPlan(env, prefer_slow, OnePhase(), {alone.greedy.plan});
+  EXPECT_EQ(slow_started.starting_plan, -1);
+  EXPECT_TRUE(slow_started.best.plan == slow_alone.best.plan);
+}
+
+TEST(PlanSearch, AStartingPlanOfAnotherWorkloadIsRefused) {
+  Workload w = Resnet(), other = Resnet(8);
+  PlacementEnv env(w, Config(w, 0.25));
+  const PlacementPlan theirs = FirstTouchPlan(other, other.peak_live_bytes() / 4);
+  EXPECT_THROW(SearchPlan(env, [](const Observation& x) { return std::make_pair(x[kObsHeat], 0.0f); }, {}, {theirs}),
+               std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace tensortier
