@@ -16,7 +16,9 @@
 #                  peak, imitation of the baselines then N episodes; runs go to
 #                  runs/paper/SCALE-MODE-MODEL-AGENT) and include them as learned policies: the
 #                  greedy plan, the plan-time search and the guided ILP (AGENT+ilp), beside the
-#                  search's ablations heat+search, untrained-AGENT and untrained-AGENT+search
+#                  search's ablations heat+search, untrained-AGENT and untrained-AGENT+search, and
+#                  the search from the guided ILP's plan too (AGENT+ilp+search) with its ablation
+#                  heat+ilp+search
 #   --agents       which agents --train trains and which AGENT+ilp rows are added (default "dqn")
 #   --checkpoint   include the learned agent of a learner checkpoint (repeatable, MODEL= for one
 #                  model; it must have been trained in the mode of the table)
@@ -29,7 +31,9 @@
 # models and training included) and fig14-paper-async 1,206 s (training included). With the
 # ablation rows (2026-11-28, two tables at a time, load 2): fig14 762 s, fig14-async 1,146 s,
 # fig14-paper 823 s, fig14-paper-async 1,274 s (benches only); --train 1 takes up to 2 min per
-# model since the longer polish (ResNet-152: 112 s).
+# model since the longer polish (ResNet-152: 112 s). The two +ilp+search rows add up to 6 min per
+# model (2026-11-29, two at a time: sync 610 s and 771 s, async 1,836 s and 1,549 s for the
+# tables' baselines with dqn+ilp and both rows).
 set -euo pipefail
 build=build
 measure=--cost-model-only
@@ -101,6 +105,10 @@ for scale in $scales; do
       # criterion 3): heat order in the network's place, and the network before training.
       policies+=(learned heat+search)
       for a in $agents; do policies+=("$a+ilp" "untrained-$a" "untrained-$a+search"); done
+      # The search from the guided ILP's plan too, and that pipeline with no network: the
+      # network-free pipeline closest to the learned one (learning.md, session thirty).
+      for a in $agents; do policies+=("$a+ilp+search"); done
+      policies+=(heat+ilp+search)
     fi
     dir=fig14
     [ "$scale" = paper ] && dir+=-paper

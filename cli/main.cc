@@ -785,40 +785,40 @@ int Main(int argc, char** argv) {
                         SharesText(GuidedIlpOptions{}.fixed_shares) + "]")
       ->check(CLI::Range(0.0, 1.0));
   bench->add_option("--search-rollouts", bench_opts.search.max_rollouts,
-                    "dqn+search, sac+search: episodes of the plan-time search that follow the network after a "
+                    "every *+search policy: episodes of the plan-time search that follow the network after a "
                     "deviation (the greedy and biased ones included; 1: the greedy plan alone)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   bench->add_option("--search-candidates", bench_opts.search.candidates_per_round,
-                    "dqn+search, sac+search: the network's least sure decisions a round of rollouts deviates at before "
+                    "every *+search policy: the network's least sure decisions a round of rollouts deviates at before "
                     "the search gives up on the rollouts")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   bench->add_option("--search-seconds", bench_opts.search.max_seconds,
-                    "dqn+search, sac+search: time limit of the plan-time search per workload and budget (0: none; "
+                    "every *+search policy: time limit of the plan-time search per workload and budget (0: none; "
                     "the search also stops when no candidate improves)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   bench->add_option("--search-replays", bench_opts.search.max_replays,
-                    "dqn+search, sac+search: episodes that flip one of the incumbent's least-sure decisions and keep "
+                    "every *+search policy: episodes that flip one of the incumbent's least-sure decisions and keep "
                     "its others (0: none)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   bench->add_option("--search-replays-per-improvement", bench_opts.search.replays_per_improvement,
-                    "dqn+search, sac+search: single flips added to --search-replays by each one that improves "
+                    "every *+search policy: single flips added to --search-replays by each one that improves "
                     "(0: a fixed budget)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   bench->add_flag_callback("--no-copy-schedule", [&bench_opts] { bench_opts.search.schedule_async_copies = false; },
-                           "dqn+search, sac+search, heat+search, untrained-*+search, async mode: plans as the MDP "
+                           "every *+search policy, async mode: plans as the MDP "
                            "makes them, without moving each copy to the boundary where it is exposed least");
   bench->add_option("--search-tensor-replays", bench_opts.search.max_tensor_replays,
-                    "dqn+search, sac+search: when single flips improve nothing, episodes that put every decision "
+                    "every *+search policy: when single flips improve nothing, episodes that put every decision "
                     "of one tensor in one tier, the least sure tensors first (0: none)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   bench->add_option("--search-room-replays", bench_opts.search.max_room_replays,
-                    "dqn+search, sac+search: when single flips improve nothing, episodes that take one of the "
+                    "every *+search policy: when single flips improve nothing, episodes that take one of the "
                     "costliest slow-tier uses to DRAM and evict tensors kept through their gap over its kernel until "
                     "they free its size (0: none)")
       ->check(CLI::NonNegativeNumber)

@@ -235,6 +235,37 @@ TEST(Benchmark, AblationsRunTheSamePipelineWithoutTheTrainedNetwork) {
   EXPECT_THROW(RunBenchmark(w, o), std::invalid_argument);
 }
 
+// dqn+ilp+search: the guided ILP, then the search from the faster of the
+// network's episodes and the ILP's plan; its ablation heat+ilp+search.
+TEST(Benchmark, TheSearchFromTheGuidedIlpsPlanKeepsTheFasterStart) {
+  const Workload w = LoadWorkloadSpec("synthetic:resnet:3");
+  DqnConfig config;
+  config.seed = 1;
+  config.device = "cpu";
+  const std::string path = TempPath("ilp-search.ckpt");
+  MakeAgent("dqn", config.ToJson())->SaveCheckpoint(path);
+  BenchmarkOptions o;
+  o.dram_fractions = {0.3};
+  o.measure = false;
+  o.search.max_seconds = 20;
+  o.solver_time_limit_seconds = 20;
+  o.policies = {"dqn", "dqn+ilp", "dqn+ilp+search", "heat+ilp", "heat+ilp+search", "untrained-dqn+ilp+search"};
+  o.checkpoints = {path};
+  const std::vector<BenchmarkRow> rows = RunBenchmark(w, o);
+  ASSERT_EQ(rows.size(), 6u);
+  for (const BenchmarkRow& r : rows) {
+    EXPECT_TRUE(r.note.empty()) << r.policy << ": " << r.note;
+    if (r.policy != "heat+ilp") EXPECT_EQ(r.plan_source, r.policy);  // a baseline's row names no source
+    EXPECT_LE(r.dram_peak_bytes, r.dram_limit_bytes) << r.policy;
+  }
+  // The ILP's plan is a start the search keeps unless it finds better; the
+  // network's greedy episode is another.
+  EXPECT_LE(rows[2].predicted_ns, rows[1].predicted_ns * (1 + 1e-9));
+  EXPECT_LE(rows[2].predicted_ns, rows[0].predicted_ns * (1 + 1e-9));
+  EXPECT_LE(rows[4].predicted_ns, rows[3].predicted_ns * (1 + 1e-9));
+  EXPECT_GT(rows[2].decision_seconds, 0);
+}
+
 TEST(Benchmark, LearnedPolicyWithoutCheckpointIsAClearError) {
   BenchmarkOptions o;
   o.policies = {"dqn"};
