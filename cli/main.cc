@@ -306,14 +306,15 @@ FinalPlanMeasurement MeasureFinalPlan(const Workload& w, const PlacementPlan& pl
 
 std::string AfterTraining(const LearnerConfig& c, bool measure_final_plan = false) {
   std::string text;
-  if (c.plan_search.max_rollouts > 1)
-    text = "plan-time search from the fastest policy" +
-           (c.plan_search.max_seconds > 0
-                ? " (up to " + std::to_string(static_cast<int>(c.plan_search.max_seconds)) + " s)"
-                : std::string());
   if (c.plan_ilp.time_limit_seconds > 0)
-    text += std::string(text.empty() ? "" : ", then ") + "the ILP its network guides (up to " +
-            std::to_string(static_cast<int>(c.plan_ilp.time_limit_seconds)) + " s)";
+    text = "the ILP the fastest policy's network guides (up to " +
+           std::to_string(static_cast<int>(c.plan_ilp.time_limit_seconds)) + " s)";
+  if (c.plan_search.max_rollouts > 1)
+    text += std::string(text.empty() ? "" : ", then ") + "plan-time search from the fastest policy" +
+            (c.plan_ilp.time_limit_seconds > 0 ? " and the ILP's plan" : "") +
+            (c.plan_search.max_seconds > 0
+                 ? " (up to " + std::to_string(static_cast<int>(c.plan_search.max_seconds)) + " s)"
+                 : std::string());
   if (measure_final_plan)
     text += std::string(text.empty() ? "" : ", then ") + "the final plan on real iterations (" +
             std::to_string(kFinalPlanRounds) + " rounds with all-DRAM and all-slow)";

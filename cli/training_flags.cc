@@ -254,8 +254,8 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
       ->check(CLI::Range(0, 100000000))
       ->capture_default_str();
   cmd->add_option("--ilp-seconds", c.plan_ilp.time_limit_seconds,
-                  "After the search: AutoTM's ILP with the same network's surest decisions fixed, from its greedy "
-                  "plan (CBC solves the rest; 0 = none)")
+                  "Before the search: AutoTM's ILP with the same network's surest decisions fixed, from its greedy "
+                  "plan (CBC solves the rest; the search then starts from the faster of the two; 0 = none)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   // No captured default: CLI11 writes a list default into config.toml as one

@@ -25,32 +25,35 @@ std::unique_ptr<PlacementAgent> FastestPolicy::KeptAgent(const std::string& agen
   return agent;
 }
 
-template <typename Result, typename Options>
-Result FastestPolicy::FromKeptScores(const Workload& workload, const EnvConfig& env, const std::string& agent_name,
-                                     const std::string& agent_json,
-                                     Result (*solve)(PlacementEnv&, const ActionScores&, const Options&),
-                                     const Options& options) const {
+template <typename Solve>
+auto FastestPolicy::FromKeptScores(const Workload& workload, const EnvConfig& env, const std::string& agent_name,
+                                   const std::string& agent_json, const Solve& solve) const {
   std::unique_ptr<PlacementAgent> agent = KeptAgent(agent_name, agent_json);
   PlacementEnv solve_env(workload, env);
-  Result r = solve(solve_env, ScoresOf(*agent), options);
+  auto r = solve(solve_env, ScoresOf(*agent));
   r.greedy.plan.produced_by = name_;
   return r;
 }
 
 PlanSearchResult FastestPolicy::Search(const Workload& workload, const EnvConfig& env, const std::string& agent_name,
-                                       const std::string& agent_json, const PlanSearchOptions& options) const {
-  auto search = +[](PlacementEnv& e, const ActionScores& s, const PlanSearchOptions& o) { return SearchPlan(e, s, o); };
-  PlanSearchResult r = FromKeptScores(workload, env, agent_name, agent_json, search, options);
+                                       const std::string& agent_json, const PlanSearchOptions& options,
+                                       const std::vector<PlacementPlan>& starting_plans) const {
+  PlanSearchResult r = FromKeptScores(workload, env, agent_name, agent_json,
+                                      [&](PlacementEnv& e, const ActionScores& s) {
+                                        return SearchPlan(e, s, options, starting_plans);
+                                      });
   r.best.plan.produced_by = name_ + "+search";
   LogInfo("plan_search_finished").kv("policy", name_).kv("rollouts", r.rollouts).kv("improvements", r.improvements)
-      .kv("deviations", r.deviations).kv("greedy_runtime_ns", r.greedy.cost.total_ns)
+      .kv("deviations", r.deviations).kv("starting_plan", r.starting_plan)
+      .kv("greedy_runtime_ns", r.greedy.cost.total_ns)
       .kv("searched_runtime_ns", r.best.cost.total_ns).kv("seconds", r.seconds);
   return r;
 }
 
 GuidedIlpResult FastestPolicy::SolveIlp(const Workload& workload, const EnvConfig& env, const std::string& agent_name,
                                        const std::string& agent_json, const GuidedIlpOptions& options) const {
-  GuidedIlpResult r = FromKeptScores(workload, env, agent_name, agent_json, SolveGuidedIlp, options);
+  GuidedIlpResult r = FromKeptScores(workload, env, agent_name, agent_json,
+                                     [&](PlacementEnv& e, const ActionScores& s) { return SolveGuidedIlp(e, s, options); });
   r.plan.produced_by = name_ + "+ilp";
   LogInfo("plan_ilp_finished").kv("policy", name_).kv("formulation", r.formulation).kv("solves", r.solves.size())
       .kv("improved", r.solved).kv("greedy_runtime_ns", r.greedy.cost.total_ns)

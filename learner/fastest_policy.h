@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "envs/placement_env.h"
 #include "envs/plan_search.h"
@@ -27,10 +28,12 @@ class FastestPolicy {
   const std::string& name() const { return name_; }
   double runtime_ns() const { return runtime_ns_; }
 
-  // The search from this policy's greedy plan, on a fresh CPU agent of the
-  // given kind loaded with the kept weights. Plans are named after the policy.
+  // The search from this policy's greedy plan, and from `starting_plans`
+  // where given (SearchPlan), on a fresh CPU agent of the given kind loaded
+  // with the kept weights. Plans are named after the policy.
   PlanSearchResult Search(const Workload& workload, const EnvConfig& env, const std::string& agent_name,
-                          const std::string& agent_json, const PlanSearchOptions& options) const;
+                          const std::string& agent_json, const PlanSearchOptions& options,
+                          const std::vector<PlacementPlan>& starting_plans = {}) const;
   // The ILP this policy's network guides (policies/guided_ilp.h), from its
   // greedy plan, on a fresh CPU agent; the plan is named "<policy>+ilp".
   GuidedIlpResult SolveIlp(const Workload& workload, const EnvConfig& env, const std::string& agent_name,
@@ -45,11 +48,9 @@ class FastestPolicy {
   std::unique_ptr<PlacementAgent> KeptAgent(const std::string& agent_name, const std::string& agent_json) const;
   // `solve` (the search or the guided ILP) on a fresh environment with a
   // KeptAgent's scores; its greedy plan is this policy's.
-  template <typename Result, typename Options>
-  Result FromKeptScores(const Workload& workload, const EnvConfig& env, const std::string& agent_name,
-                        const std::string& agent_json,
-                        Result (*solve)(PlacementEnv&, const ActionScores&, const Options&),
-                        const Options& options) const;
+  template <typename Solve>
+  auto FromKeptScores(const Workload& workload, const EnvConfig& env, const std::string& agent_name,
+                      const std::string& agent_json, const Solve& solve) const;
 
   std::string weights_;
   std::string name_;

@@ -652,16 +652,20 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
 
   m.result.greedy_summary = m.Evaluate();
   m.result.greedy_plan = m.result.greedy_summary.plan;
-  // The search from the fastest evaluated policy's greedy plan.
-  if (m.config.plan_search.max_rollouts > 1 && !m.fastest.empty() && !stop_.load()) {  // not when told to stop
-    m.result.search = m.fastest.Search(m.config.workload, m.config.env, m.agent->name(), m.agent->config_json(),
-                                       m.config.plan_search);
-    m.result.searched = true;
-  }
+  // The ILP the fastest evaluated policy's network guides, then the search
+  // from that policy's greedy plan and from the ILP's plan, whichever is
+  // faster (not when told to stop).
   if (m.config.plan_ilp.time_limit_seconds > 0 && !m.fastest.empty() && !stop_.load()) {
     m.result.ilp = m.fastest.SolveIlp(m.config.workload, m.config.env, m.agent->name(), m.agent->config_json(),
                                       m.config.plan_ilp);
     m.result.ran_ilp = true;
+  }
+  if (m.config.plan_search.max_rollouts > 1 && !m.fastest.empty() && !stop_.load()) {
+    std::vector<PlacementPlan> starting_plans;
+    if (m.result.ran_ilp) starting_plans.push_back(m.result.ilp.plan);
+    m.result.search = m.fastest.Search(m.config.workload, m.config.env, m.agent->name(), m.agent->config_json(),
+                                       m.config.plan_search, starting_plans);
+    m.result.searched = true;
   }
   m.result.updates = m.agent->updates();
   m.result.agent = m.agent->name();

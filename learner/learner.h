@@ -137,10 +137,11 @@ struct LearnerConfig {
   // network from --init on a model no baseline plan is wanted for. Not
   // repeated on a resume.
   SelfImitationConfig self_imitation;
-  // After training: a limited-discrepancy search guided by the final network
-  // (envs/plan_search.h) from its greedy plan. max_rollouts 1 = none.
+  // After training and plan_ilp: a limited-discrepancy search guided by the
+  // final network (envs/plan_search.h) from its greedy plan, and from
+  // plan_ilp's plan when that ran, whichever is faster. max_rollouts 1 = none.
   PlanSearchOptions plan_search{64, 16, 120};
-  // Then AutoTM's ILP with the same network's surest decisions fixed, from
+  // First AutoTM's ILP with the same network's surest decisions fixed, from
   // its greedy plan (policies/guided_ilp.h). time_limit_seconds 0 = none.
   GuidedIlpOptions plan_ilp;
   // Runs on the evaluation thread before each periodic greedy rollout (in

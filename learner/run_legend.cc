@@ -14,7 +14,8 @@ std::string FinalPlanMeaning(const std::string& source) {
   if (source == "greedy policy")
     return "the trained network's own plan: each tensor placed by the action it values most";
   if (source == "plan-time search")
-    return "the network's greedy plan, improved after training by a search the network guides";
+    return "the network's greedy plan or the plan-time ILP's, whichever was faster, improved after training "
+           "by a search the network guides (summary.json: plan_search.starting_plan, -1 the greedy plan, 0 the ILP's)";
   if (source == "plan-time ILP")
     return "AutoTM's ILP with the network's surest decisions fixed, solved by CBC from its greedy plan";
   if (source == "best episode seen in training")

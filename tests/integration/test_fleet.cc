@@ -90,6 +90,19 @@ TEST(Fleet, LearnerAndTwoWorkerProcessesTrainEndToEnd) {
                                             "plan-time ILP", "best episode seen in training"}));
   ASSERT_TRUE(summary.contains("plan_ilp"));
   EXPECT_FALSE(summary["plan_ilp"]["solves"].empty());
+  // The search after training starts from the ILP's plan too (the MDP
+  // replays a sync ILP plan exactly), so it is never slower than that plan.
+  ASSERT_TRUE(summary.contains("plan_search"));
+  const int start = summary["plan_search"]["starting_plan"].get<int>();
+  EXPECT_TRUE(start == -1 || start == 0) << start;
+  double searched_ns = 0, ilp_ns = 0;
+  for (const auto& row : comparison) {
+    const std::string source = row["source"];
+    if (source.rfind("plan-time search", 0) == 0) searched_ns = row["runtime_ns"].get<double>();
+    if (source.rfind("plan-time ILP", 0) == 0) ilp_ns = row["runtime_ns"].get<double>();
+  }
+  ASSERT_GT(ilp_ns, 0);
+  EXPECT_LE(searched_ns, ilp_ns * (1 + 1e-9));
   EXPECT_EQ(summary["final_plan"]["source"].get<std::string>().empty(), false);
   EXPECT_TRUE(summary["imitation"].contains("expert"));
   fs::remove_all(dir);

@@ -34,7 +34,7 @@ TEST(RunLegend, MakeRunsTermsEachGetOneLine) {
   EXPECT_NE(LineOf(legend, "vs all-DRAM").find("all-DRAM time / this plan's time"), std::string::npos) << legend;
   EXPECT_NE(LineOf(legend, "normalised cost").find("0 is all-DRAM's speed, 1 all-slow's"), std::string::npos)
       << legend;
-  EXPECT_NE(LineOf(legend, "final plan").find("from the plan-time search: the network's greedy plan, improved"),
+  EXPECT_NE(LineOf(legend, "final plan").find("from the plan-time search: the network's greedy plan or the plan-time ILP's"),
             std::string::npos)
       << legend;
   EXPECT_EQ(LineOf(legend, "pmem,"), "") << legend;  // no real slow memory here
