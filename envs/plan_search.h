@@ -122,6 +122,10 @@ struct PlanSearchResult {
   // Of the starting plans, the one the search went on from (-1: the
   // policy's own episodes were faster).
   int starting_plan = -1;
+  // A starting plan won the start and its search ended with time left, so
+  // the search from the policy's own episodes ran too (starting_plan says
+  // which of the two was kept; seconds is both).
+  bool restarted = false;
   int rollouts = 0;
   int deviations = 0;           // decisions where best differs from what the policy would pick
   int replays = 0;              // single-flip episodes played after the rollouts
@@ -196,8 +200,11 @@ ActionScores FollowPlan(const PlacementEnv& env, const PlacementPlan& plan, Acti
 // `starting_plans` (another planner's, e.g. the ILP the network guides)
 // compete with the policy's own rollouts as the episode the search goes on
 // from, each played through the MDP with FollowPlan. After that the policy
-// decides every decision a starting plan never met. Each must be for env's
-// workload (throws otherwise).
+// decides every decision a starting plan never met. When a starting plan
+// wins and its search ends with more than a tenth of max_seconds left, the
+// search from the policy's own episodes runs in the time left and the
+// faster result is kept (PlanSearchResult::restarted). Each must be for
+// env's workload (throws otherwise).
 PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const PlanSearchOptions& options,
                             const std::vector<PlacementPlan>& starting_plans = {});
 
