@@ -121,6 +121,7 @@ PlacementPlan SearchedPlan(PlacementEnv& placement, const ActionScores& scores, 
       .kv("policy", name)
       .kv("greedy_runtime_ns", searched.greedy.cost.total_ns)
       .kv("starting_plan", searched.starting_plan)
+      .kv("restarted", searched.restarted)
       .kv("runtime_ns", searched.best.cost.total_ns)
       .kv("rollouts", searched.rollouts)
       .kv("replays", searched.replays)

@@ -44,7 +44,7 @@ PlanSearchResult FastestPolicy::Search(const Workload& workload, const EnvConfig
                                       });
   r.best.plan.produced_by = name_ + "+search";
   LogInfo("plan_search_finished").kv("policy", name_).kv("rollouts", r.rollouts).kv("improvements", r.improvements)
-      .kv("deviations", r.deviations).kv("starting_plan", r.starting_plan)
+      .kv("deviations", r.deviations).kv("starting_plan", r.starting_plan).kv("restarted", r.restarted)
       .kv("greedy_runtime_ns", r.greedy.cost.total_ns)
       .kv("searched_runtime_ns", r.best.cost.total_ns).kv("seconds", r.seconds);
   return r;

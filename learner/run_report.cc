@@ -333,6 +333,7 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
   if (result.searched)
     summary["plan_search"] = {{"rollouts", result.search.rollouts}, {"improvements", result.search.improvements},
                               {"starting_plan", result.search.starting_plan},
+                              {"restarted", result.search.restarted},
                               {"cyclic_replays", result.search.cyclic_replays},
                               {"blocker_replays", result.search.blocker_replays},
                               {"replays", result.search.replays}, {"pair_replays", result.search.pair_replays},
