@@ -583,18 +583,24 @@ int RunPretrain(const CorpusPretrainingOptions& o, bool force) {
     throw std::invalid_argument("--out " + o.out_dir + " is not empty: choose another directory, or pass --force");
   MakeDirectories(o.out_dir);
   SetLogFile(o.out_dir + "/pretrain.log");
-  std::printf("TensorTier pretrain: %zu workloads, DRAM %.2f x each one's peak, %s; run directory %s\n",
-              o.workloads.size(), o.dram_fraction, MigrationModeName(o.env.mode), o.out_dir.c_str());
+  std::string fractions;
+  for (double f : o.dram_fractions) {
+    char one[32];
+    std::snprintf(one, sizeof one, "%s%.2f", fractions.empty() ? "" : " ", f);
+    fractions += one;
+  }
+  std::printf("TensorTier pretrain: %zu workloads, DRAM %s x each one's peak, %s; run directory %s\n",
+              o.workloads.size(), fractions.c_str(), MigrationModeName(o.env.mode), o.out_dir.c_str());
   std::fflush(stdout);
   const CorpusPretrainingResult r = PretrainOnCorpus(o, [](const std::string& line) {
     std::printf("  %s\n", line.c_str());
     std::fflush(stdout);
   });
   std::printf("\n%s\nnetwork: %s (%.1f s in all)\nplace a model it never saw:  tensortier bench --workload M.ttwl "
-              "--policies sentinel autotm-sync dqn dqn+search --checkpoint %s --dram-fractions %.2f\nfine-tune on "
+              "--policies sentinel autotm-sync dqn dqn+search --checkpoint %s --dram-fractions %s\nfine-tune on "
               "it:  tensortier train --workload M.ttwl --init %s\n",
               CorpusMarkdown(r).c_str(), r.checkpoint_path.c_str(), r.seconds, r.checkpoint_path.c_str(),
-              o.dram_fraction, o.out_dir.c_str());
+              fractions.c_str(), o.out_dir.c_str());
   return 0;
 }
 

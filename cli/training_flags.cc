@@ -289,10 +289,15 @@ void AddPretrainOptions(CLI::App* cmd, CorpusPretrainingOptions& o) {
   cmd->add_option("--workloads", o.workloads,
                   "The corpus: workload files (profile, generate) or synthetic:SHAPE[:LAYERS] specs")
       ->required();
+  cmd->add_option("--validation-workloads", o.validation_workloads,
+                  "Workloads the network does not learn from: its greedy plans on them choose the round kept "
+                  "(default: none, the corpus's own mean chooses it); keep the models you evaluate on out of both");
   cmd->add_option("--out", o.out_dir, "Run directory: checkpoints/dqn.ckpt (for train --init, bench --checkpoint, "
                                       "export --checkpoint), corpus.csv, corpus.md, pretrain.log")
       ->required();
-  cmd->add_option("--dram-fraction", o.dram_fraction, "Each workload's DRAM limit, as a fraction of its peak live bytes")
+  cmd->add_option("--dram-fractions,--dram-fraction", o.dram_fractions,
+                  "DRAM limits, as fractions of each workload's peak live bytes: every workload enters the corpus "
+                  "once per fraction")
       ->check(CLI::Range(0.001, 1.0))
       ->capture_default_str();
   AddEnumOption(cmd, "--mode", o.env.mode, ParseMigrationMode, MigrationModeString,

@@ -27,9 +27,9 @@ double Relative(const Workload& w, const EpisodeSummary& s) {
 
 std::string Csv(const CorpusPretrainingResult& r) {
   std::ostringstream out;
-  out << "workload,dram_limit_bytes,expert,expert_relative,greedy_relative,greedy_oom,baselines_seconds\n";
+  out << "workload,validation,dram_fraction,dram_limit_bytes,expert,expert_relative,greedy_relative,greedy_oom,baselines_seconds\n";
   for (const CorpusWorkloadScore& s : r.workloads)
-    out << '"' << s.workload << "\"," << s.dram_limit_bytes << ',' << s.expert << ',' << s.expert_relative << ','
+    out << '"' << s.workload << "\"," << (s.validation ? 1 : 0) << ',' << s.dram_fraction << ',' << s.dram_limit_bytes << ',' << s.expert << ',' << s.expert_relative << ','
         << s.greedy_relative << ',' << (s.greedy_oom ? 1 : 0) << ',' << s.baselines_seconds << '\n';
   return out.str();
 }
@@ -40,8 +40,9 @@ CorpusPretrainingResult PretrainOnCorpus(const CorpusPretrainingOptions& o,
                                          const std::function<void(const std::string&)>& progress) {
   if (o.workloads.empty()) throw std::invalid_argument("pretrain: no workload (--workloads)");
   if (o.experts.empty()) throw std::invalid_argument("pretrain: no expert policy (--demonstrations)");
-  if (!(o.dram_fraction > 0 && o.dram_fraction <= 1))
-    throw std::invalid_argument("pretrain: --dram-fraction must be in (0, 1]");
+  if (o.dram_fractions.empty()) throw std::invalid_argument("pretrain: no DRAM fraction (--dram-fractions)");
+  for (double f : o.dram_fractions)
+    if (!(f > 0 && f <= 1)) throw std::invalid_argument("pretrain: every DRAM fraction must be in (0, 1]");
   auto say = [&](const std::string& line) {
     LogInfo("pretrain_progress").kv("what", line);
     if (progress) progress(line);
@@ -49,36 +50,55 @@ CorpusPretrainingResult PretrainOnCorpus(const CorpusPretrainingOptions& o,
   const auto start = Clock::now();
   // The envs hold references to their workloads: neither may move.
   std::vector<std::unique_ptr<Workload>> workloads;
+  std::vector<const Workload*> task_workloads;
   std::vector<std::unique_ptr<PlacementEnv>> envs;
   std::vector<ImitationTask> tasks;
   CorpusPretrainingResult result;
-  for (const std::string& spec : o.workloads) {
+  std::vector<std::pair<std::string, bool>> specs;  // spec, validation
+  for (const std::string& spec : o.workloads) specs.emplace_back(spec, false);
+  for (const std::string& spec : o.validation_workloads) specs.emplace_back(spec, true);
+  for (const auto& [spec, validation] : specs) {
     auto w = std::make_unique<Workload>(LoadWorkloadSpec(spec));
     // Named by its spec where the name says nothing or repeats another's
     // (two scales of one model).
     bool repeated = false;
     for (const auto& other : workloads) repeated |= other->name == w->name;
     if (w->name.empty() || repeated) w->name = spec;
-    EnvConfig env = o.env;
-    env.dram_limit_bytes = static_cast<uint64_t>(o.dram_fraction * static_cast<double>(w->peak_live_bytes()));
-    const auto solve_start = Clock::now();
-    std::vector<BaselinePlan> plans = ComputeBaselines(*w, env, o.experts, o.solver_seconds, [&](const std::string& p) {
-      say(w->name + ": " + p + "'s plan");
-    });
-    ImitationTask task;
-    for (BaselinePlan& b : plans) {
-      b.plan.produced_by = b.policy;
-      task.experts.push_back(std::move(b.plan));
+    for (double fraction : o.dram_fractions) {
+      std::string name = w->name;
+      if (o.dram_fractions.size() > 1) {
+        char at[32];
+        std::snprintf(at, sizeof at, "@%g", fraction);
+        name += at;
+      }
+      EnvConfig env = o.env;
+      env.dram_limit_bytes = static_cast<uint64_t>(fraction * static_cast<double>(w->peak_live_bytes()));
+      const auto solve_start = Clock::now();
+      ImitationTask task;
+      task.validation = validation;
+      if (!validation) {
+        std::vector<BaselinePlan> plans =
+            ComputeBaselines(*w, env, o.experts, o.solver_seconds, [&](const std::string& p) {
+              say(name + ": " + p + "'s plan");
+            });
+        for (BaselinePlan& b : plans) {
+          b.plan.produced_by = b.policy;
+          task.experts.push_back(std::move(b.plan));
+        }
+      }
+      CorpusWorkloadScore score;
+      score.validation = validation;
+      score.workload = name;
+      score.dram_fraction = fraction;
+      score.dram_limit_bytes = env.dram_limit_bytes;
+      score.baselines_seconds = Since(solve_start);
+      result.workloads.push_back(score);
+      envs.push_back(std::make_unique<PlacementEnv>(*w, env));
+      task.env = envs.back().get();
+      task.name = name;
+      tasks.push_back(std::move(task));
+      task_workloads.push_back(w.get());
     }
-    CorpusWorkloadScore score;
-    score.workload = w->name;
-    score.dram_limit_bytes = env.dram_limit_bytes;
-    score.baselines_seconds = Since(solve_start);
-    result.workloads.push_back(score);
-    envs.push_back(std::make_unique<PlacementEnv>(*w, env));
-    task.env = envs.back().get();
-    task.name = w->name;
-    tasks.push_back(std::move(task));
     workloads.push_back(std::move(w));
   }
 
@@ -90,24 +110,32 @@ CorpusPretrainingResult PretrainOnCorpus(const CorpusPretrainingOptions& o,
   say("imitating on " + std::to_string(tasks.size()) + " workloads");
   const auto imitation_start = Clock::now();
   CorpusImitationResult im =
-      LearnFromCorpus(*agent, tasks, o.imitation, rng, [&](const ImitationRound& r, double mean_relative) {
-        char line[160];
-        std::snprintf(line, sizeof line, "%s %d: mean greedy plan %.1f%% of all-DRAM (%.0f s)",
-                      r.polish ? "polish chunk" : (r.round == 0 ? "after pre-training, round" : "DAgger round"), r.round,
-                      100 * mean_relative, r.seconds);
-        say(line);
-      });
+      LearnFromCorpus(*agent, tasks, o.imitation, rng,
+                      [&](const ImitationRound& r, double mean_relative, double validation_relative) {
+                        char line[200], validated[64] = "";
+                        if (!o.validation_workloads.empty())
+                          std::snprintf(validated, sizeof validated, ", validation %.1f%%", 100 * validation_relative);
+                        std::snprintf(line, sizeof line, "%s %d: mean greedy plan %.1f%% of all-DRAM%s (%.0f s)",
+                                      r.polish ? "polish chunk" : (r.round == 0 ? "after pre-training, round" : "DAgger round"),
+                                      r.round, 100 * mean_relative, validated, r.seconds);
+                        say(line);
+                      });
   result.imitation_seconds = Since(imitation_start);
   result.best_round = im.best_round;
   result.updates = im.updates;
+  double validation_sum = 0, learned_sum = 0;
   for (size_t i = 0; i < tasks.size(); ++i) {
     CorpusWorkloadScore& s = result.workloads[i];
     const ImitationResult& t = im.tasks[i];
     s.expert = t.expert;
-    s.expert_relative = t.expert_cost_ns > 0 ? MinCostNs(*workloads[i]) / t.expert_cost_ns : 0;
-    s.greedy_relative = Relative(*workloads[i], t.best_greedy);
+    s.expert_relative = t.expert_cost_ns > 0 ? MinCostNs(*task_workloads[i]) / t.expert_cost_ns : 0;
+    s.greedy_relative = Relative(*task_workloads[i], t.best_greedy);
     s.greedy_oom = t.best_greedy.oom;
+    (s.validation ? validation_sum : learned_sum) += s.greedy_relative;
   }
+  const size_t validations = o.validation_workloads.size() * o.dram_fractions.size();
+  result.best_relative = validations > 0 ? validation_sum / static_cast<double>(validations)
+                                         : learned_sum / static_cast<double>(tasks.size());
   if (!o.out_dir.empty()) {
     MakeDirectories(o.out_dir + "/checkpoints");
     result.checkpoint_path = o.out_dir + "/checkpoints/dqn.ckpt";
@@ -126,14 +154,21 @@ std::string CorpusMarkdown(const CorpusPretrainingResult& r) {
   char line[512], greedy[32];
   for (const CorpusWorkloadScore& s : r.workloads) {
     std::snprintf(greedy, sizeof greedy, "%.1f%%", 100 * s.greedy_relative);
-    std::snprintf(line, sizeof line, "| %s | %llu | %s | %.1f%% | %s | %+.1f |\n", s.workload.c_str(),
-                  static_cast<unsigned long long>(s.dram_limit_bytes), s.expert.c_str(), 100 * s.expert_relative,
-                  s.greedy_oom ? "out of memory" : greedy, 100 * (s.greedy_relative - s.expert_relative));
+    if (s.validation)
+      std::snprintf(line, sizeof line, "| %s | %llu | (validation: not learned from) | - | %s | - |\n",
+                    s.workload.c_str(), static_cast<unsigned long long>(s.dram_limit_bytes),
+                    s.greedy_oom ? "out of memory" : greedy);
+    else
+      std::snprintf(line, sizeof line, "| %s | %llu | %s | %.1f%% | %s | %+.1f |\n", s.workload.c_str(),
+                    static_cast<unsigned long long>(s.dram_limit_bytes), s.expert.c_str(), 100 * s.expert_relative,
+                    s.greedy_oom ? "out of memory" : greedy, 100 * (s.greedy_relative - s.expert_relative));
     out << line;
   }
+  bool validated = false;
+  for (const CorpusWorkloadScore& s : r.workloads) validated |= s.validation;
   out << "\nPercentages: all-DRAM iteration time / the plan's, cost model. The network is the corpus round with "
-         "the best mean greedy plan (round "
-      << r.best_round << ", " << r.updates << " updates, " << static_cast<int>(r.imitation_seconds + 0.5)
+         "the best mean greedy plan"
+      << (validated ? " on the validation workloads" : "") << " (round " << r.best_round << ", " << r.updates << " updates, " << static_cast<int>(r.imitation_seconds + 0.5)
       << " s of imitation).\n";
   return out.str();
 }

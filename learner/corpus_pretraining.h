@@ -22,8 +22,15 @@ namespace tensortier {
 
 struct CorpusPretrainingOptions {
   std::vector<std::string> workloads;   // workload files or synthetic:SHAPE[:LAYERS] (envs/workload_spec.h)
-  double dram_fraction = 0.2;           // each workload's DRAM limit: this x its peak live bytes
-  EnvConfig env;                        // mode, decision scope, beta; the limit comes from dram_fraction
+  // Not learned from (no baseline plan is computed for them): the network's
+  // greedy plans on them choose the round kept (ImitationTask::validation).
+  // Empty: the corpus's own mean chooses it.
+  std::vector<std::string> validation_workloads;
+  // Each workload enters the corpus once per fraction, its DRAM limit that
+  // fraction x its peak live bytes: a network that saw one pressure learns
+  // that pressure's plans (docs/results/learning.md, session thirty-one).
+  std::vector<double> dram_fractions = {0.2};
+  EnvConfig env;                        // mode, decision scope, beta; the limit comes from dram_fractions
   DqnConfig dqn;
   // A corpus rolls every polish chunk out on every workload, and the longer
   // polish was measured on single models only: 30,000 steps here.
@@ -40,8 +47,10 @@ struct CorpusPretrainingOptions {
 };
 
 struct CorpusWorkloadScore {
-  std::string workload;
+  std::string workload;                 // with "@FRACTION" when the corpus has more than one fraction
+  double dram_fraction = 0;
   uint64_t dram_limit_bytes = 0;
+  bool validation = false;              // a validation workload: no expert, not learned from
   std::string expert;                   // the plan imitated
   double expert_relative = 0;           // all-DRAM time / the expert's plan's (cost model, as the MDP replays it)
   double greedy_relative = 0;           // all-DRAM time / the network's greedy plan's
@@ -53,13 +62,14 @@ struct CorpusPretrainingResult {
   std::vector<CorpusWorkloadScore> workloads;
   std::string checkpoint_path;
   int best_round = 0;
+  double best_relative = 0;             // the kept round's mean greedy plan: over the validation workloads if any
   uint64_t updates = 0;
   double imitation_seconds = 0;
   double seconds = 0;
 };
 
-// Throws std::invalid_argument for no workload, an unknown expert or a
-// DRAM fraction outside (0, 1], and what loading a workload throws.
+// Throws std::invalid_argument for no workload, an unknown expert, no DRAM
+// fraction or one outside (0, 1], and what loading a workload throws.
 // `progress` gets a line per step (a solve can take a minute).
 CorpusPretrainingResult PretrainOnCorpus(const CorpusPretrainingOptions& options,
                                          const std::function<void(const std::string&)>& progress = {});

@@ -72,11 +72,16 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
                                       const ImitationConfig& config, std::mt19937_64& rng,
                                       const ImitationProgress& on_round) {
   if (tasks.empty()) throw std::invalid_argument("LearnFromPlans: no workload to imitate on");
+  size_t learned_from = 0;
   for (const ImitationTask& t : tasks) {
     if (!t.env) throw std::invalid_argument("LearnFromPlans: a task without an environment");
+    if (t.validation) continue;
+    ++learned_from;
     if (t.experts.empty()) throw std::invalid_argument("LearnFromPlans: no expert plan" +
                                                        (t.name.empty() ? std::string() : " for " + t.name));
   }
+  if (learned_from == 0) throw std::invalid_argument("LearnFromPlans: every task is a validation task");
+  const bool validated = learned_from < tasks.size();
   if (!agent.supports_demonstrations())
     throw std::invalid_argument("LearnFromPlans: agent " + agent.name() + " does not learn from demonstrations");
   if (config.max_demonstrations == 0) throw std::invalid_argument("LearnFromPlans: max_demonstrations must be > 0");
@@ -94,6 +99,7 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
   std::vector<const PlacementPlan*> expert(tasks.size(), nullptr);
   std::vector<std::vector<Transition>> shown_states(tasks.size());
   for (size_t i = 0; i < tasks.size(); ++i) {
+    if (tasks[i].validation) continue;
     Demonstration shown;
     for (const PlacementPlan& plan : tasks[i].experts) {
       Demonstration d = DemonstratePlan(*tasks[i].env, plan);
@@ -129,27 +135,36 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
   // evaluation of these weights (kept when they are the best so far) and, in
   // a DAgger round, the next round's data. Appends the round to every task.
   auto roll_out = [&](const ImitationRound& r, std::vector<Transition>* visited) {
-    CorpusScore score;
+    CorpusScore learned, validation;
     std::vector<EpisodeSummary> greedy_plans(tasks.size());
     for (size_t i = 0; i < tasks.size(); ++i) {
-      Demonstration d = LabelRollout(*tasks[i].env, *expert[i], greedy);
+      EpisodeSummary played;
+      if (tasks[i].validation) {
+        played = RunEpisode(*tasks[i].env, greedy);
+      } else {
+        Demonstration d = LabelRollout(*tasks[i].env, *expert[i], greedy);
+        played = std::move(d.summary);
+        if (visited)
+          visited->insert(visited->end(), std::make_move_iterator(d.transitions.begin()),
+                          std::make_move_iterator(d.transitions.end()));
+      }
       ImitationRound tr = r;
-      tr.greedy_cost_ns = CostOf(d.summary);
-      tr.greedy_oom = d.summary.oom;
+      tr.greedy_cost_ns = CostOf(played);
+      tr.greedy_oom = played.oom;
       corpus.tasks[i].rounds.push_back(tr);
-      score.oom += d.summary.oom;
-      score.mean_relative += d.summary.oom ? 0 : MinCostNs(tasks[i].env->workload()) / tr.greedy_cost_ns;
-      greedy_plans[i] = std::move(d.summary);
-      if (visited)
-        visited->insert(visited->end(), std::make_move_iterator(d.transitions.begin()),
-                        std::make_move_iterator(d.transitions.end()));
+      CorpusScore& score = tasks[i].validation ? validation : learned;
+      score.oom += played.oom;
+      score.mean_relative += played.oom ? 0 : MinCostNs(tasks[i].env->workload()) / tr.greedy_cost_ns;
+      greedy_plans[i] = std::move(played);
     }
-    score.mean_relative /= static_cast<double>(tasks.size());
+    learned.mean_relative /= static_cast<double>(learned_from);
+    if (validated) validation.mean_relative /= static_cast<double>(tasks.size() - learned_from);
     if (on_round) {
       ImitationRound told = r;
       told.seconds = elapsed();
-      on_round(told, score.mean_relative);
+      on_round(told, learned.mean_relative, validation.mean_relative);
     }
+    const CorpusScore& score = validated ? validation : learned;
     if (best_weights.empty() || score.Beats(best_score)) {
       best_weights = agent.SerializeWeights();
       best_score = score;

@@ -118,15 +118,24 @@ ImitationResult LearnFromPlans(PlacementAgent& agent, PlacementEnv& env, const s
 // and polish chunk rolled out on every model; the weights kept are those
 // whose greedy plans have the fewest out-of-memory episodes, then the highest
 // mean of all-DRAM time / plan time. LearnFromPlans is a corpus of one.
+//
+// Validation tasks are not learned from: each round's greedy plan is played
+// on them too, and when there are any, they alone choose the weights kept.
+// The rounds of a corpus scatter by several points on models outside it
+// while their mean on the corpus barely moves, so the round that fits the
+// corpus best is not the one that places a new model best
+// (docs/results/learning.md, session thirty-one).
 struct ImitationTask {
   PlacementEnv* env = nullptr;             // reset repeatedly and left done
-  std::vector<PlacementPlan> experts;      // the cheapest (the MDP's replay) is imitated
+  std::vector<PlacementPlan> experts;      // the cheapest (the MDP's replay) is imitated; none for validation
   std::string name;                        // for the log
+  bool validation = false;
 };
 
 struct CorpusImitationResult {
   // One per task, in order: its expert, its greedy plan each round, and at
   // the corpus's best round (best_round, updates and seconds are the corpus's).
+  // A validation task has no expert (expert empty, expert_cost_ns 0).
   std::vector<ImitationResult> tasks;
   int best_round = 0;
   uint64_t updates = 0;
@@ -134,8 +143,10 @@ struct CorpusImitationResult {
 };
 
 // `on_round` (progress) is told each round's mean of all-DRAM time / greedy
-// plan time over the tasks (out-of-memory plans count 0).
-using ImitationProgress = std::function<void(const ImitationRound& round, double mean_relative)>;
+// plan time over the tasks learned from and over the validation tasks (0
+// when there are none); out-of-memory plans count 0.
+using ImitationProgress =
+    std::function<void(const ImitationRound& round, double mean_relative, double validation_relative)>;
 CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<ImitationTask>& tasks,
                                       const ImitationConfig& config, std::mt19937_64& rng,
                                       const ImitationProgress& on_round = {});

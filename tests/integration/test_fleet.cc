@@ -206,15 +206,19 @@ TEST(Fleet, ConfigFileMistakesAreErrors) {
 // it never saw; it refuses a used run directory and an unknown expert.
 TEST(Fleet, PretrainWritesANetworkThatPlacesAnUnseenModel) {
   const std::string dir = TempDir("pretrain");
-  ChildProcess p({"pretrain", "--workloads", "synthetic:vgg:4", "synthetic:resnet:4", "--dagger-rounds", "2",
-                  "--polish-updates", "1500", "--out", dir + "/run"},
+  ChildProcess p({"pretrain", "--workloads", "synthetic:vgg:4", "synthetic:resnet:4", "--validation-workloads",
+                  "synthetic:mobilenet:3", "--dram-fractions", "0.2", "0.4", "--dagger-rounds", "2", "--polish-updates",
+                  "1500", "--out", dir + "/run"},
                  dir + "/p.log");
   ASSERT_EQ(p.Wait(std::chrono::seconds(120)), 0) << ReadFile(dir + "/p.log");
   EXPECT_TRUE(fs::exists(dir + "/run/checkpoints/dqn.ckpt"));
   EXPECT_TRUE(fs::exists(dir + "/run/pretrain.log"));
+  // Each workload once per fraction; the validation workload too, marked so.
   const std::string csv = ReadFile(dir + "/run/corpus.csv");
-  EXPECT_NE(csv.find("vgg-like-4"), std::string::npos) << csv;
-  EXPECT_NE(csv.find("resnet-like-4"), std::string::npos) << csv;
+  for (const char* row : {"\"vgg-like-4@0.2\",0,0.2,", "\"vgg-like-4@0.4\",0,0.4,", "\"resnet-like-4@0.2\",0,0.2,",
+                          "\"resnet-like-4@0.4\",0,0.4,", "\"mobilenet-like-3@0.2\",1,0.2,", "\"mobilenet-like-3@0.4\",1,0.4,"})
+    EXPECT_NE(csv.find(row), std::string::npos) << row << "\n" << csv;
+  EXPECT_NE(ReadFile(dir + "/p.log").find("validation"), std::string::npos) << ReadFile(dir + "/p.log");
   ChildProcess b({"bench", "--workload", "synthetic:mobilenet:4", "--policies", "first-touch", "dqn",
                   "--checkpoint", dir + "/run/checkpoints/dqn.ckpt", "--dram-fractions", "0.2", "--cost-model-only",
                   "--out", dir + "/bench"},

@@ -254,6 +254,67 @@ TEST(Imitation, ACorpusNetworkImitatesEveryModelsExpertAndKeepsTheBestMeanRound)
   EXPECT_THROW(LearnFromCorpus(*agent, {{nullptr, {slow}, "none"}}, c, rng), std::invalid_argument);
 }
 
+// A validation task is not learned from (no expert, none of its states in
+// the aggregate) and, alone, chooses the round kept: the agent ends with the
+// weights of the round whose greedy plan on it was the fastest, whatever the
+// learned task's plans were.
+TEST(Imitation, AValidationTaskChoosesTheRoundKeptAndIsNotLearnedFrom) {
+  Task resnet = ResnetTask();
+  SyntheticOptions so;
+  so.shape = SyntheticShape::kVggLike;
+  so.layers = 5;
+  Task vgg{GenerateSynthetic(so), resnet.env};
+  vgg.w.Finalize();
+  vgg.env.dram_limit_bytes = vgg.w.peak_live_bytes() / 4;
+  PlacementEnv resnet_env(resnet.w, resnet.env), vgg_env(vgg.w, vgg.env);
+  auto agent = SmallDqn();
+  // Short rounds, so that the rounds' plans differ on both tasks.
+  ImitationConfig c = ImitationSteps(50, 6, 60);
+  c.polish_updates = 1000;
+  c.polish_chunk = 500;
+  std::mt19937_64 rng(1);
+  ImitationTask learned{&resnet_env, {FirstTouchPlan(resnet.w, resnet.env.dram_limit_bytes)}, "resnet"};
+  ImitationTask held_out{&vgg_env, {}, "vgg"};
+  held_out.validation = true;
+  std::vector<double> told_validation;
+  const CorpusImitationResult r =
+      LearnFromCorpus(*agent, {learned, held_out}, c, rng, [&](const ImitationRound&, double, double validation) {
+        told_validation.push_back(validation);
+      });
+  ASSERT_EQ(r.tasks.size(), 2u);
+  EXPECT_EQ(r.tasks[1].expert, "");  // a validation task has no expert
+  EXPECT_EQ(r.tasks[1].expert_cost_ns, 0);
+  EXPECT_GT(r.tasks[0].expert_cost_ns, 0);
+  ASSERT_EQ(r.tasks[1].rounds.size(), r.tasks[0].rounds.size());
+  ASSERT_EQ(told_validation.size(), r.tasks[1].rounds.size());
+  // The kept weights are the round fastest on the validation task, and the
+  // progress told each round's validation figure.
+  double fastest = 1e300;
+  size_t fastest_round = 0;
+  for (size_t k = 0; k < r.tasks[1].rounds.size(); ++k) {
+    const ImitationRound& round = r.tasks[1].rounds[k];
+    ASSERT_FALSE(round.greedy_oom) << k;
+    EXPECT_NEAR(told_validation[k], MinCostNs(vgg.w) / round.greedy_cost_ns, 1e-9) << k;
+    if (round.greedy_cost_ns < fastest * (1 - 1e-12)) {
+      fastest = round.greedy_cost_ns;
+      fastest_round = k;
+    }
+  }
+  EXPECT_EQ(static_cast<size_t>(r.best_round), fastest_round);
+  // The round fastest on the learned task is another one (here), so the
+  // corpus's own mean would have kept other weights.
+  size_t learned_fastest_round = 0;
+  for (size_t k = 0; k < r.tasks[0].rounds.size(); ++k)
+    if (r.tasks[0].rounds[k].greedy_cost_ns <
+        r.tasks[0].rounds[learned_fastest_round].greedy_cost_ns * (1 - 1e-12))
+      learned_fastest_round = k;
+  EXPECT_NE(learned_fastest_round, fastest_round);
+  EXPECT_DOUBLE_EQ(Greedy(vgg_env, *agent).cost.total_ns, fastest);
+  EXPECT_DOUBLE_EQ(r.tasks[1].best_cost_ns, fastest);
+  // Every task a validation task: refused.
+  EXPECT_THROW(LearnFromCorpus(*agent, {held_out}, c, rng), std::invalid_argument);
+}
+
 TEST(RunReport, TheFinalPlanNamesItsSourceAndTheVerdictNamesWhatBeatsIt) {
   Task t = ResnetTask();
   const PlacementPlan slow = PlacementPlan::Uniform(t.w, Tier::kSlow, t.env.dram_limit_bytes);
