@@ -92,6 +92,16 @@ class PlacementAgent {
   virtual void SetLearningRate(double learning_rate);
 };
 
+// One fully connected layer of the network behind an agent's greedy action:
+// weight [out][in] row-major, bias [out]; ReLU after every layer but the
+// last, whose argmax (the lowest on a tie) is the greedy action. What
+// `tensortier export` writes for hosts (docs/lookup-format.md).
+struct DenseLayer {
+  int64_t in = 0, out = 0;
+  std::vector<float> weight;
+  std::vector<float> bias;
+};
+
 // The agent's ActionScores as the plan-time search wants them (two actions).
 // `agent` must outlive the function.
 ActionScores ScoresOf(const PlacementAgent& agent);

@@ -343,6 +343,20 @@ int DqnAgent::Greedy(const float* observation) const {
   return static_cast<int>(std::max_element(q.begin(), q.begin() + actions) - q.begin());
 }
 
+std::vector<DenseLayer> DqnAgent::GreedyNetwork() const {
+  const float* w = impl_->HostWeights();
+  std::vector<DenseLayer> layers;
+  for (const LayerSpan& span : impl_->spans) {
+    DenseLayer l;
+    l.in = span.in;
+    l.out = span.out;
+    l.weight.assign(w + span.weight_offset, w + span.weight_offset + span.in * span.out);
+    l.bias.assign(w + span.bias_offset, w + span.bias_offset + span.out);
+    layers.push_back(std::move(l));
+  }
+  return layers;
+}
+
 std::vector<float> DqnAgent::QValues(const float* observation) const {
   std::vector<float> q(config_.num_actions);
   impl_->HostForward(observation, q.data());

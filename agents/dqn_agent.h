@@ -73,6 +73,8 @@ class DqnAgent : public PlacementAgent {
   int Act(const float* observation, double epsilon, std::mt19937_64& rng) const override;
   int Greedy(const float* observation) const override;
   std::vector<float> QValues(const float* observation) const;
+  // The online Q-network, layer by layer: Greedy is the argmax of its outputs.
+  std::vector<DenseLayer> GreedyNetwork() const;
   std::vector<float> ActionScores(const float* observation) const override { return QValues(observation); }
 
   // One double-DQN gradient step on a batch sampled from `replay`. From

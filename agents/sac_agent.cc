@@ -297,6 +297,21 @@ std::vector<float> SacAgent::ActionProbabilities(const float* observation) const
   return std::vector<float>(p.begin(), p.end());
 }
 
+std::vector<DenseLayer> SacAgent::GreedyNetwork() const {
+  // The host mirror, refreshed after every actor update: what Act reads.
+  const HostMlp& host = impl_->host;
+  std::vector<DenseLayer> layers;
+  for (const HostMlp::Span& span : host.spans) {
+    DenseLayer l;
+    l.in = span.in;
+    l.out = span.out;
+    l.weight.assign(host.flat.begin() + span.weight, host.flat.begin() + span.weight + span.in * span.out);
+    l.bias.assign(host.flat.begin() + span.bias, host.flat.begin() + span.bias + span.out);
+    layers.push_back(std::move(l));
+  }
+  return layers;
+}
+
 std::vector<float> SacAgent::QValues(const float* observation) const {
   const int64_t n = config_.observation_size;
   c10::InferenceMode guard;

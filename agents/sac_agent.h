@@ -87,6 +87,8 @@ class SacAgent : public PlacementAgent {
   std::vector<float> ActionScores(const float* observation) const override { return ActionProbabilities(observation); }
   // min(Q1, Q2) of one observation (diagnostics).
   std::vector<float> QValues(const float* observation) const;
+  // The actor, layer by layer: the greedy action is the argmax of its logits.
+  std::vector<DenseLayer> GreedyNetwork() const;
   double alpha() const;
 
   // One gradient step on a batch drawn from `replay`. From prioritised

@@ -704,6 +704,25 @@ int Main(int argc, char** argv) {
       ->check(CLI::IsMember({"dqn", "sac"}));
   exp->add_option("--workload", export_opts.workload, "Workload file or spec (default RUN_DIR/workload.ttwl)");
   exp->add_option("--plan", export_opts.plan_path, "Plan for the plan table (default RUN_DIR/final_plan.ttplan)");
+  exp->add_option("--dram-fraction", export_opts.dram_fraction,
+                  "Without a run directory or --plan (a network of pretrain): the generalised lookup alone, rolled "
+                  "out on --workload at this fraction of its peak live bytes")
+      ->check(CLI::Range(0.001, 1.0));
+  exp->add_option("--coverage-workloads", export_opts.coverage_workloads,
+                  "Other workloads the network is rolled out on to place the lookup's bins and fill its cells, so "
+                  "that models without a plan in the file get the network's answers (for a network of pretrain: "
+                  "its corpus)")
+      ->capture_default_str();
+  exp->add_flag("--no-network", [&export_opts](int64_t) { export_opts.network = false; },
+                "Leave the policy's network out of the file: hosts then decide by the table's cells alone, which "
+                "answer less like the network on models the export did not roll out (docs/lookup-format.md)");
+  exp->add_option("--max-cells", export_opts.quantiser.max_cells,
+                  "Cells of the generalised lookup at most (a bit each; the format takes up to 2^24)")
+      ->check(CLI::Range(2u, 1u << 24))
+      ->capture_default_str();
+  AddMigrationModeOption(exp, export_opts.mode,
+                         "With --dram-fraction: the migration mode the lookup is built in (the network's: pretrain's "
+                         "--mode)");
   exp->add_option("--out", export_opts.output_path, "Lookup file to write (default RUN_DIR/policy.ttlookup)");
   AddDecisionScopeOption(exp, export_opts.env.scope)
       ->description("The MDP the network is rolled out in to build the lookup: the scope it was trained in "

@@ -77,6 +77,10 @@ CLI::Option* AddDecisionScopeOption(CLI::App* cmd, DecisionScope& scope) {
                        "(docs/mdp.md)");
 }
 
+CLI::Option* AddMigrationModeOption(CLI::App* cmd, MigrationMode& mode, const std::string& help) {
+  return AddEnumOption(cmd, "--mode", mode, ParseMigrationMode, MigrationModeString, help);
+}
+
 void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
   LearnerConfig& c = f.learner;
   cmd->add_option("--workload", f.workload,

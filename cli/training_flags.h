@@ -46,6 +46,8 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& flags);
 // and `export` roll a network out in it, which must be the scope it was
 // trained in.
 CLI::Option* AddDecisionScopeOption(CLI::App* cmd, DecisionScope& scope);
+// --mode (sync or async), bound to `mode`.
+CLI::Option* AddMigrationModeOption(CLI::App* cmd, MigrationMode& mode, const std::string& help);
 
 // `pretrain`'s flags, bound to the library's CorpusPretrainingOptions.
 void AddPretrainOptions(CLI::App* cmd, CorpusPretrainingOptions& options);

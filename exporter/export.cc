@@ -152,12 +152,18 @@ std::string ExportReport::Summary() const {
                       ? 1.0 - static_cast<double>(quantiser.coverage_disagreements) / quantiser.coverage_states
                       : 0.0)
        << " of " << quantiser.coverage_states << " (" << quantiser.coverage_dont_care << " with DRAM full)\n";
-    char line[256];
-    std::snprintf(line, sizeof line,
-                  "runtime (model) network %.4f ms, lookup %.4f ms (%+.3f%%), plan table %.4f ms\n",
+    if (network_section_bytes)
+      os << "network         " << policy << " in the file (" << FormatBytes(static_cast<double>(network_section_bytes))
+         << "): hosts decide with it; the table alone agrees on " << table_agreements << " / " << eval_states
+         << " evaluation states\n";
+    char line[256], table[64] = " (no plan table)";
+    if (plan_section_bytes) std::snprintf(table, sizeof table, ", plan table %.4f ms", plan_table_runtime_ns / 1e6);
+    char alone[64] = "";
+    if (network_section_bytes) std::snprintf(alone, sizeof alone, ", the table alone %.4f ms", table_runtime_ns / 1e6);
+    std::snprintf(line, sizeof line, "runtime (model) network %.4f ms, lookup %.4f ms (%+.3f%%)%s%s\n",
                   network_runtime_ns / 1e6, lookup_runtime_ns / 1e6,
-                  network_runtime_ns > 0 ? 100.0 * (lookup_runtime_ns / network_runtime_ns - 1.0) : 0.0,
-                  plan_table_runtime_ns / 1e6);
+                  network_runtime_ns > 0 ? 100.0 * (lookup_runtime_ns / network_runtime_ns - 1.0) : 0.0, alone,
+                  table);
     os << line;
   }
   char took[64];
@@ -173,16 +179,31 @@ ExportReport ExportLookup(const ExportOptions& o) {
   const std::string plan_path = !o.plan_path.empty() ? o.plan_path : dir + "final_plan.ttplan";
   std::string checkpoint;
   const std::string family = AgentFamily(o, dir, &checkpoint);
-  if (o.run_dir.empty() && (o.workload.empty() || o.plan_path.empty() ||
-                            (o.generalised && o.checkpoint_path.empty())))
+  // A network with no plan of its own (pretrain's): the generalised lookup
+  // alone, keyed by a DRAM limit of the workload's.
+  const bool without_plan = o.run_dir.empty() && o.plan_path.empty() && o.dram_fraction > 0;
+  if (o.dram_fraction < 0 || o.dram_fraction > 1 || !std::isfinite(o.dram_fraction))
+    throw std::invalid_argument("export: the DRAM fraction must be in (0, 1]");
+  if (without_plan && (!o.generalised || o.checkpoint_path.empty() || o.workload.empty()))
+    throw std::invalid_argument("export: a lookup without a plan needs a checkpoint and a workload to roll it out on");
+  if (o.run_dir.empty() && !without_plan &&
+      (o.workload.empty() || o.plan_path.empty() || (o.generalised && o.checkpoint_path.empty())))
     throw std::invalid_argument("export: give a run directory, or a workload, a plan and (for the generalised "
-                                "lookup) a checkpoint");
+                                "lookup) a checkpoint, or a checkpoint, a workload and a DRAM fraction");
   Workload w = LoadWorkloadSpec(workload_spec);
-  PlacementPlan plan = ReadPlanFile(plan_path);
+  PlacementPlan plan;
+  if (without_plan) {
+    const auto limit = static_cast<uint64_t>(o.dram_fraction * static_cast<double>(w.peak_live_bytes()));
+    plan = PlacementPlan::Uniform(w, Tier::kDram, std::max<uint64_t>(limit, 1));
+    plan.mode = o.mode;
+  } else {
+    plan = ReadPlanFile(plan_path);
+  }
   ExportOptions with_source = o;
+  if (without_plan) with_source.plan_table = false;
   if (with_source.output_path.empty()) with_source.output_path = dir + "policy.ttlookup";
   with_source.checkpoint_path = checkpoint;
-  with_source.plan_path = plan_path;
+  with_source.plan_path = without_plan ? "" : plan_path;
   with_source.workload = workload_spec;
   with_source.agent = family;
   if (o.generalised && !Exists(checkpoint)) throw std::runtime_error("export: no checkpoint at '" + checkpoint + "'");
@@ -210,7 +231,8 @@ ExportReport ExportLookupFrom(const DqnAgent& agent, const Workload& w, const Pl
     thread_local std::mt19937_64 unused(0);  // epsilon 0: Act draws nothing
     return agent.Act(observation, 0.0, unused);
   };
-  return ExportLookupFromPolicy(greedy, "dqn " + ShapeText(agent.config().hidden), w, plan, o);
+  return ExportLookupFromPolicy(greedy, "dqn " + ShapeText(agent.config().hidden), w, plan, o,
+                                o.network ? agent.GreedyNetwork() : std::vector<DenseLayer>{});
 }
 
 ExportReport ExportLookupFrom(const SacAgent& agent, const Workload& w, const PlacementPlan& plan,
@@ -220,11 +242,13 @@ ExportReport ExportLookupFrom(const SacAgent& agent, const Workload& w, const Pl
     thread_local std::mt19937_64 unused(0);  // greedy: Act draws nothing
     return agent.Act(observation, SacActMode::kGreedy, unused);
   };
-  return ExportLookupFromPolicy(greedy, "sac " + ShapeText(agent.config().hidden), w, plan, o);
+  return ExportLookupFromPolicy(greedy, "sac " + ShapeText(agent.config().hidden), w, plan, o,
+                                o.network ? agent.GreedyNetwork() : std::vector<DenseLayer>{});
 }
 
 ExportReport ExportLookupFromPolicy(const GreedyPolicy& greedy, const std::string& policy_name, const Workload& w,
-                                    const PlacementPlan& plan, const ExportOptions& o) {
+                                    const PlacementPlan& plan, const ExportOptions& o,
+                                    const std::vector<DenseLayer>& network) {
   const auto started = std::chrono::steady_clock::now();
   if (o.output_path.empty()) throw std::invalid_argument("export: no output path");
   if (!o.plan_table && !o.generalised) throw std::invalid_argument("export: nothing to export");
@@ -345,6 +369,10 @@ ExportReport ExportLookupFromPolicy(const GreedyPolicy& greedy, const std::strin
     }
     info << "\n";
   }
+  if (o.generalised && o.network)
+    for (const DenseLayer& l : network)
+      contents.network.push_back(
+          {static_cast<uint32_t>(l.in), static_cast<uint32_t>(l.out), l.weight, l.bias});
   contents.info = info.str();
 
   const std::string bytes = SerializeLookup(contents);
@@ -373,7 +401,7 @@ ExportReport ExportLookupFromPolicy(const GreedyPolicy& greedy, const std::strin
     }
     if (migrations != plan.migrations.size()) throw std::logic_error("export: the plan table lost migrations");
   }
-  report.plan_table_runtime_ns = EvaluatePlan(w, plan).total_ns;
+  if (o.plan_table) report.plan_table_runtime_ns = EvaluatePlan(w, plan).total_ns;
   if (o.generalised) {
     tt_lookup_generalised_info gi;
     tt_lookup_generalised_info_get(h.h, &gi);
@@ -383,8 +411,10 @@ ExportReport ExportLookupFromPolicy(const GreedyPolicy& greedy, const std::strin
       ++report.eval_states;
       report.eval_dont_care += s.dont_care ? 1 : 0;
       // Where DRAM is full either answer places the tensor in the slow tier.
-      report.eval_agreements +=
-          s.dont_care || tt_lookup_decide(h.h, s.observation.data(), s.observation.size()) == s.action;
+      const int answer = tt_lookup_decide(h.h, s.observation.data(), s.observation.size());
+      report.eval_agreements += s.dont_care || answer == s.action;
+      report.table_agreements +=
+          s.dont_care || tt_lookup_decide_table(h.h, s.observation.data(), s.observation.size()) == s.action;
     }
     report.agreement = report.eval_states ? static_cast<double>(report.eval_agreements) / report.eval_states : 0;
     // The network's plan and the lookup's plan at the plan's own budget.
@@ -394,12 +424,16 @@ ExportReport ExportLookupFromPolicy(const GreedyPolicy& greedy, const std::strin
     report.lookup_runtime_ns =
         RunEpisode(env, [&](const Observation& obs) { return tt_lookup_decide(h.h, obs.data(), obs.size()); })
             .cost.total_ns;
+    report.table_runtime_ns =
+        RunEpisode(env, [&](const Observation& obs) { return tt_lookup_decide_table(h.h, obs.data(), obs.size()); })
+            .cost.total_ns;
   }
   // The plan section's size, from the directory.
   const auto* file = reinterpret_cast<const unsigned char*>(bytes.data());
   for (uint32_t i = 0; i < lf::LoadU32(file + lf::kOffSectionCount); ++i) {
     const unsigned char* entry = file + lf::kHeaderBytes + i * lf::kDirEntryBytes;
     if (lf::LoadU32(entry) == lf::kSectionPlans) report.plan_section_bytes = lf::LoadU64(entry + 16);
+    if (lf::LoadU32(entry) == lf::kSectionNetwork) report.network_section_bytes = lf::LoadU64(entry + 16);
   }
   WriteFileAtomically(o.output_path, bytes);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -470,6 +504,12 @@ std::string DescribeLookupFile(const std::string& path) {
                   tt_lookup_constant(h.h, lf::kConstHeatMaxIterations), tt_lookup_constant(h.h, lf::kConstPendingCap),
                   FormatBytes(tt_lookup_constant(h.h, lf::kConstTrainedDramLimit)).c_str());
     os << line;
+    const uint32_t layers = tt_lookup_network_layers(h.h);
+    if (layers > 0)
+      os << "network         " << layers << " layers in the file: tt_lookup_decide is their forward pass, the cells "
+         << "answer tt_lookup_decide_table\n";
+    else
+      os << "network         none: tt_lookup_decide answers from the cells\n";
   } else {
     os << "generalised     none\n";
   }

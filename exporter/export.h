@@ -35,6 +35,11 @@ struct ExportOptions {
   std::string agent;
   std::string workload;   // a .ttwl file or a workload spec (envs/workload_spec.h)
   std::string plan_path;  // .ttplan; its DRAM limit and migration mode define the plan table's key
+  // With no plan and no run directory (a network of `pretrain`, which has no
+  // plan of its own): the generalised lookup alone, rolled out on `workload`
+  // at dram_fraction x its peak live bytes in this mode. 0: a plan is needed.
+  double dram_fraction = 0;
+  MigrationMode mode = MigrationMode::kSync;
   // DQN Q-network hidden sizes; empty = the checkpoint's own (it records
   // them). SAC checkpoints always use their own.
   std::vector<int> hidden;
@@ -42,6 +47,13 @@ struct ExportOptions {
 
   bool plan_table = true;
   bool generalised = true;
+  // The policy's network beside the generalised table (kSectionNetwork), so
+  // that a host decides as the network does on any model: the table's
+  // cells are placed and filled from the models the export rolls out, and on
+  // others answer less like it (a corpus network on six TorchScript models
+  // it never saw: 10-18 points of all-DRAM below it; docs/results/learning.md,
+  // session thirty-one). About 4 bytes a weight (19-128-128-2: 76 KiB).
+  bool network = true;
 
   // Greedy evaluation episodes, at these multiples of the plan's DRAM limit:
   // the states they visit get exact cells, and fidelity is measured on them.
@@ -93,6 +105,12 @@ struct ExportReport {
   // the eval_dont_care states (which agree whatever either answers).
   uint64_t eval_agreements = 0;
   double agreement = 0;          // eval_agreements / eval_states
+  // With the network in the file (ExportOptions::network) tt_lookup_decide
+  // is its forward pass; the table alone (tt_lookup_decide_table) agrees
+  // on these evaluation states and plans this fast:
+  uint64_t network_section_bytes = 0;  // 0: the file carries no network
+  uint64_t table_agreements = 0;
+  double table_runtime_ns = 0;
   // Cost-model runtimes at the plan's DRAM limit (0 when not generalised).
   double network_runtime_ns = 0;     // the network's greedy plan
   double lookup_runtime_ns = 0;      // the plan from rolling out tt_lookup_decide
@@ -117,8 +135,12 @@ ExportReport ExportLookupFrom(const SacAgent& agent, const Workload& w, const Pl
 // 1 slow), e.g. another agent family's evaluation action. It is called from
 // several threads at once. `policy_name` is recorded in the file's info.
 using GreedyPolicy = std::function<int(const float* observation)>;
+// `network`: the layers behind `greedy` (DenseLayer), written beside the
+// table when options.network; empty writes none. Its argmax must be what
+// `greedy` answers (the export checks it on every evaluation state).
 ExportReport ExportLookupFromPolicy(const GreedyPolicy& greedy, const std::string& policy_name, const Workload& w,
-                                    const PlacementPlan& plan, const ExportOptions& options);
+                                    const PlacementPlan& plan, const ExportOptions& options,
+                                    const std::vector<DenseLayer>& network = {});
 
 // What a lookup file holds, for `tensortier inspect`. Throws
 // std::runtime_error with the runtime's message when the file is refused.

@@ -177,6 +177,37 @@ uint64_t GeneralisedTable::SectionBytes() const {
          (features.size() * static_cast<uint64_t>(fine_bins) + 7) / 8 * 8 + (cell_count + 63) / 64 * 8;
 }
 
+std::string NetworkSection(const std::vector<NetworkLayer>& layers, uint32_t observation_size) {
+  if (layers.empty() || layers.size() > lf::kMaxNetLayers)
+    throw std::invalid_argument("lookup file: a network of " + std::to_string(layers.size()) + " layers (1 to " +
+                                std::to_string(lf::kMaxNetLayers) + ")");
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const NetworkLayer& n = layers[l];
+    const uint32_t expected_in = l == 0 ? observation_size : layers[l - 1].out;
+    if (n.in != expected_in || n.out == 0 || n.out > lf::kMaxNetWidth || (l + 1 == layers.size() && n.out != 2) ||
+        n.weight.size() != static_cast<size_t>(n.in) * n.out || n.bias.size() != n.out)
+      throw std::invalid_argument("lookup file: network layer " + std::to_string(l) + " has the wrong shape");
+    for (float v : n.weight)
+      if (!std::isfinite(v)) throw std::invalid_argument("lookup file: a non-finite network weight");
+    for (float v : n.bias)
+      if (!std::isfinite(v)) throw std::invalid_argument("lookup file: a non-finite network bias");
+  }
+  Bytes b;
+  b.U32(observation_size);
+  b.U32(static_cast<uint32_t>(layers.size()));
+  b.U32(0);
+  b.U32(0);
+  for (const NetworkLayer& n : layers) {
+    b.U32(n.in);
+    b.U32(n.out);
+  }
+  for (const NetworkLayer& n : layers) {
+    for (float v : n.weight) b.F32(v);
+    for (float v : n.bias) b.F32(v);
+  }
+  return b.str();
+}
+
 std::string SerializeLookup(const LookupContents& c) {
   struct Section {
     uint32_t kind;
@@ -185,6 +216,10 @@ std::string SerializeLookup(const LookupContents& c) {
   std::vector<Section> sections;
   if (!c.plans.empty()) sections.push_back({lf::kSectionPlans, PlansSection(c.plans)});
   if (c.has_generalised) sections.push_back({lf::kSectionGeneralised, GeneralisedSection(c.generalised)});
+  if (!c.network.empty()) {
+    if (!c.has_generalised) throw std::invalid_argument("lookup file: a network needs the generalised table");
+    sections.push_back({lf::kSectionNetwork, NetworkSection(c.network, c.generalised.observation_size)});
+  }
   if (!c.info.empty()) sections.push_back({lf::kSectionInfo, c.info});
   if (c.plans.empty() && !c.has_generalised)
     throw std::invalid_argument("lookup file: nothing to write (no plans and no generalised table)");
@@ -212,7 +247,8 @@ std::string SerializeLookup(const LookupContents& c) {
   b.PatchU64(lf::kOffPrimarySignature, c.primary_signature);
   b.PatchU32(lf::kOffObservationSize, c.has_generalised ? c.generalised.observation_size : 0);
   b.PatchU32(lf::kOffFlags, (c.plans.empty() ? 0u : lf::kFlagHasPlans) |
-                                (c.has_generalised ? lf::kFlagHasGeneralised : 0u));
+                                (c.has_generalised ? lf::kFlagHasGeneralised : 0u) |
+                                (c.network.empty() ? 0u : lf::kFlagHasNetwork));
   b.PatchU64(lf::kOffCreatedUnix, c.created_unix_seconds);
   b.PatchU32(lf::kOffPayloadCrc, lf::Crc32(s.data() + lf::kHeaderBytes, s.size() - lf::kHeaderBytes));
   b.PatchU32(lf::kOffHeaderCrc, lf::Crc32(s.data(), lf::kOffHeaderCrc));

@@ -54,12 +54,25 @@ struct GeneralisedTable {
   uint64_t SectionBytes() const;
 };
 
+// One fully connected layer of the policy's network: weight [out][in]
+// row-major, bias [out]; ReLU after every layer but the last.
+struct NetworkLayer {
+  uint32_t in = 0, out = 0;
+  std::vector<float> weight;
+  std::vector<float> bias;
+};
+
 struct LookupContents {
   uint64_t primary_signature = 0;  // the workload the policy was trained on
   uint64_t created_unix_seconds = 0;
   std::vector<PlanTableEntry> plans;
   bool has_generalised = false;
   GeneralisedTable generalised;
+  // The network the table quantises (needs has_generalised): a host asks it
+  // for models without a plan table, where the table's cells, placed and
+  // filled from the models the export rolled out, answer less like it.
+  // Empty: none.
+  std::vector<NetworkLayer> network;
   std::string info;  // "key: value" lines for people
 };
 

@@ -50,6 +50,8 @@ void Exercise(const tt_lookup* h, const uint8_t* data, size_t size) {
       std::vector<float> obs(n, 0.0f);
       for (size_t i = 0; i < n && (i + 1) * sizeof(float) <= size; ++i) std::memcpy(&obs[i], data + i * 4, 4);
       (void)tt_lookup_decide(h, obs.data(), obs.size());
+      (void)tt_lookup_decide_table(h, obs.data(), obs.size());
+      (void)tt_lookup_network_layers(h);
       (void)tt_lookup_cell(h, obs.data(), obs.size());
       (void)tt_lookup_decide(h, obs.data(), obs.size() + 1);  // wrong feature count
     }

@@ -164,6 +164,11 @@ int main(int argc, char** argv) {
   Write("lookup", "plans_and_generalised", SerializeLookup(c));
   c.plans.clear();
   Write("lookup", "generalised_only", SerializeLookup(c));
+  // With the policy's network (19-4-2): tt_lookup_decide runs its forward pass.
+  NetworkLayer hidden_layer{kObservationSize, 4, std::vector<float>(kObservationSize * 4, 0.25f), {0.5f, -0.5f, 0, 1}};
+  NetworkLayer out_layer{4, 2, {1, -1, 0.5f, 0, -1, 1, 0, 0.5f}, {0, 0.1f}};
+  c.network = {hidden_layer, out_layer};
+  Write("lookup", "generalised_and_network", SerializeLookup(c));
 
   // ---- config files (what a run directory's config.toml looks like, and INI)
   Write("config", "train",

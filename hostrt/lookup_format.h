@@ -32,6 +32,7 @@ constexpr size_t kOffHeaderCrc = 60;         // u32, CRC-32 of header bytes [0, 
 
 constexpr uint32_t kFlagHasPlans = 1u << 0;
 constexpr uint32_t kFlagHasGeneralised = 1u << 1;
+constexpr uint32_t kFlagHasNetwork = 1u << 2;
 
 // Section directory: section_count entries of 24 bytes right after the header.
 constexpr size_t kDirEntryBytes = 24;  // u32 kind, u32 reserved, u64 offset, u64 bytes
@@ -39,6 +40,7 @@ enum SectionKind : uint32_t {
   kSectionPlans = 1,
   kSectionGeneralised = 2,
   kSectionInfo = 3,  // UTF-8 "key: value" lines, for people (tensortier inspect)
+  kSectionNetwork = 4,  // the policy's network itself, for models no plan table holds
 };
 constexpr uint32_t kMaxSections = 16;
 
@@ -70,6 +72,32 @@ constexpr size_t kFeatureEntryBytes = 16;
 constexpr uint32_t kMaxCells = 1u << 24;   // 2 MiB bitmap: far above the 64 KiB goal
 constexpr uint32_t kMaxFineBins = 65536;
 constexpr uint32_t kMaxBinsPerFeature = 256;  // remap entries are u8
+
+// Network section (only beside a generalised section, whose observations it
+// reads): head 16 bytes, u32 input_size (= the observation size), u32
+// layer_count, u32 reserved x 2; then layer_count entries of 8 bytes (u32
+// in, u32 out); then per layer f32 weights [out][in] row-major and f32
+// biases [out]. Fully connected layers with ReLU between them and none after
+// the last; the action is the argmax of the last layer's 2 outputs, the
+// lowest on a tie (DQN's Q-values, SAC's actor logits).
+constexpr size_t kNetHeadBytes = 16;
+constexpr size_t kNetLayerBytes = 8;
+constexpr uint32_t kMaxNetLayers = 16;
+constexpr uint32_t kMaxNetWidth = 4096;
+
+// The forward pass of one layer's output unit, written once here so that the
+// exporter (which checks the file) and the runtime sum in the same order:
+// eight lanes, as DqnAgent's host forward pass does, so that both answer
+// alike even at near ties.
+inline float NetDot(const float* w, const float* x, uint32_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  uint32_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) acc[k] += w[i + k] * x[i + k];
+  float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+  for (; i < n; ++i) s += w[i] * x[i];
+  return s;
+}
 
 // Constants in the generalised section (f64), in this order. The host needs
 // them to compute the observation it passes to tt_lookup_decide for a model

@@ -90,6 +90,17 @@ struct tt_lookup {
   std::vector<double> constants;
   const uint64_t* table = nullptr;
 
+  // The policy's network (kSectionNetwork), copied out of the file: a
+  // decision for a model without a plan table is its forward pass.
+  struct NetLayer {
+    uint32_t in, out;
+    size_t weight, bias;  // offsets into net_params
+  };
+  std::vector<NetLayer> net_layers;
+  std::vector<float> net_params;
+  uint32_t net_max_width = 0;
+  uint64_t net_bytes = 0;
+
   std::string info;
 
   int32_t Find(uint64_t signature, uint32_t batch, uint64_t budget) const {
@@ -124,6 +135,7 @@ class Loader {
  private:
   int LoadPlans(const unsigned char* s, uint64_t bytes);
   int LoadGeneralised(const unsigned char* s, uint64_t bytes);
+  int LoadNetwork(const unsigned char* s, uint64_t bytes);
 
   tt_lookup& h_;
   std::string name_;
@@ -179,7 +191,9 @@ int Loader::Load() {
                                              std::to_string(lf::kMaxSections) + ")");
   const uint64_t dir_end = lf::kHeaderBytes + static_cast<uint64_t>(sections) * lf::kDirEntryBytes;
   if (dir_end > size) return Fail(TT_LOOKUP_ERR_MALFORMED, "the section directory runs past the end of the file");
-  bool seen[4] = {false, false, false, false};
+  bool seen[5] = {false, false, false, false, false};
+  const unsigned char* network = nullptr;
+  uint64_t network_bytes = 0;
   for (uint32_t i = 0; i < sections; ++i) {
     const unsigned char* e = b + lf::kHeaderBytes + i * lf::kDirEntryBytes;
     const uint32_t kind = lf::LoadU32(e);
@@ -188,7 +202,7 @@ int Loader::Load() {
     if (offset < dir_end || offset % 8 != 0 || bytes > size || offset > size - bytes)
       return Fail(TT_LOOKUP_ERR_MALFORMED, "section " + std::to_string(i) + " (kind " + std::to_string(kind) +
                                                ") lies outside the file or is misaligned");
-    if (kind >= 1 && kind <= 3) {
+    if (kind >= 1 && kind <= 4) {
       if (seen[kind]) return Fail(TT_LOOKUP_ERR_MALFORMED, "section kind " + std::to_string(kind) + " appears twice");
       seen[kind] = true;
     }
@@ -196,12 +210,20 @@ int Loader::Load() {
     if (kind == lf::kSectionPlans) rc = LoadPlans(b + offset, bytes);
     else if (kind == lf::kSectionGeneralised) rc = LoadGeneralised(b + offset, bytes);
     else if (kind == lf::kSectionInfo) h_.info.assign(reinterpret_cast<const char*>(b + offset), bytes);
+    else if (kind == lf::kSectionNetwork) network = b + offset, network_bytes = bytes;  // read after the table's
     // Unknown kinds are skipped: a later minor addition may add sections.
     if (rc != TT_LOOKUP_OK) return rc;
   }
   if (((flags & lf::kFlagHasPlans) != 0) != seen[lf::kSectionPlans] ||
-      ((flags & lf::kFlagHasGeneralised) != 0) != seen[lf::kSectionGeneralised])
+      ((flags & lf::kFlagHasGeneralised) != 0) != seen[lf::kSectionGeneralised] ||
+      ((flags & lf::kFlagHasNetwork) != 0) != seen[lf::kSectionNetwork])
     return Fail(TT_LOOKUP_ERR_MALFORMED, "the header's flags do not match the sections present");
+  if (network) {
+    if (!seen[lf::kSectionGeneralised])
+      return Fail(TT_LOOKUP_ERR_MALFORMED, "a network section without the generalised lookup it belongs to");
+    const int rc = LoadNetwork(network, network_bytes);
+    if (rc != TT_LOOKUP_OK) return rc;
+  }
   if (!seen[lf::kSectionPlans] && !seen[lf::kSectionGeneralised])
     return Fail(TT_LOOKUP_ERR_MALFORMED, "holds neither plan tables nor a generalised lookup");
   return TT_LOOKUP_OK;
@@ -331,6 +353,51 @@ int Loader::LoadGeneralised(const unsigned char* s, uint64_t bytes) {
   h_.cell_count = cells;
   h_.fine_bins = fine;
   h_.gen_bytes = bytes;
+  return TT_LOOKUP_OK;
+}
+
+int Loader::LoadNetwork(const unsigned char* s, uint64_t bytes) {
+  if (bytes < lf::kNetHeadBytes) return Fail(TT_LOOKUP_ERR_MALFORMED, "network section shorter than its head");
+  const uint32_t input = lf::LoadU32(s);
+  const uint32_t layers = lf::LoadU32(s + 4);
+  if (input != h_.gen_observation_size)
+    return Fail(TT_LOOKUP_ERR_MALFORMED, "network section: input size " + std::to_string(input) +
+                                             " does not match the observation size " +
+                                             std::to_string(h_.gen_observation_size));
+  if (layers == 0 || layers > lf::kMaxNetLayers)
+    return Fail(TT_LOOKUP_ERR_MALFORMED, "network section: " + std::to_string(layers) + " layers (1 to " +
+                                             std::to_string(lf::kMaxNetLayers) + ")");
+  const uint64_t params_at = lf::kNetHeadBytes + static_cast<uint64_t>(layers) * lf::kNetLayerBytes;
+  if (bytes < params_at) return Fail(TT_LOOKUP_ERR_MALFORMED, "network section shorter than its layer list");
+  uint64_t params = 0;
+  uint32_t in = input;
+  for (uint32_t l = 0; l < layers; ++l) {
+    const unsigned char* e = s + lf::kNetHeadBytes + static_cast<uint64_t>(l) * lf::kNetLayerBytes;
+    const uint32_t layer_in = lf::LoadU32(e), layer_out = lf::LoadU32(e + 4);
+    if (layer_in != in || layer_out == 0 || layer_out > lf::kMaxNetWidth || (l + 1 == layers && layer_out != 2))
+      return Fail(TT_LOOKUP_ERR_MALFORMED, "network section: layer " + std::to_string(l) + " maps " +
+                                               std::to_string(layer_in) + " to " + std::to_string(layer_out) +
+                                               " (expected " + std::to_string(in) + " inputs" +
+                                               (l + 1 == layers ? std::string(", 2 outputs") : std::string()) + ")");
+    tt_lookup::NetLayer n;
+    n.in = layer_in;
+    n.out = layer_out;
+    n.weight = static_cast<size_t>(params);
+    params += static_cast<uint64_t>(layer_in) * layer_out;
+    n.bias = static_cast<size_t>(params);
+    params += layer_out;
+    h_.net_layers.push_back(n);
+    h_.net_max_width = layer_out > h_.net_max_width ? layer_out : h_.net_max_width;
+    in = layer_out;
+  }
+  if (bytes != params_at + 4 * params)
+    return Fail(TT_LOOKUP_ERR_MALFORMED, "network section is " + std::to_string(bytes) + " bytes, its layers need " +
+                                             std::to_string(params_at + 4 * params));
+  h_.net_params.resize(static_cast<size_t>(params));
+  std::memcpy(h_.net_params.data(), s + params_at, static_cast<size_t>(4 * params));
+  for (float v : h_.net_params)
+    if (!std::isfinite(v)) return Fail(TT_LOOKUP_ERR_MALFORMED, "network section: a weight is not finite");
+  h_.net_bytes = bytes;
   return TT_LOOKUP_OK;
 }
 
@@ -568,6 +635,35 @@ int64_t tt_lookup_cell(const tt_lookup* h, const float* features, size_t n) {
 }
 
 int tt_lookup_decide(const tt_lookup* h, const float* features, size_t n) {
+  if (h == nullptr || features == nullptr) return TT_LOOKUP_ERR_ARGUMENT;
+  if (!h->has_generalised) return TT_LOOKUP_ERR_NOT_FOUND;
+  if (n != h->gen_observation_size) return TT_LOOKUP_ERR_ARGUMENT;
+  if (h->net_layers.empty()) return tt_lookup_decide_table(h, features, n);
+  // The network's forward pass, as the agent computes it (lookup_format.h).
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < 2 * static_cast<size_t>(h->net_max_width)) scratch.resize(2 * h->net_max_width);
+  const float* in = features;
+  float* bufs[2] = {scratch.data(), scratch.data() + h->net_max_width};
+  const float* params = h->net_params.data();
+  for (size_t l = 0; l < h->net_layers.size(); ++l) {
+    const tt_lookup::NetLayer& layer = h->net_layers[l];
+    const bool last = l + 1 == h->net_layers.size();
+    float* out = bufs[l % 2];
+    for (uint32_t o = 0; o < layer.out; ++o) {
+      const float v = lf::NetDot(params + layer.weight + static_cast<size_t>(o) * layer.in, in, layer.in) +
+                      params[layer.bias + o];
+      out[o] = last ? v : (v > 0.0f ? v : 0.0f);
+    }
+    in = out;
+  }
+  return in[1] > in[0] ? 1 : 0;  // argmax, the lowest action on a tie (and on NaN)
+}
+
+uint32_t tt_lookup_network_layers(const tt_lookup* h) {
+  return h == nullptr ? 0 : static_cast<uint32_t>(h->net_layers.size());
+}
+
+int tt_lookup_decide_table(const tt_lookup* h, const float* features, size_t n) {
   if (h == nullptr || features == nullptr) return TT_LOOKUP_ERR_ARGUMENT;
   if (!h->has_generalised) return TT_LOOKUP_ERR_NOT_FOUND;
   if (n != h->gen_observation_size) return TT_LOOKUP_ERR_ARGUMENT;

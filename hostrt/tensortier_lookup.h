@@ -137,8 +137,17 @@ int32_t tt_lookup_plan_migrations(const tt_lookup* handle, uint64_t model_signat
 
 /* The trained policy's action for one observation (n floats, laid out as
  * docs/mdp.md's table; n must equal tt_lookup_observation_size): 0 = DRAM,
- * 1 = slow tier, or a negative error (no generalised lookup, wrong n). */
+ * 1 = slow tier, or a negative error (no generalised lookup, wrong n). When
+ * the file carries the policy's network, its forward pass (the network's
+ * own answer, on any model); otherwise the bitmap cell's. */
 int tt_lookup_decide(const tt_lookup* handle, const float* features, size_t n);
+
+/* The bitmap cell's action alone, whether or not the file carries the
+ * network (for tools and tests that compare the two). */
+int tt_lookup_decide_table(const tt_lookup* handle, const float* features, size_t n);
+
+/* Layers of the policy's network in the file; 0 when it carries none. */
+uint32_t tt_lookup_network_layers(const tt_lookup* handle);
 
 /* The bitmap cell an observation falls in (for tools and tests), or an error. */
 int64_t tt_lookup_cell(const tt_lookup* handle, const float* features, size_t n);

@@ -137,6 +137,8 @@ class Lookup {
   // generalised part, wrong feature count). No throw: this is the hot path.
   int Decide(const float* features, size_t n) const { return tt_lookup_decide(handle_, features, n); }
   int Decide(const std::vector<float>& features) const { return Decide(features.data(), features.size()); }
+  int DecideTable(const float* features, size_t n) const { return tt_lookup_decide_table(handle_, features, n); }
+  uint32_t NetworkLayers() const { return tt_lookup_network_layers(handle_); }
 
  private:
   tt_lookup* handle_ = nullptr;

@@ -85,6 +85,9 @@ class ExportFidelity : public ::testing::Test {
     ExportOptions o;
     o.run_dir = t.run_dir;
     o.output_path = t.run_dir + "/policy.ttlookup";
+    // The table's fidelity is what this suite measures: with the network in
+    // the file a host would ask it instead (test_lookup_network.cc).
+    o.network = false;
     t.report = ExportLookup(o);
     t.lookup_path = o.output_path;
     std::printf("trained in %.1f s\n%s", t.train_seconds, t.report.Summary().c_str());

@@ -35,6 +35,7 @@ ExportOptions Quick(const std::string& run_dir) {
   o.coverage_episodes = 8;
   o.coverage_workloads = {};
   o.eval_budget_factors = {1.0, 0.8};
+  o.network = false;  // the table's fidelity to the actor (the network's: test_lookup_network.cc)
   return o;
 }
 

@@ -168,6 +168,7 @@ TEST(HostTorchFidelity, LookupPlanMakesTheNetworksDecisionsOnRealIterations) {
   const std::string path = TempPath("fidelity.ttlookup");
   ExportOptions o = QuickExport(path);
   o.plan_table = false;
+  o.network = false;  // the cells, not the network's forward pass, must be faithful here
   const ExportReport report = ExportLookupFrom(agent, w, network_plan, o);
   std::printf("%s", report.Summary().c_str());
   // With decisions per access gap (the default scope since 2026-11-24) the
