@@ -1,9 +1,12 @@
-// Writes three TorchScript CNN/transformer modules that are not in the zoo
+// Writes six TorchScript CNN/transformer/recurrent modules that are not in the zoo
 // (models/zoo.h) and that nothing in the MDP or the policies was tuned on,
 // for issue #15's "TorchScript models from outside the zoo":
 //   densenet_like.pt  dense blocks: every layer reads the concatenation of all before it
 //   unet_like.pt      encoder-decoder with skip connections across the bottleneck
 //   vit_like.pt       patch embedding and pre-norm self-attention blocks
+//   mixer_like.pt     MLP-Mixer: token-mixing and channel-mixing MLPs over 64 patch tokens
+//   convnext_like.pt  depthwise 7x7 convolutions, group norm, inverted bottlenecks
+//   rowgru_like.pt    two GRU layers unrolled over the image's pooled rows
 // Each maps [B, 3, S, S] (S a multiple of 16) to 10 logits, as
 // `tensortier profile --torchscript PATH` expects. The modules are written
 // in TorchScript source (no Python needed) and their parameters drawn from a
@@ -141,10 +144,91 @@ torch::jit::Module VitLike() {
   return b.WithHead(s, dim);
 }
 
+// MLP-Mixer-like: 4x4 patches pooled to an 8x8 grid of 64 tokens, then
+// blocks that mix across tokens and across channels with GELU MLPs.
+torch::jit::Module MixerLike() {
+  Builder b("MixerLike");
+  const int64_t dim = 96, tokens = 64, token_hidden = 128, channel_hidden = 384, blocks = 6;
+  std::string s;
+  s += b.Conv("h", "x", 3, dim, 4, 4, false);
+  s += "        h = torch.adaptive_avg_pool2d(h, [8, 8])\n";
+  s += "        h = torch.flatten(h, 2).transpose(1, 2)\n";  // [B, tokens, dim]
+  for (int block = 0; block < blocks; ++block) {
+    s += "        u = torch.layer_norm(h, [" + std::to_string(dim) + "]).transpose(1, 2)\n";
+    s += "        u = torch.matmul(torch.gelu(torch.matmul(u, " + b.Param({tokens, token_hidden}, tokens) + ")), " +
+         b.Param({token_hidden, tokens}, token_hidden) + ")\n";
+    s += "        h = h + u.transpose(1, 2)\n";
+    s += "        v = torch.layer_norm(h, [" + std::to_string(dim) + "])\n";
+    s += "        v = torch.matmul(torch.gelu(torch.matmul(v, " + b.Param({dim, channel_hidden}, dim) + ")), " +
+         b.Param({channel_hidden, dim}, channel_hidden) + ")\n";
+    s += "        h = h + v\n";
+  }
+  s += "        h = torch.mean(h, 1)\n";
+  return b.WithHead(s, dim);
+}
+
+// ConvNeXt-like: a 4x4 stem, three stages of depthwise 7x7 convolutions,
+// group norm and a 4x inverted bottleneck, 2x2 downsampling between them.
+torch::jit::Module ConvNextLike() {
+  Builder b("ConvNextLike");
+  const std::vector<int64_t> widths = {32, 64, 128};
+  const std::vector<int> depths = {2, 3, 2};
+  std::string s = b.Conv("h", "x", 3, widths[0], 4, 4, false);
+  for (size_t stage = 0; stage < widths.size(); ++stage) {
+    const int64_t d = widths[stage];
+    if (stage > 0)
+      s += "        h = torch.conv2d(h, " + b.Param({d, widths[stage - 1], 2, 2}, widths[stage - 1] * 4) + ", " +
+           b.Zeros({d}) + ", [2, 2])\n";
+    for (int block = 0; block < depths[stage]; ++block) {
+      s += "        u = torch.conv2d(h, " + b.Param({d, 1, 7, 7}, 49) + ", " + b.Zeros({d}) + ", [1, 1], [3, 3], [1, 1], " +
+           std::to_string(d) + ")\n";
+      s += "        u = torch.group_norm(u, 1)\n";
+      s += "        u = torch.gelu(torch.conv2d(u, " + b.Param({4 * d, d, 1, 1}, d) + ", " + b.Zeros({4 * d}) + "))\n";
+      s += "        u = torch.conv2d(u, " + b.Param({d, 4 * d, 1, 1}, 4 * d) + ", " + b.Zeros({d}) + ")\n";
+      s += "        h = h + u\n";
+    }
+  }
+  s += "        h = torch.mean(h, [2, 3])\n";
+  return b.WithHead(s, widths.back());
+}
+
+// A recurrent network: a strided convolution, the image's 8 pooled rows as
+// a sequence, and two GRU layers unrolled over it (the same weights read at
+// every step), the last hidden state to the head.
+torch::jit::Module RowGruLike() {
+  Builder b("RowGruLike");
+  const int64_t channels = 48, hidden = 128, steps = 8, in = channels * 8;
+  std::string s = b.Conv("f", "x", 3, channels, 3, 2);
+  s += "        f = torch.adaptive_avg_pool2d(f, [8, 8])\n";
+  s += "        f = f.permute(0, 2, 1, 3).reshape(x.size(0), " + std::to_string(steps) + ", " + std::to_string(in) + ")\n";
+  s += "        h1 = torch.zeros(x.size(0), " + std::to_string(hidden) + ")\n";
+  s += "        h2 = torch.zeros(x.size(0), " + std::to_string(hidden) + ")\n";
+  const std::string z1 = b.Param({in + hidden, hidden}, in + hidden), r1 = b.Param({in + hidden, hidden}, in + hidden),
+                    n1 = b.Param({in + hidden, hidden}, in + hidden);
+  const std::string z2 = b.Param({2 * hidden, hidden}, 2 * hidden), r2 = b.Param({2 * hidden, hidden}, 2 * hidden),
+                    n2 = b.Param({2 * hidden, hidden}, 2 * hidden);
+  for (int64_t t = 0; t < steps; ++t) {
+    const std::string xt = "f[:, " + std::to_string(t) + ", :]";
+    s += "        c = torch.cat([" + xt + ", h1], 1)\n";
+    s += "        z = torch.sigmoid(torch.matmul(c, " + z1 + "))\n";
+    s += "        r = torch.sigmoid(torch.matmul(c, " + r1 + "))\n";
+    s += "        n = torch.tanh(torch.matmul(torch.cat([" + xt + ", r * h1], 1), " + n1 + "))\n";
+    s += "        h1 = (1 - z) * n + z * h1\n";
+    s += "        c = torch.cat([h1, h2], 1)\n";
+    s += "        z = torch.sigmoid(torch.matmul(c, " + z2 + "))\n";
+    s += "        r = torch.sigmoid(torch.matmul(c, " + r2 + "))\n";
+    s += "        n = torch.tanh(torch.matmul(torch.cat([h1, r * h2], 1), " + n2 + "))\n";
+    s += "        h2 = (1 - z) * n + z * h2\n";
+  }
+  s += "        h = h2\n";
+  return b.WithHead(s, hidden);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Write three TorchScript modules from outside the zoo (densenet_like, unet_like, vit_like)"};
+  CLI::App app{"Write six TorchScript modules from outside the zoo (densenet_like, unet_like, vit_like, mixer_like, "
+               "convnext_like, rowgru_like)"};
   std::string out = ".";
   int64_t check_size = 32;
   app.add_option("--out", out, "Directory for the .pt files");
@@ -155,7 +239,10 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(out);
     torch::manual_seed(7);
     const std::vector<std::pair<std::string, torch::jit::Module (*)()>> models = {
-        {"densenet_like", DenseNetLike}, {"unet_like", UNetLike}, {"vit_like", VitLike}};
+        {"densenet_like", DenseNetLike}, {"unet_like", UNetLike}, {"vit_like", VitLike},
+        // Session thirty-one's modules (docs/results/learning.md), after the
+        // first three so that those keep their parameters.
+        {"mixer_like", MixerLike},       {"convnext_like", ConvNextLike}, {"rowgru_like", RowGruLike}};
     for (const auto& [name, make] : models) {
       torch::jit::Module m = make();
       const torch::Tensor y = m.forward({torch::randn({2, 3, check_size, check_size})}).toTensor();

@@ -2,11 +2,13 @@
 // and export options quick enough for a unit test.
 #pragma once
 
+#include <cstring>
 #include <string>
 
 #include "agents/dqn_agent.h"
 #include "envs/placement_env.h"
 #include "exporter/export.h"
+#include "hostrt/lookup_format.h"
 
 namespace tensortier::testing {
 
@@ -32,6 +34,16 @@ inline ExportOptions QuickExport(const std::string& path) {
   o.coverage_workloads = {"synthetic:resnet:8:2097152"};
   o.coverage_episodes_per_workload = 8;
   return o;
+}
+
+// Recomputes both checksums of a lookup file's bytes, so that a test can
+// reach the structural checks behind them.
+inline void ResealLookup(std::string& b) {
+  namespace lf = lookup_format;
+  uint32_t payload = lf::Crc32(b.data() + lf::kHeaderBytes, b.size() - lf::kHeaderBytes);
+  std::memcpy(&b[lf::kOffPayloadCrc], &payload, 4);
+  uint32_t header = lf::Crc32(b.data(), lf::kOffHeaderCrc);
+  std::memcpy(&b[lf::kOffHeaderCrc], &header, 4);
 }
 
 }  // namespace tensortier::testing

@@ -18,6 +18,7 @@
 #include "hostrt/tensortier_lookup.h"
 #include "hostrt/tensortier_lookup.hpp"
 #include "tests/core/hand_graph.h"
+#include "tests/export/export_test_util.h"
 
 namespace tensortier {
 namespace {
@@ -110,12 +111,7 @@ class LookupFileTest : public ::testing::Test {
   }
 
   // Recomputes both checksums, so that a test can reach the structural checks.
-  static void Reseal(std::string& b) {
-    uint32_t payload = lf::Crc32(b.data() + lf::kHeaderBytes, b.size() - lf::kHeaderBytes);
-    std::memcpy(&b[lf::kOffPayloadCrc], &payload, 4);
-    uint32_t header = lf::Crc32(b.data(), lf::kOffHeaderCrc);
-    std::memcpy(&b[lf::kOffHeaderCrc], &header, 4);
-  }
+  static void Reseal(std::string& b) { testing::ResealLookup(b); }
 
   Workload w_;
   PlacementPlan plan_;

@@ -106,12 +106,7 @@ class LookupNetworkTest : public ::testing::Test {
     }
     return 0;
   }
-  static void Reseal(std::string& b) {
-    uint32_t payload = lf::Crc32(b.data() + lf::kHeaderBytes, b.size() - lf::kHeaderBytes);
-    std::memcpy(&b[lf::kOffPayloadCrc], &payload, 4);
-    uint32_t header = lf::Crc32(b.data(), lf::kOffHeaderCrc);
-    std::memcpy(&b[lf::kOffHeaderCrc], &header, 4);
-  }
+  static void Reseal(std::string& b) { testing::ResealLookup(b); }
 
   Workload w_;
   LookupContents contents_;

@@ -37,6 +37,17 @@ Task ResnetTask() {
   return t;
 }
 
+// A second model for the corpus tests, with `env`'s settings and its own limit.
+Task VggTask(const EnvConfig& env) {
+  SyntheticOptions so;
+  so.shape = SyntheticShape::kVggLike;
+  so.layers = 5;
+  Task t{GenerateSynthetic(so), env};
+  t.w.Finalize();
+  t.env.dram_limit_bytes = t.w.peak_live_bytes() / 4;
+  return t;
+}
+
 std::unique_ptr<PlacementAgent> SmallDqn() {
   DqnConfig c;
   c.hidden = {64, 64};
@@ -200,12 +211,7 @@ TEST(Imitation, RefusesAnAgentWithoutDemonstrationsAndAnEmptyExpertList) {
 // round's on both models.
 TEST(Imitation, ACorpusNetworkImitatesEveryModelsExpertAndKeepsTheBestMeanRound) {
   Task resnet = ResnetTask();
-  SyntheticOptions so;
-  so.shape = SyntheticShape::kVggLike;
-  so.layers = 5;
-  Task vgg{GenerateSynthetic(so), resnet.env};
-  vgg.w.Finalize();
-  vgg.env.dram_limit_bytes = vgg.w.peak_live_bytes() / 4;
+  Task vgg = VggTask(resnet.env);
   PlacementEnv resnet_env(resnet.w, resnet.env), vgg_env(vgg.w, vgg.env);
   auto agent = SmallDqn();
   const double untrained_mean = (MinCostNs(resnet.w) / Greedy(resnet_env, *agent).cost.total_ns +
@@ -260,12 +266,7 @@ TEST(Imitation, ACorpusNetworkImitatesEveryModelsExpertAndKeepsTheBestMeanRound)
 // learned task's plans were.
 TEST(Imitation, AValidationTaskChoosesTheRoundKeptAndIsNotLearnedFrom) {
   Task resnet = ResnetTask();
-  SyntheticOptions so;
-  so.shape = SyntheticShape::kVggLike;
-  so.layers = 5;
-  Task vgg{GenerateSynthetic(so), resnet.env};
-  vgg.w.Finalize();
-  vgg.env.dram_limit_bytes = vgg.w.peak_live_bytes() / 4;
+  Task vgg = VggTask(resnet.env);
   PlacementEnv resnet_env(resnet.w, resnet.env), vgg_env(vgg.w, vgg.env);
   auto agent = SmallDqn();
   // Short rounds, so that the rounds' plans differ on both tasks.
