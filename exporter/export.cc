@@ -174,7 +174,6 @@ std::string ExportReport::Summary() const {
 
 ExportReport ExportLookup(const ExportOptions& o) {
   const std::string dir = o.run_dir.empty() ? "" : o.run_dir + "/";
-  if (o.output_path.empty() && o.run_dir.empty()) throw std::invalid_argument("export: no output path");
   const std::string workload_spec = !o.workload.empty() ? o.workload : dir + "workload.ttwl";
   const std::string plan_path = !o.plan_path.empty() ? o.plan_path : dir + "final_plan.ttplan";
   std::string checkpoint;
@@ -190,6 +189,8 @@ ExportReport ExportLookup(const ExportOptions& o) {
       (o.workload.empty() || o.plan_path.empty() || (o.generalised && o.checkpoint_path.empty())))
     throw std::invalid_argument("export: give a run directory, or a workload, a plan and (for the generalised "
                                 "lookup) a checkpoint, or a checkpoint, a workload and a DRAM fraction");
+  if (o.output_path.empty() && o.run_dir.empty())
+    throw std::invalid_argument("export: no output path (--out FILE.ttlookup)");
   Workload w = LoadWorkloadSpec(workload_spec);
   PlacementPlan plan;
   if (without_plan) {

@@ -225,6 +225,30 @@ TEST(Fleet, PretrainWritesANetworkThatPlacesAnUnseenModel) {
                  dir + "/b.log");
   ASSERT_EQ(b.Wait(std::chrono::seconds(120)), 0) << ReadFile(dir + "/b.log");
   EXPECT_NE(ReadFile(dir + "/b.log").find("dqn "), std::string::npos) << ReadFile(dir + "/b.log");
+  // Its file for hosts, with no plan of its own: the network and the cells,
+  // keyed by a DRAM fraction of the workload it is rolled out on; a host's
+  // plan for the unseen model comes from it.
+  ChildProcess e({"export", "--checkpoint", dir + "/run/checkpoints/dqn.ckpt", "--workload", "synthetic:vgg:4",
+                  "--dram-fraction", "0.2", "--out", dir + "/corpus.ttlookup"},
+                 dir + "/e.log");
+  ASSERT_EQ(e.Wait(std::chrono::seconds(120)), 0) << ReadFile(dir + "/e.log");
+  EXPECT_NE(ReadFile(dir + "/e.log").find("(no plan table)"), std::string::npos) << ReadFile(dir + "/e.log");
+  EXPECT_NE(ReadFile(dir + "/e.log").find("hosts decide with it"), std::string::npos) << ReadFile(dir + "/e.log");
+  ChildProcess l({"bench", "--workload", "synthetic:mobilenet:4", "--policies", "dqn", "lookup:" + dir + "/corpus.ttlookup",
+                  "--checkpoint", dir + "/run/checkpoints/dqn.ckpt", "--dram-fractions", "0.2", "--cost-model-only",
+                  "--out", dir + "/bench_lookup"},
+                 dir + "/l.log");
+  ASSERT_EQ(l.Wait(std::chrono::seconds(120)), 0) << ReadFile(dir + "/l.log");
+  EXPECT_NE(ReadFile(dir + "/l.log").find("(generalised)"), std::string::npos) << ReadFile(dir + "/l.log");
+  // The file's plan is the network's: the same predicted time.
+  std::string network_ns, file_ns;
+  for (const auto& row : ReadCsv(dir + "/bench_lookup/bench.csv")) {
+    if (row.size() < 6) continue;
+    if (row[1] == "dqn") network_ns = row[5];
+    if (row[1].rfind("lookup:", 0) == 0) file_ns = row[5];
+  }
+  EXPECT_FALSE(network_ns.empty());
+  EXPECT_EQ(file_ns, network_ns);
   ChildProcess used({"pretrain", "--workloads", "synthetic:vgg:4", "--out", dir + "/run"}, dir + "/used.log");
   EXPECT_EQ(used.Wait(std::chrono::seconds(60)), 2);
   EXPECT_NE(ReadFile(dir + "/used.log").find("is not empty"), std::string::npos) << ReadFile(dir + "/used.log");
