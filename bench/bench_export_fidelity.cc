@@ -121,6 +121,7 @@ int main(int argc, char** argv) {
 
     ExportOptions eo;
     eo.output_path = "/tmp/tensortier_bench_fidelity_" + std::to_string(getpid()) + "_" + name + ".ttlookup";
+    eo.network = false;  // the cells' fidelity: with the network in the file the plans are the network's
     const ExportReport report = ExportLookupFrom(agent, w, network, eo);
     tensortier::lookup::Lookup lookup = tensortier::lookup::Lookup::Open(eo.output_path);
     // The generalised lookup's plan (the file's plan table would give the
