@@ -233,7 +233,7 @@ ExportReport ExportLookupFrom(const DqnAgent& agent, const Workload& w, const Pl
     return agent.Act(observation, 0.0, unused);
   };
   return ExportLookupFromPolicy(greedy, "dqn " + ShapeText(agent.config().hidden), w, plan, o,
-                                o.network ? agent.GreedyNetwork() : std::vector<DenseLayer>{});
+                                agent.GreedyNetwork());
 }
 
 ExportReport ExportLookupFrom(const SacAgent& agent, const Workload& w, const PlacementPlan& plan,
@@ -244,7 +244,7 @@ ExportReport ExportLookupFrom(const SacAgent& agent, const Workload& w, const Pl
     return agent.Act(observation, SacActMode::kGreedy, unused);
   };
   return ExportLookupFromPolicy(greedy, "sac " + ShapeText(agent.config().hidden), w, plan, o,
-                                o.network ? agent.GreedyNetwork() : std::vector<DenseLayer>{});
+                                agent.GreedyNetwork());
 }
 
 ExportReport ExportLookupFromPolicy(const GreedyPolicy& greedy, const std::string& policy_name, const Workload& w,

@@ -51,7 +51,7 @@ struct ExportOptions {
   // that a host decides as the network does on any model: the table's
   // cells are placed and filled from the models the export rolls out, and on
   // others answer less like it (a corpus network on six TorchScript models
-  // it never saw: 10-18 points of all-DRAM below it; docs/results/learning.md,
+  // it never saw: 5-21 points of all-DRAM below it; docs/results/learning.md,
   // session thirty-one). About 4 bytes a weight (19-128-128-2: 76 KiB).
   bool network = true;
 
@@ -137,7 +137,8 @@ ExportReport ExportLookupFrom(const SacAgent& agent, const Workload& w, const Pl
 using GreedyPolicy = std::function<int(const float* observation)>;
 // `network`: the layers behind `greedy` (DenseLayer), written beside the
 // table when options.network; empty writes none. Its argmax must be what
-// `greedy` answers (the export checks it on every evaluation state).
+// `greedy` answers: the report's agreement, measured through the runtime on
+// the evaluation states, says how often it does.
 ExportReport ExportLookupFromPolicy(const GreedyPolicy& greedy, const std::string& policy_name, const Workload& w,
                                     const PlacementPlan& plan, const ExportOptions& options,
                                     const std::vector<DenseLayer>& network = {});

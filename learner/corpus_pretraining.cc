@@ -27,10 +27,12 @@ double Relative(const Workload& w, const EpisodeSummary& s) {
 
 std::string Csv(const CorpusPretrainingResult& r) {
   std::ostringstream out;
-  out << "workload,validation,dram_fraction,dram_limit_bytes,expert,expert_relative,greedy_relative,greedy_oom,baselines_seconds\n";
+  out << "workload,validation,dram_fraction,dram_limit_bytes,expert,expert_relative,greedy_relative,greedy_oom,"
+         "baselines_seconds\n";
   for (const CorpusWorkloadScore& s : r.workloads)
-    out << '"' << s.workload << "\"," << (s.validation ? 1 : 0) << ',' << s.dram_fraction << ',' << s.dram_limit_bytes << ',' << s.expert << ',' << s.expert_relative << ','
-        << s.greedy_relative << ',' << (s.greedy_oom ? 1 : 0) << ',' << s.baselines_seconds << '\n';
+    out << '"' << s.workload << "\"," << (s.validation ? 1 : 0) << ',' << s.dram_fraction << ','
+        << s.dram_limit_bytes << ',' << s.expert << ',' << s.expert_relative << ',' << s.greedy_relative << ','
+        << (s.greedy_oom ? 1 : 0) << ',' << s.baselines_seconds << '\n';
   return out.str();
 }
 
@@ -123,7 +125,6 @@ CorpusPretrainingResult PretrainOnCorpus(const CorpusPretrainingOptions& o,
   result.imitation_seconds = Since(imitation_start);
   result.best_round = im.best_round;
   result.updates = im.updates;
-  double validation_sum = 0, learned_sum = 0;
   for (size_t i = 0; i < tasks.size(); ++i) {
     CorpusWorkloadScore& s = result.workloads[i];
     const ImitationResult& t = im.tasks[i];
@@ -131,11 +132,7 @@ CorpusPretrainingResult PretrainOnCorpus(const CorpusPretrainingOptions& o,
     s.expert_relative = t.expert_cost_ns > 0 ? MinCostNs(*task_workloads[i]) / t.expert_cost_ns : 0;
     s.greedy_relative = Relative(*task_workloads[i], t.best_greedy);
     s.greedy_oom = t.best_greedy.oom;
-    (s.validation ? validation_sum : learned_sum) += s.greedy_relative;
   }
-  const size_t validations = o.validation_workloads.size() * o.dram_fractions.size();
-  result.best_relative = validations > 0 ? validation_sum / static_cast<double>(validations)
-                                         : learned_sum / static_cast<double>(tasks.size());
   if (!o.out_dir.empty()) {
     MakeDirectories(o.out_dir + "/checkpoints");
     result.checkpoint_path = o.out_dir + "/checkpoints/dqn.ckpt";
@@ -168,8 +165,8 @@ std::string CorpusMarkdown(const CorpusPretrainingResult& r) {
   for (const CorpusWorkloadScore& s : r.workloads) validated |= s.validation;
   out << "\nPercentages: all-DRAM iteration time / the plan's, cost model. The network is the corpus round with "
          "the best mean greedy plan"
-      << (validated ? " on the validation workloads" : "") << " (round " << r.best_round << ", " << r.updates << " updates, " << static_cast<int>(r.imitation_seconds + 0.5)
-      << " s of imitation).\n";
+      << (validated ? " on the validation workloads" : "") << " (round " << r.best_round << ", " << r.updates
+      << " updates, " << static_cast<int>(r.imitation_seconds + 0.5) << " s of imitation).\n";
   return out.str();
 }
 

@@ -62,7 +62,6 @@ struct CorpusPretrainingResult {
   std::vector<CorpusWorkloadScore> workloads;
   std::string checkpoint_path;
   int best_round = 0;
-  double best_relative = 0;             // the kept round's mean greedy plan: over the validation workloads if any
   uint64_t updates = 0;
   double imitation_seconds = 0;
   double seconds = 0;
