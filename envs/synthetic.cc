@@ -145,6 +145,7 @@ std::vector<Layer> LayersFor(const SyntheticOptions& o, std::mt19937_64& rng) {
         x.small_params = 6;
         x.intensity = 0.8;  // memory bound
         break;
+      case SyntheticShape::kRnnLike:  // built by GenerateRecurrent, not from layers
       case SyntheticShape::kTiny:
         x.activation_bytes = static_cast<uint64_t>(b * jitter(rng));
         x.weight_bytes = static_cast<uint64_t>(b * 0.5 * jitter(rng));
@@ -157,6 +158,127 @@ std::vector<Layer> LayersFor(const SyntheticOptions& o, std::mt19937_64& rng) {
   return layers;
 }
 
+
+// Two stacked GRU-like cells unrolled over `steps` time steps, then a
+// classifier on the last hidden state. Sizes follow a small recurrent model
+// at batch 32: the weights are large beside the per-step states.
+Workload GenerateRecurrent(const SyntheticOptions& o) {
+  constexpr int kCells = 2;
+  const int steps = o.layers;
+  Builder b(o.seed);
+  std::uniform_real_distribution<double> jitter(0.8, 1.25);
+  const double base = static_cast<double>(o.base_bytes);
+  const uint64_t state_bytes = static_cast<uint64_t>(base * 0.04);
+  const uint64_t gate_bytes = 3 * state_bytes;
+  uint64_t weight_bytes[kCells][2];
+  uint32_t weight[kCells][2], momentum[kCells][2], bias[kCells], bias_momentum[kCells];
+  for (int c = 0; c < kCells; ++c) {
+    const std::string n = "cell" + std::to_string(c);
+    for (int m = 0; m < 2; ++m) {
+      const std::string wn = n + (m == 0 ? ".weight_ih" : ".weight_hh");
+      weight_bytes[c][m] = static_cast<uint64_t>(base * 0.4 * jitter(b.rng()));
+      weight[c][m] = b.AddTensor(wn, weight_bytes[c][m], TensorKind::kParameter, true);
+      momentum[c][m] = b.AddTensor(wn + ".momentum", weight_bytes[c][m], TensorKind::kOptimizerState, true);
+    }
+    bias[c] = b.AddTensor(n + ".bias", 6 * 1024, TensorKind::kParameter, true);
+    bias_momentum[c] = b.AddTensor(n + ".bias.momentum", 6 * 1024, TensorKind::kOptimizerState, true);
+  }
+  const uint64_t head_bytes = static_cast<uint64_t>(base * 0.05);
+  const uint32_t head = b.AddTensor("head.weight", head_bytes, TensorKind::kParameter, true);
+  const uint32_t head_momentum = b.AddTensor("head.weight.momentum", head_bytes, TensorKind::kOptimizerState, true);
+
+  // Inputs arrive as one tensor per step (rows of an image, tokens).
+  std::vector<uint32_t> input(steps);
+  for (int t = 0; t < steps; ++t)
+    input[t] = b.AddTensor("input." + std::to_string(t), state_bytes / 2 + 64, TensorKind::kInput);
+  std::vector<std::vector<uint32_t>> hidden(kCells, std::vector<uint32_t>(steps + 1));
+  std::vector<std::vector<uint32_t>> gates(kCells, std::vector<uint32_t>(steps));
+  for (int c = 0; c < kCells; ++c)
+    hidden[c][0] = b.AddTensor("cell" + std::to_string(c) + ".h0", state_bytes, TensorKind::kActivation);
+
+  for (int t = 0; t < steps; ++t)
+    for (int c = 0; c < kCells; ++c) {
+      const std::string n = "cell" + std::to_string(c) + "." + std::to_string(t);
+      const uint32_t in = c == 0 ? input[t] : hidden[c - 1][t + 1];
+      gates[c][t] = b.AddTensor(n + ".gates", gate_bytes, TensorKind::kActivation);
+      const uint32_t workspace = b.AddTensor(n + ".workspace", gate_bytes, TensorKind::kTemporary);
+      b.AddKernel("forward." + n + ".gates", {in, hidden[c][t], weight[c][0], weight[c][1], bias[c]},
+                  {gates[c][t], workspace}, 2.0);
+      hidden[c][t + 1] = b.AddTensor(n + ".h", state_bytes, TensorKind::kActivation);
+      b.AddKernel("forward." + n + ".cell", {gates[c][t], hidden[c][t]}, {hidden[c][t + 1]}, 0.8);
+    }
+  const uint32_t logits = b.AddTensor("head.out", 4096, TensorKind::kActivation);
+  b.AddKernel("forward.head", {hidden[kCells - 1][steps], head}, {logits}, 1.0);
+  const uint32_t logits_grad = b.AddTensor("loss.grad", 4096, TensorKind::kGradient);
+  b.AddKernel("loss", {logits}, {logits_grad}, 0.5);
+  const uint32_t head_grad = b.AddTensor("head.weight.grad", head_bytes, TensorKind::kGradient);
+  std::vector<uint32_t> hidden_grad(kCells, UINT32_MAX);
+  hidden_grad[kCells - 1] = b.AddTensor("head.in.grad", state_bytes, TensorKind::kGradient);
+  b.AddKernel("backward.head", {logits_grad, hidden[kCells - 1][steps], head}, {head_grad, hidden_grad[kCells - 1]},
+              1.0);
+
+  // Backward through time: each step's weight gradient is a new tensor the
+  // size of the weight, summed into the running gradient (autograd's
+  // accumulation), so the sums are live across the whole backward pass.
+  uint32_t weight_grad[kCells][2], bias_grad[kCells];
+  for (int c = 0; c < kCells; ++c) {
+    for (int m = 0; m < 2; ++m) weight_grad[c][m] = UINT32_MAX;
+    bias_grad[c] = UINT32_MAX;
+  }
+  std::vector<uint32_t> input_grad(kCells, UINT32_MAX);  // to the cell below, this step
+  for (int t = steps - 1; t >= 0; --t)
+    for (int c = kCells - 1; c >= 0; --c) {
+      const std::string n = "cell" + std::to_string(c) + "." + std::to_string(t);
+      std::vector<uint32_t> cell_reads = {gates[c][t], hidden[c][t]};
+      if (hidden_grad[c] != UINT32_MAX) cell_reads.push_back(hidden_grad[c]);
+      if (c + 1 < kCells && input_grad[c + 1] != UINT32_MAX) cell_reads.push_back(input_grad[c + 1]);
+      const uint32_t gates_grad = b.AddTensor(n + ".gates.grad", gate_bytes, TensorKind::kGradient);
+      b.AddKernel("backward." + n + ".cell", cell_reads, {gates_grad}, 0.8);
+      const uint32_t in = c == 0 ? input[t] : hidden[c - 1][t + 1];
+      std::vector<uint32_t> step_grad(2);
+      for (int m = 0; m < 2; ++m)
+        step_grad[m] = b.AddTensor(n + (m == 0 ? ".weight_ih.grad" : ".weight_hh.grad"), weight_bytes[c][m],
+                                   TensorKind::kGradient);
+      std::vector<uint32_t> writes = {step_grad[0], step_grad[1]};
+      hidden_grad[c] = t > 0 ? b.AddTensor(n + ".h.grad", state_bytes, TensorKind::kGradient) : UINT32_MAX;
+      if (hidden_grad[c] != UINT32_MAX) writes.push_back(hidden_grad[c]);
+      input_grad[c] = c > 0 ? b.AddTensor(n + ".in.grad", state_bytes, TensorKind::kGradient) : UINT32_MAX;
+      if (input_grad[c] != UINT32_MAX) writes.push_back(input_grad[c]);
+      b.AddKernel("backward." + n + ".gates", {gates_grad, in, hidden[c][t], weight[c][0], weight[c][1]}, writes, 2.0);
+      std::vector<uint32_t> sum_reads = {step_grad[0], step_grad[1], gates_grad};
+      std::vector<uint32_t> sum_writes;
+      for (int m = 0; m < 2; ++m) {
+        if (weight_grad[c][m] == UINT32_MAX) {
+          weight_grad[c][m] = b.AddTensor("cell" + std::to_string(c) + (m == 0 ? ".weight_ih" : ".weight_hh") +
+                                              ".grad",
+                                          weight_bytes[c][m], TensorKind::kGradient);
+        } else {
+          sum_reads.push_back(weight_grad[c][m]);
+        }
+        sum_writes.push_back(weight_grad[c][m]);
+      }
+      if (bias_grad[c] == UINT32_MAX)
+        bias_grad[c] = b.AddTensor("cell" + std::to_string(c) + ".bias.grad", 6 * 1024, TensorKind::kGradient);
+      else
+        sum_reads.push_back(bias_grad[c]);
+      sum_writes.push_back(bias_grad[c]);
+      b.AddKernel("backward." + n + ".accumulate", sum_reads, sum_writes, 0.6);
+    }
+
+  for (int c = 0; c < kCells; ++c) {
+    const std::string n = "cell" + std::to_string(c);
+    b.AddKernel("optimizer." + n,
+                {weight_grad[c][0], weight_grad[c][1], bias_grad[c], weight[c][0], weight[c][1], bias[c],
+                 momentum[c][0], momentum[c][1], bias_momentum[c]},
+                {weight[c][0], weight[c][1], bias[c], momentum[c][0], momentum[c][1], bias_momentum[c]}, 0.6);
+  }
+  b.AddKernel("optimizer.head", {head_grad, head, head_momentum}, {head, head_momentum}, 0.6);
+
+  const std::string source = "synthetic:rnn-like steps=" + std::to_string(steps) +
+                             " base_bytes=" + std::to_string(o.base_bytes) + " seed=" + std::to_string(o.seed);
+  return b.Build("rnn-like-" + std::to_string(steps), source, o.batch_size);
+}
+
 }  // namespace
 
 SyntheticShape ParseSyntheticShape(const std::string& name) {
@@ -164,7 +286,8 @@ SyntheticShape ParseSyntheticShape(const std::string& name) {
   if (name == "resnet" || name == "resnet-like") return SyntheticShape::kResnetLike;
   if (name == "mobilenet" || name == "mobilenet-like") return SyntheticShape::kMobilenetLike;
   if (name == "tiny") return SyntheticShape::kTiny;
-  throw std::invalid_argument("unknown synthetic shape '" + name + "' (vgg, resnet, mobilenet, tiny)");
+  if (name == "rnn" || name == "rnn-like") return SyntheticShape::kRnnLike;
+  throw std::invalid_argument("unknown synthetic shape '" + name + "' (vgg, resnet, mobilenet, tiny, rnn)");
 }
 
 const char* SyntheticShapeName(SyntheticShape shape) {
@@ -173,6 +296,7 @@ const char* SyntheticShapeName(SyntheticShape shape) {
     case SyntheticShape::kResnetLike: return "resnet-like";
     case SyntheticShape::kMobilenetLike: return "mobilenet-like";
     case SyntheticShape::kTiny: return "tiny";
+    case SyntheticShape::kRnnLike: return "rnn-like";
   }
   return "unknown";
 }
@@ -180,6 +304,7 @@ const char* SyntheticShapeName(SyntheticShape shape) {
 Workload GenerateSynthetic(const SyntheticOptions& o) {
   if (o.layers < 1 || o.layers > 4096) throw std::invalid_argument("synthetic: layers must be in [1, 4096]");
   if (o.base_bytes < 64) throw std::invalid_argument("synthetic: base_bytes must be at least 64");
+  if (o.shape == SyntheticShape::kRnnLike) return GenerateRecurrent(o);
   Builder b(o.seed);
   const std::vector<Layer> layers = LayersFor(o, b.rng());
   const int L = o.layers;

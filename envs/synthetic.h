@@ -2,6 +2,9 @@
 // before real profiles exist. The graphs mimic a training iteration:
 // forward kernels allocate activations kept for backward, backward kernels
 // read them and free them, gradients and optimizer state update parameters.
+// The recurrent shape unrolls two stacked GRU-like cells over time, so each
+// weight is read by every step forward and backward and its gradient is
+// summed step by step: reuse no feed-forward shape has.
 #pragma once
 
 #include <cstdint>
@@ -11,17 +14,17 @@
 
 namespace tensortier {
 
-enum class SyntheticShape { kVggLike, kResnetLike, kMobilenetLike, kTiny };
+enum class SyntheticShape { kVggLike, kResnetLike, kMobilenetLike, kTiny, kRnnLike };
 
 struct SyntheticOptions {
   SyntheticShape shape = SyntheticShape::kResnetLike;
-  int layers = 8;            // forward layers (blocks for resnet-like)
+  int layers = 8;            // forward layers (blocks for resnet-like, time steps for rnn-like)
   uint64_t base_bytes = 4ull << 20;
   uint32_t batch_size = 32;
   uint64_t seed = 1;
 };
 
-// Parses "vgg", "resnet", "mobilenet", "tiny"; throws on anything else.
+// Parses "vgg", "resnet", "mobilenet", "tiny", "rnn"; throws on anything else.
 SyntheticShape ParseSyntheticShape(const std::string& name);
 const char* SyntheticShapeName(SyntheticShape shape);
 

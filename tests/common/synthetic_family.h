@@ -7,7 +7,7 @@
 namespace tensortier::testing {
 
 constexpr SyntheticShape kSyntheticFamilies[] = {SyntheticShape::kVggLike, SyntheticShape::kResnetLike,
-                                                 SyntheticShape::kMobilenetLike};
+                                                 SyntheticShape::kMobilenetLike, SyntheticShape::kRnnLike};
 
 inline Workload SyntheticWithLayers(SyntheticShape shape, int layers) {
   SyntheticOptions o;

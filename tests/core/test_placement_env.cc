@@ -561,6 +561,46 @@ TEST(Synthetic, ShapesAreValidAndDistinct) {
   EXPECT_THROW(ParseSyntheticShape("lenet"), std::invalid_argument);
 }
 
+// The recurrent shape: two cells unrolled over time, so each weight is read
+// by every step forward and backward, and its gradient is summed at every
+// step into one tensor live across the whole backward pass.
+TEST(Synthetic, RecurrentShapeReusesEachWeightAtEveryStep) {
+  EXPECT_EQ(ParseSyntheticShape("rnn"), SyntheticShape::kRnnLike);
+  EXPECT_EQ(ParseSyntheticShape(SyntheticShapeName(SyntheticShape::kRnnLike)), SyntheticShape::kRnnLike);
+  SyntheticOptions o;
+  o.shape = SyntheticShape::kRnnLike;
+  o.layers = 6;
+  Workload w = GenerateSynthetic(o);
+  ASSERT_TRUE(w.finalized());
+  EXPECT_EQ(GenerateSynthetic(o).Signature(), w.Signature());
+  // 2 cells x 6 steps x (2 forward + 3 backward kernels), the head forward
+  // and backward, the loss, one optimizer kernel per cell and the head's.
+  EXPECT_EQ(w.num_kernels(), 2u * 6 * 5 + 3 + 3);
+  EXPECT_GT(MaxCostNs(w), MinCostNs(w));
+  auto find = [&](const std::string& name) {
+    for (uint32_t t = 0; t < w.num_tensors(); ++t)
+      if (w.tensors[t].name == name) return t;
+    ADD_FAILURE() << "no tensor " << name;
+    return 0u;
+  };
+  auto kernels_touching = [&](uint32_t tensor) {
+    size_t n = 0;
+    for (const Access& a : w.accesses) n += a.tensor == tensor;
+    return n;
+  };
+  const uint32_t weight = find("cell0.weight_hh");
+  EXPECT_TRUE(w.tensors[weight].persistent);
+  EXPECT_EQ(kernels_touching(weight), 2u * 6 + 1);  // every step, both passes, and the optimizer
+  const uint32_t sum = find("cell1.weight_ih.grad");
+  EXPECT_FALSE(w.tensors[sum].persistent);
+  EXPECT_EQ(kernels_touching(sum), 6u + 1);  // summed at every step, read by the optimizer
+  EXPECT_EQ(w.kernels[w.tensors[sum].free_kernel].name, "optimizer.cell1");
+  const uint32_t step = find("cell1.3.weight_ih.grad");  // one step's share: short-lived
+  EXPECT_EQ(kernels_touching(step), 2u);
+  EXPECT_EQ(w.tensors[step].free_kernel, w.tensors[step].alloc_kernel + 1);
+  for (const Tensor& t : w.tensors) EXPECT_LE(t.alloc_kernel, t.free_kernel) << t.name;
+}
+
 }  // namespace
 }  // namespace tensortier
 
@@ -599,7 +639,7 @@ TEST(PlacementEnv, AsyncEpisodesNeverRunOutOfMemoryWithClipToFit) {
       }
     }
   }
-  EXPECT_EQ(episodes, 72);
+  EXPECT_EQ(episodes, 24 * static_cast<int>(std::size(testing::kSyntheticFamilies)));
 }
 
 // An async migration after kernel k of a tensor that dies at k + 1 and that
@@ -684,7 +724,7 @@ TEST(PlacementEnv, AsyncPlansNeverMoveATensorUnderItsLastKernel) {
         }
       }
   }
-  EXPECT_EQ(episodes, 36);
+  EXPECT_EQ(episodes, 12 * static_cast<int>(std::size(testing::kSyntheticFamilies)));
   EXPECT_GT(migrations, 0u);
 }
 
