@@ -7,6 +7,9 @@
 //   mixer_like.pt     MLP-Mixer: token-mixing and channel-mixing MLPs over 64 patch tokens
 //   convnext_like.pt  depthwise 7x7 convolutions, group norm, inverted bottlenecks
 //   rowgru_like.pt    two GRU layers unrolled over the image's pooled rows
+//   collstm_like.pt   one LSTM layer (fused gate weights) unrolled over the
+//                     image's pooled columns, with an attention-style pooling
+//                     over its hidden states
 // Each maps [B, 3, S, S] (S a multiple of 16) to 10 logits, as
 // `tensortier profile --torchscript PATH` expects. The modules are written
 // in TorchScript source (no Python needed) and their parameters drawn from a
@@ -224,11 +227,40 @@ torch::jit::Module RowGruLike() {
   return b.WithHead(s, hidden);
 }
 
+
+// A patch embedding, then one LSTM layer with fused gate weights unrolled
+// over the pooled columns; the hidden states of every step are kept and
+// pooled with learned scores (each step's state is read again at the end).
+torch::jit::Module ColLstmLike() {
+  Builder b("ColLstmLike");
+  const int64_t channels = 32, hidden = 96, steps = 12, in = channels * 4;
+  std::string s = b.Conv("f", "x", 3, channels, 4, 4);
+  s += "        f = torch.adaptive_avg_pool2d(f, [4, " + std::to_string(steps) + "])\n";
+  s += "        f = f.permute(0, 3, 1, 2).reshape(x.size(0), " + std::to_string(steps) + ", " + std::to_string(in) + ")\n";
+  s += "        h = torch.zeros(x.size(0), " + std::to_string(hidden) + ")\n";
+  s += "        cell = torch.zeros(x.size(0), " + std::to_string(hidden) + ")\n";
+  const std::string w = b.Param({in + hidden, 4 * hidden}, in + hidden), bias = b.Zeros({4 * hidden});
+  const std::string score = b.Param({hidden, 1}, hidden);
+  s += "        states = []\n";
+  for (int64_t t = 0; t < steps; ++t) {
+    const std::string xt = "f[:, " + std::to_string(t) + ", :]";
+    s += "        g = torch.matmul(torch.cat([" + xt + ", h], 1), " + w + ") + " + bias + "\n";
+    s += "        i, fg, o, u = g.chunk(4, 1)\n";
+    s += "        cell = torch.sigmoid(fg) * cell + torch.sigmoid(i) * torch.tanh(u)\n";
+    s += "        h = torch.sigmoid(o) * torch.tanh(cell)\n";
+    s += "        states.append(h)\n";
+  }
+  s += "        hs = torch.stack(states, 1)\n";
+  s += "        a = torch.softmax(torch.matmul(hs, " + score + "), 1)\n";
+  s += "        h = (a * hs).sum(1)\n";
+  return b.WithHead(s, hidden);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Write six TorchScript modules from outside the zoo (densenet_like, unet_like, vit_like, mixer_like, "
-               "convnext_like, rowgru_like)"};
+  CLI::App app{"Write seven TorchScript modules from outside the zoo (densenet_like, unet_like, vit_like, mixer_like, "
+               "convnext_like, rowgru_like, collstm_like)"};
   std::string out = ".";
   int64_t check_size = 32;
   app.add_option("--out", out, "Directory for the .pt files");
@@ -242,7 +274,10 @@ int main(int argc, char** argv) {
         {"densenet_like", DenseNetLike}, {"unet_like", UNetLike}, {"vit_like", VitLike},
         // Session thirty-one's modules (docs/results/learning.md), after the
         // first three so that those keep their parameters.
-        {"mixer_like", MixerLike},       {"convnext_like", ConvNextLike}, {"rowgru_like", RowGruLike}};
+        {"mixer_like", MixerLike},       {"convnext_like", ConvNextLike}, {"rowgru_like", RowGruLike},
+        // Session thirty-two's, written before any network was trained on
+        // the recurrent synthetic shape.
+        {"collstm_like", ColLstmLike}};
     for (const auto& [name, make] : models) {
       torch::jit::Module m = make();
       const torch::Tensor y = m.forward({torch::randn({2, 3, check_size, check_size})}).toTensor();

@@ -1,6 +1,8 @@
 #include "envs/synthetic.h"
 
 #include <algorithm>
+#include <array>
+#include <deque>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -217,10 +219,26 @@ Workload GenerateRecurrent(const SyntheticOptions& o) {
   b.AddKernel("backward.head", {logits_grad, hidden[kCells - 1][steps], head}, {head_grad, hidden_grad[kCells - 1]},
               1.0);
 
-  // Backward through time: each step's weight gradient is a new tensor the
-  // size of the weight, summed into the running gradient (autograd's
-  // accumulation), so the sums are live across the whole backward pass.
+  // Backward through time: each step's weight gradients are new tensors the
+  // size of the weights, summed into the running gradients (autograd's
+  // accumulation), so the sums are live across the whole backward pass. A
+  // step's share waits kSumLag steps before it is summed, as in a profiled
+  // GRU, where the shares live for several kernels while memory is tightest.
+  constexpr size_t kSumLag = 2;
   uint32_t weight_grad[kCells][2], bias_grad[kCells];
+  std::vector<std::deque<std::array<uint32_t, 2>>> waiting(kCells);
+  auto sum_into = [&](int c, const std::array<uint32_t, 2>& share, std::vector<uint32_t>& reads,
+                      std::vector<uint32_t>& writes) {
+    for (int m = 0; m < 2; ++m) {
+      reads.push_back(share[m]);
+      if (weight_grad[c][m] == UINT32_MAX)
+        weight_grad[c][m] = b.AddTensor("cell" + std::to_string(c) + (m == 0 ? ".weight_ih" : ".weight_hh") + ".grad",
+                                        weight_bytes[c][m], TensorKind::kGradient);
+      else
+        reads.push_back(weight_grad[c][m]);
+      writes.push_back(weight_grad[c][m]);
+    }
+  };
   for (int c = 0; c < kCells; ++c) {
     for (int m = 0; m < 2; ++m) weight_grad[c][m] = UINT32_MAX;
     bias_grad[c] = UINT32_MAX;
@@ -235,27 +253,22 @@ Workload GenerateRecurrent(const SyntheticOptions& o) {
       const uint32_t gates_grad = b.AddTensor(n + ".gates.grad", gate_bytes, TensorKind::kGradient);
       b.AddKernel("backward." + n + ".cell", cell_reads, {gates_grad}, 0.8);
       const uint32_t in = c == 0 ? input[t] : hidden[c - 1][t + 1];
-      std::vector<uint32_t> step_grad(2);
+      std::array<uint32_t, 2> share;
       for (int m = 0; m < 2; ++m)
-        step_grad[m] = b.AddTensor(n + (m == 0 ? ".weight_ih.grad" : ".weight_hh.grad"), weight_bytes[c][m],
-                                   TensorKind::kGradient);
-      std::vector<uint32_t> writes = {step_grad[0], step_grad[1]};
+        share[m] = b.AddTensor(n + (m == 0 ? ".weight_ih.grad" : ".weight_hh.grad"), weight_bytes[c][m],
+                               TensorKind::kGradient);
+      std::vector<uint32_t> writes = {share[0], share[1]};
       hidden_grad[c] = t > 0 ? b.AddTensor(n + ".h.grad", state_bytes, TensorKind::kGradient) : UINT32_MAX;
       if (hidden_grad[c] != UINT32_MAX) writes.push_back(hidden_grad[c]);
       input_grad[c] = c > 0 ? b.AddTensor(n + ".in.grad", state_bytes, TensorKind::kGradient) : UINT32_MAX;
       if (input_grad[c] != UINT32_MAX) writes.push_back(input_grad[c]);
       b.AddKernel("backward." + n + ".gates", {gates_grad, in, hidden[c][t], weight[c][0], weight[c][1]}, writes, 2.0);
-      std::vector<uint32_t> sum_reads = {step_grad[0], step_grad[1], gates_grad};
+      waiting[c].push_back(share);
+      std::vector<uint32_t> sum_reads = {gates_grad};
       std::vector<uint32_t> sum_writes;
-      for (int m = 0; m < 2; ++m) {
-        if (weight_grad[c][m] == UINT32_MAX) {
-          weight_grad[c][m] = b.AddTensor("cell" + std::to_string(c) + (m == 0 ? ".weight_ih" : ".weight_hh") +
-                                              ".grad",
-                                          weight_bytes[c][m], TensorKind::kGradient);
-        } else {
-          sum_reads.push_back(weight_grad[c][m]);
-        }
-        sum_writes.push_back(weight_grad[c][m]);
+      if (waiting[c].size() > kSumLag) {
+        sum_into(c, waiting[c].front(), sum_reads, sum_writes);
+        waiting[c].pop_front();
       }
       if (bias_grad[c] == UINT32_MAX)
         bias_grad[c] = b.AddTensor("cell" + std::to_string(c) + ".bias.grad", 6 * 1024, TensorKind::kGradient);
@@ -264,6 +277,11 @@ Workload GenerateRecurrent(const SyntheticOptions& o) {
       sum_writes.push_back(bias_grad[c]);
       b.AddKernel("backward." + n + ".accumulate", sum_reads, sum_writes, 0.6);
     }
+  for (int c = 0; c < kCells; ++c) {
+    std::vector<uint32_t> reads, writes;
+    for (const auto& share : waiting[c]) sum_into(c, share, reads, writes);
+    b.AddKernel("backward.cell" + std::to_string(c) + ".accumulate.last", reads, writes, 0.6);
+  }
 
   for (int c = 0; c < kCells; ++c) {
     const std::string n = "cell" + std::to_string(c);

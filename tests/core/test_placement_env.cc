@@ -574,8 +574,9 @@ TEST(Synthetic, RecurrentShapeReusesEachWeightAtEveryStep) {
   ASSERT_TRUE(w.finalized());
   EXPECT_EQ(GenerateSynthetic(o).Signature(), w.Signature());
   // 2 cells x 6 steps x (2 forward + 3 backward kernels), the head forward
-  // and backward, the loss, one optimizer kernel per cell and the head's.
-  EXPECT_EQ(w.num_kernels(), 2u * 6 * 5 + 3 + 3);
+  // and backward, the loss, each cell's last sum, one optimizer kernel per
+  // cell and the head's.
+  EXPECT_EQ(w.num_kernels(), 2u * 6 * 5 + 3 + 2 + 3);
   EXPECT_GT(MaxCostNs(w), MinCostNs(w));
   auto find = [&](const std::string& name) {
     for (uint32_t t = 0; t < w.num_tensors(); ++t)
@@ -593,11 +594,15 @@ TEST(Synthetic, RecurrentShapeReusesEachWeightAtEveryStep) {
   EXPECT_EQ(kernels_touching(weight), 2u * 6 + 1);  // every step, both passes, and the optimizer
   const uint32_t sum = find("cell1.weight_ih.grad");
   EXPECT_FALSE(w.tensors[sum].persistent);
-  EXPECT_EQ(kernels_touching(sum), 6u + 1);  // summed at every step, read by the optimizer
+  // Summed at the 4 steps with a share 2 steps old, then once more for the
+  // last 2 shares; read by the optimizer.
+  EXPECT_EQ(kernels_touching(sum), 4u + 1 + 1);
   EXPECT_EQ(w.kernels[w.tensors[sum].free_kernel].name, "optimizer.cell1");
-  const uint32_t step = find("cell1.3.weight_ih.grad");  // one step's share: short-lived
-  EXPECT_EQ(kernels_touching(step), 2u);
-  EXPECT_EQ(w.tensors[step].free_kernel, w.tensors[step].alloc_kernel + 1);
+  // One step's share: written once, read once, two steps (12 kernels) later.
+  const uint32_t share = find("cell1.3.weight_ih.grad");
+  EXPECT_EQ(kernels_touching(share), 2u);
+  EXPECT_EQ(w.kernels[w.tensors[share].free_kernel].name, "backward.cell1.1.accumulate");
+  EXPECT_EQ(w.tensors[find("cell1.0.weight_ih.grad")].free_kernel, w.tensors[find("cell1.1.weight_ih.grad")].free_kernel);
   for (const Tensor& t : w.tensors) EXPECT_LE(t.alloc_kernel, t.free_kernel) << t.name;
 }
 
