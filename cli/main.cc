@@ -597,10 +597,11 @@ int RunPretrain(const CorpusPretrainingOptions& o, bool force) {
     std::fflush(stdout);
   });
   std::printf("\n%s\nnetwork: %s (%.1f s in all)\nplace a model it never saw:  tensortier bench --workload M.ttwl "
-              "--policies sentinel autotm-sync dqn dqn+search --checkpoint %s --dram-fractions %s\nfine-tune on "
-              "it:  tensortier train --workload M.ttwl --init %s\n",
+              "--policies sentinel autotm-sync dqn dqn+search --checkpoint %s --dram-fractions %s --mode %s\nfine-tune on "
+              "it:  tensortier train --workload M.ttwl --init %s --mode %s\n  (with no baseline plan of M: add "
+              "--demonstrations none --self-imitation-rounds 10 --episodes 50)\n",
               CorpusMarkdown(r).c_str(), r.checkpoint_path.c_str(), r.seconds, r.checkpoint_path.c_str(),
-              fractions.c_str(), o.out_dir.c_str());
+              fractions.c_str(), MigrationModeName(o.env.mode), o.out_dir.c_str(), MigrationModeName(o.env.mode));
   return 0;
 }
 
