@@ -68,6 +68,33 @@ struct CorpusScore {
   }
 };
 
+// A task's expert states as the polish counts its mistakes on them: the
+// observations back to back and the expert's actions. A Transition holds two
+// heap vectors per state, which for a corpus of paper-scale models (10^5-10^6
+// decisions each) was most of pretrain's resident memory.
+struct LabelledStates {
+  size_t width = 0;
+  std::vector<float> observations;
+  std::vector<uint8_t> actions;
+
+  explicit LabelledStates(const std::vector<Transition>& states) {
+    if (states.empty()) return;
+    width = states.front().observation.size();
+    observations.reserve(width * states.size());
+    actions.reserve(states.size());
+    for (const Transition& t : states) {
+      observations.insert(observations.end(), t.observation.begin(), t.observation.end());
+      actions.push_back(t.action);
+    }
+  }
+  LabelledStates() = default;
+  size_t Mistakes(const PlacementAgent& agent) const {
+    size_t wrong = 0;
+    for (size_t i = 0; i < actions.size(); ++i) wrong += agent.Greedy(observations.data() + i * width) != actions[i];
+    return wrong;
+  }
+};
+
 CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<ImitationTask>& tasks,
                                       const ImitationConfig& config, std::mt19937_64& rng,
                                       const ImitationProgress& on_round) {
@@ -124,6 +151,12 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
   uint64_t seen = 0;
   for (const std::vector<Transition>& states : shown_states)
     Aggregate(pool, states, config.max_demonstrations, seen, rng);
+  // From here on only the polish reads every expert state, to count mistakes.
+  std::vector<LabelledStates> expert_labels(tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (config.polish_updates > 0) expert_labels[i] = LabelledStates(shown_states[i]);
+    std::vector<Transition>().swap(shown_states[i]);
+  }
   agent.SetDemonstrations(pool);
   for (int u = 0; u < config.pretrain_updates; ++u) agent.PretrainStep(rng);
   corpus.updates += static_cast<uint64_t>(std::max(config.pretrain_updates, 0));
@@ -133,8 +166,10 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
   CorpusScore best_score;
   // Rolls the current policy out on every task, labelled by its expert: the
   // evaluation of these weights (kept when they are the best so far) and, in
-  // a DAgger round, the next round's data. Appends the round to every task.
-  auto roll_out = [&](const ImitationRound& r, std::vector<Transition>* visited) {
+  // a DAgger round, the next round's data, each task's added to the pool as
+  // it is played (the same draws as adding all of them after the round, in
+  // a task's memory instead of the corpus's). Appends the round to every task.
+  auto roll_out = [&](const ImitationRound& r, bool aggregate) {
     CorpusScore learned, validation;
     std::vector<EpisodeSummary> greedy_plans(tasks.size());
     for (size_t i = 0; i < tasks.size(); ++i) {
@@ -144,9 +179,7 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
       } else {
         Demonstration d = LabelRollout(*tasks[i].env, *expert[i], greedy);
         played = std::move(d.summary);
-        if (visited)
-          visited->insert(visited->end(), std::make_move_iterator(d.transitions.begin()),
-                          std::make_move_iterator(d.transitions.end()));
+        if (aggregate) Aggregate(pool, std::move(d.transitions), config.max_demonstrations, seen, rng);
       }
       ImitationRound tr = r;
       tr.greedy_cost_ns = CostOf(played);
@@ -180,10 +213,8 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
     ImitationRound r;
     r.round = round;
     const bool last = round >= config.dagger_rounds || out_of_time();
-    std::vector<Transition> visited;
-    roll_out(r, last ? nullptr : &visited);
+    roll_out(r, !last);
     if (!last) {
-      Aggregate(pool, std::move(visited), config.max_demonstrations, seen, rng);
       size_t mistakes = 0;
       agent.SetDemonstrations(RoundSet(agent, pool, config.focus_on_mistakes, &mistakes));
       for (int u = 0; u < config.updates_per_round; ++u) agent.PretrainStep(rng);
@@ -217,7 +248,7 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
       std::vector<size_t> mistakes(tasks.size(), 0);
       size_t all_mistakes = 0;
       for (size_t i = 0; i < tasks.size(); ++i) {
-        for (const Transition& t : shown_states[i]) mistakes[i] += agent.Greedy(t.observation.data()) != t.action;
+        mistakes[i] = expert_labels[i].Mistakes(agent);
         all_mistakes += mistakes[i];
       }
       if (all_mistakes == 0) break;  // the greedy plans are the experts' already
@@ -226,7 +257,7 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
       ImitationRound r;
       r.round = static_cast<int>(corpus.tasks[0].rounds.size());
       r.polish = true;
-      roll_out(r, nullptr);
+      roll_out(r, false);
       for (size_t i = 0; i < tasks.size(); ++i) {
         ImitationRound& done_round = corpus.tasks[i].rounds.back();
         done_round.mistakes = mistakes[i];
