@@ -18,7 +18,7 @@ enum class SyntheticShape { kVggLike, kResnetLike, kMobilenetLike, kTiny, kRnnLi
 
 struct SyntheticOptions {
   SyntheticShape shape = SyntheticShape::kResnetLike;
-  int layers = 8;            // forward layers (blocks for resnet-like, time steps for rnn-like)
+  int layers = 8;            // forward layers (blocks for resnet-like, time steps for rnn-like, at most 1024)
   uint64_t base_bytes = 4ull << 20;
   uint32_t batch_size = 32;
   uint64_t seed = 1;

@@ -604,6 +604,8 @@ TEST(Synthetic, RecurrentShapeReusesEachWeightAtEveryStep) {
   EXPECT_EQ(w.kernels[w.tensors[share].free_kernel].name, "backward.cell1.1.accumulate");
   EXPECT_EQ(w.tensors[find("cell1.0.weight_ih.grad")].free_kernel, w.tensors[find("cell1.1.weight_ih.grad")].free_kernel);
   for (const Tensor& t : w.tensors) EXPECT_LE(t.alloc_kernel, t.free_kernel) << t.name;
+  o.layers = 1025;
+  EXPECT_THROW(GenerateSynthetic(o), std::invalid_argument);
 }
 
 }  // namespace
