@@ -20,6 +20,7 @@
 #include "hostrt/lookup_format.h"
 #include "hostrt/tensortier_lookup.h"
 #include "hostrt/tensortier_lookup.hpp"
+#include "tests/common/synthetic_family.h"
 #include "tests/core/hand_graph.h"
 #include "tests/export/export_test_util.h"
 
@@ -229,15 +230,8 @@ TEST_F(LookupNetworkTest, TheWriterRefusesWhatTheFormatCannotHold) {
 // the file decides as the agent does at every state of the agent's own
 // episode, where the cells alone do not; --no-network leaves it out.
 TEST(ExportNetwork, OnAModelTheExportNeverSawTheFileDecidesAsTheAgent) {
-  SyntheticOptions so;
-  so.shape = SyntheticShape::kVggLike;
-  so.layers = 6;
-  Workload trained = GenerateSynthetic(so);
-  trained.Finalize();
-  so.shape = SyntheticShape::kMobilenetLike;
-  so.layers = 8;
-  Workload unseen = GenerateSynthetic(so);
-  unseen.Finalize();
+  const Workload trained = testing::SyntheticWithLayers(SyntheticShape::kVggLike, 6);
+  const Workload unseen = testing::SyntheticWithLayers(SyntheticShape::kMobilenetLike, 8);
   DqnConfig dc = testing::ExportedDqn();
   dc.seed = 1;  // an untrained network whose answers on `unseen` are mixed (seed 11's are all "slow")
   DqnAgent agent(dc);  // untrained: any network, the file must carry it
