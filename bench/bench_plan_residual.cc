@@ -7,7 +7,7 @@
 // counters that explain a residual: copies done inline by the training
 // thread, write stalls, minor page faults, allocator time.
 //
-//   build/bench/bench_plan_residual [--model mobilenet_v2] [--batch 2] [--image-size 32]
+//   build/bench/bench_plan_residual [--model mobilenet_v2 | --torchscript FILE.pt] [--batch 2] [--image-size 32]
 //       [--mode async] [--dram-fraction 0.2] [--policies first-touch,sentinel,autotm-sync]
 //       [--rounds 5] [--repeats 3] [--csv out.csv]
 #include <CLI/CLI.hpp>
@@ -36,12 +36,14 @@ struct Row {
 int main(int argc, char** argv) {
   using namespace tensortier;
   CLI::App app{"Per plan: measured time beyond the cost model, and the counters that explain it"};
-  std::string model = "mobilenet_v2", mode = "async", slow_tier = "emulated:optane-dcpmm", csv_path;
+  std::string model = "mobilenet_v2", torchscript, mode = "async", slow_tier = "emulated:optane-dcpmm", csv_path;
   std::string policies = "first-touch,sentinel,autotm-sync";
   int64_t batch = 2, image = 32;
   double fraction = 0.2;
   int rounds = 5, repeats = 3;
   app.add_option("--model", model, "Zoo model")->capture_default_str();
+  app.add_option("--torchscript", torchscript, "A TorchScript module (forward(x) on [B, 3, S, S]) in place of --model")
+      ->check(CLI::ExistingFile);
   app.add_option("--batch", batch, "Batch size")->capture_default_str();
   app.add_option("--image-size", image, "Image size")->capture_default_str();
   app.add_option("--slow-tier", slow_tier, "Slow tier")->capture_default_str();
@@ -58,7 +60,9 @@ int main(int argc, char** argv) {
   app.add_option("--csv", csv_path, "Also write the table as CSV");
   CLI11_PARSE(app, argc, argv);
 
+  if (!torchscript.empty()) model = "torchscript";
   RunnerOptions o = ZooRunnerOptions(model, batch, image, slow_tier);
+  o.model.torchscript_path = torchscript;
   o.threads = 1;  // the undisturbed clock holds all of the work only with one intra-op thread
   RealWorkloadRunner runner(o);
   const Workload& w = runner.Profile().workload;
