@@ -134,10 +134,14 @@ uint64_t Workload::Signature() const {
 }
 
 void AssignKernelTimes(Workload& w, const std::vector<double>& kernel_dram_ns,
-                       const std::vector<double>& kernel_slow_ns, const AccessWeight& weight) {
+                       const std::vector<double>& kernel_slow_ns, const AccessWeight& weight,
+                       const std::vector<double>& kernel_charged_ns) {
   if (!w.finalized()) throw std::logic_error("AssignKernelTimes: workload not finalized");
   if (kernel_dram_ns.size() != w.num_kernels() || kernel_slow_ns.size() != w.num_kernels())
     throw std::invalid_argument("AssignKernelTimes: one DRAM and one slow time per kernel");
+  const bool charged = !kernel_charged_ns.empty();
+  if (charged && (!weight || kernel_charged_ns.size() != w.num_kernels()))
+    throw std::invalid_argument("AssignKernelTimes: a device's charges need its weight and one charge per kernel");
   for (size_t k = 0; k < w.num_kernels(); ++k) {
     w.kernels[k].dram_time_ns = kernel_dram_ns[k];
     const double extra = std::max(0.0, kernel_slow_ns[k] - kernel_dram_ns[k]);
@@ -147,8 +151,11 @@ void AssignKernelTimes(Workload& w, const std::vector<double>& kernel_dram_ns,
     };
     double total = 0;
     for (uint32_t ai : w.accesses_of_kernel(k)) total += share(w.accesses[ai]);
-    for (uint32_t ai : w.accesses_of_kernel(k))
-      w.accesses[ai].slow_penalty_ns = total > 0 ? extra * share(w.accesses[ai]) / total : 0;
+    // Per unit of weight. Sharing only lowers a device's charge below the
+    // sum of its accesses' own (charged <= total), so this is >= 0.
+    const double per_weight =
+        total <= 0 ? 0 : charged ? std::max(0.0, total + extra - kernel_charged_ns[k]) / total : extra / total;
+    for (uint32_t ai : w.accesses_of_kernel(k)) w.accesses[ai].slow_penalty_ns = per_weight * share(w.accesses[ai]);
   }
   w.Finalize();
 }

@@ -174,17 +174,30 @@ class Workload {
 
 // What one access to a tensor of `bytes` in the slow tier adds to its
 // kernel's time, up to a factor shared by the kernel's accesses: how
-// AssignKernelTimes spreads a kernel's measured extra over them.
+// AssignKernelTimes prices accesses.
 using AccessWeight = std::function<double(uint64_t bytes, uint32_t reads, uint32_t writes)>;
 
-// Sets each kernel's DRAM time and spreads what the all-slow run added to it
-// over the kernel's accesses, in proportion to `weight` (by default the
-// bytes each one moves): the additive per-tensor penalties the cost model
-// sums (AutoTM's n_{k,c} restricted to one tensor at a time). A device
-// whose accesses pay a latency beside their bytes (an emulated one says how
-// much) gives small tensors more than their bytes' share. Both vectors have
-// one entry per kernel; `w` must be finalized and is finalized again.
+// Sets each kernel's DRAM time and prices each of its accesses in the slow
+// tier: the additive per-tensor penalties the cost model sums (AutoTM's
+// n_{k,c} restricted to one tensor at a time). Without `kernel_charged_ns`,
+// what the all-slow run added to a kernel is spread over its accesses in
+// proportion to `weight` (by default the bytes each one moves; a device
+// whose accesses pay a latency beside their bytes gives small tensors more).
+//
+// With `kernel_charged_ns` (an emulated device, which knows what it charged
+// each kernel of the all-slow run; requires `weight`, its charge for one
+// access stream), each access costs `weight` - what the device charges it
+// on pages of its own - and what the kernel measured beyond the device's
+// charge (timing noise, caches) is spread in proportion to it. Why: tensors
+// smaller than a page that share one are charged one latency between them,
+// which the all-slow run, where all of them are slow, has everywhere and a
+// plan, with a few slow ones, hardly anywhere; the proportional split priced
+// plans' slow tensors at 0.53-0.8 of what they were charged on models of
+// many small tensors. The all-slow plan then costs what page sharing saved
+// it more than it measures. Vectors: one entry per kernel; `w` must be
+// finalized and is finalized again.
 void AssignKernelTimes(Workload& w, const std::vector<double>& kernel_dram_ns,
-                       const std::vector<double>& kernel_slow_ns, const AccessWeight& weight = nullptr);
+                       const std::vector<double>& kernel_slow_ns, const AccessWeight& weight = nullptr,
+                       const std::vector<double>& kernel_charged_ns = {});
 
 }  // namespace tensortier

@@ -78,6 +78,10 @@ struct ProfileReport {
   double captured_loss = 0;  // the captured step's loss: NaN says the model's numbers are not finite
   std::vector<double> kernel_dram_ns;  // per kernel_timing
   std::vector<double> kernel_slow_ns;  // the same, everything in the slow tier
+  // What an emulated slow tier charged each kernel of the all-slow runs
+  // (median; empty on a real tier): how the profile prices each access
+  // (AssignKernelTimes).
+  std::vector<double> kernel_slow_charged_ns;
   double iteration_dram_ns = 0;        // medians of whole iterations (wall clock)
   double iteration_slow_ns = 0;
   std::string kernel_timing;           // how kernel times were measured (Workload::profile)

@@ -169,7 +169,7 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
   std::vector<DeferredMove> deferred;
   bool retrying_deferred = false;
   IterationCounters cur;
-  std::vector<double> ktimes, ktimes_cpu;
+  std::vector<double> ktimes, ktimes_cpu, kcharged;
   std::vector<uint8_t> kswitched;
   double kstart = 0, kstart_cpu = 0;
   double owed_emulated_ns = 0;  // device time of kernels whose wait is deferred (PayEmulatedTime)
@@ -606,6 +606,7 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     if (cfg.record_kernel_times) {
       ktimes[k] = SteadyNowNs() - kstart + emulated_ns;
       ktimes_cpu[k] = cpu_ns + emulated_ns;
+      kcharged[k] = emulated_ns;
     }
     if (async && !pending.empty()) {
       PayEmulatedTime();  // the copies started after kernel k-1 overlap kernel k's device time
@@ -677,6 +678,7 @@ struct PlanExecutor::Impl : public KernelTracer::Listener, public AllocationObse
     page_of.assign(T, 0);
     ktimes.assign(K, 0);
     ktimes_cpu.assign(K, 0);
+    kcharged.assign(K, 0);
     kswitched.assign(K, 0);
     deferred.clear();
     kernels_seen = 0;
@@ -827,5 +829,6 @@ IterationCounters PlanExecutor::RunIteration(TrainingTask& task, double* loss) {
 const std::vector<double>& PlanExecutor::kernel_times_ns() const { return impl_->ktimes; }
 const std::vector<double>& PlanExecutor::kernel_cpu_times_ns() const { return impl_->ktimes_cpu; }
 const std::vector<uint8_t>& PlanExecutor::kernel_switched() const { return impl_->kswitched; }
+const std::vector<double>& PlanExecutor::kernel_emulated_ns() const { return impl_->kcharged; }
 
 }  // namespace tensortier

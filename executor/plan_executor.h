@@ -68,17 +68,19 @@ class PlanExecutor {
   // emulated wait) between the end of the previous kernel's work and the end
   // of this one's: its caches may have been someone else's meanwhile.
   const std::vector<uint8_t>& kernel_switched() const;
+  // What an emulated slow tier charged each kernel for its slow-tier
+  // accesses (part of both times above; 0 on a real tier).
+  const std::vector<double>& kernel_emulated_ns() const;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
-// How a profile spreads each kernel's slow-tier time over its accesses on
-// `slow` (AssignKernelTimes): by the emulated device's cost of each access
-// (a latency per read and write, plus its bytes) when its timing is
-// emulated; by bytes (an empty weight) on a real tier, whose latency is not
-// known here.
+// How a profile prices each access in the slow tier on `slow`
+// (AssignKernelTimes): by the emulated device's cost of the access (a
+// latency per read and write, plus its bytes) when its timing is emulated;
+// by bytes (an empty weight) on a real tier, whose latency is not known here.
 AccessWeight SlowTierAccessWeight(const MemoryTier& slow, bool emulate_timing);
 
 // Copies n bytes taking at least target_ns (0 = as fast as possible);

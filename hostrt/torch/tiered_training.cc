@@ -373,10 +373,9 @@ struct TieredTraining::Impl {
   }
 
   // Two steps: every kernel with all tensors in DRAM, then all in the slow
-  // tier. The extra time of a kernel in the slow tier is split over the
-  // tensors it accesses as the runner's profile splits it
-  // (SlowTierAccessWeight), which is what the generalised lookup's
-  // observations are built from.
+  // tier. Each access is priced as the runner's profile prices it
+  // (SlowTierAccessWeight, AssignKernelTimes), which is what the generalised
+  // lookup's observations are built from.
   double TimingStep(JobTask& task) {
     const bool dram_pass = kernel_dram_ns.empty();
     const PlacementPlan uniform = PlacementPlan::Uniform(w, dram_pass ? Tier::kDram : Tier::kSlow, 0);
@@ -394,7 +393,9 @@ struct TieredTraining::Impl {
           return loss;
         }
         const std::vector<double>& kernel_slow_ns = ex.kernel_times_ns();
-        AssignKernelTimes(w, kernel_dram_ns, kernel_slow_ns, SlowTierAccessWeight(*slow, o.emulate_slow_timing));
+        const AccessWeight weight = SlowTierAccessWeight(*slow, o.emulate_slow_timing);
+        AssignKernelTimes(w, kernel_dram_ns, kernel_slow_ns, weight,
+                          weight ? ex.kernel_emulated_ns() : std::vector<double>{});
       }
     } catch (...) {
       GiveUp("the job's step failed while measuring kernels");

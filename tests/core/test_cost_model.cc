@@ -284,6 +284,48 @@ TEST(AssignKernelTimes, SpreadsEachKernelsExtraByBytesOrByTheDevicesAccessCost) 
   EXPECT_DOUBLE_EQ(EvaluatePlan(w, PlacementPlan::Uniform(w, S, 0)).total_ns, 180 + 285 + 370);
 }
 
+// With the device's charges for the all-slow run (an emulated tier), each
+// access costs what the device charges it alone, and only what a kernel
+// measured beyond its charge is spread: a kernel whose small tensors shared
+// a page in the all-slow run (one latency saved here) does not make each of
+// them cheaper in a plan where one of them is slow.
+TEST(AssignKernelTimes, PricesEachAccessAtTheDevicesOwnChargeWhenTheChargesAreKnown) {
+  Workload w = HandGraph();
+  const AccessWeight device = [](uint64_t bytes, uint32_t reads, uint32_t writes) {
+    return (reads + writes) * (100 + 0.1 * static_cast<double>(bytes));
+  };
+  const std::vector<double> dram = {100, 200, 300};
+  std::vector<double> own(3, 0), charged(3), slow(3);
+  for (size_t k = 0; k < 3; ++k)
+    for (uint32_t ai : w.accesses_of_kernel(k)) {
+      const Access& a = w.accesses[ai];
+      own[k] += device(w.tensors[a.tensor].size_bytes, a.reads, a.writes);
+    }
+  const std::vector<double> saved = {100, 0, 0}, noise = {10, -5, 0};
+  for (size_t k = 0; k < 3; ++k) {
+    charged[k] = own[k] - saved[k];
+    slow[k] = dram[k] + charged[k] + noise[k];
+  }
+  AssignKernelTimes(w, dram, slow, device, charged);
+  // k0: A (1,000 B read) costs 200 alone, B (500 B written) 150; the 10 ns
+  // measured beyond the 250 charged is spread by those.
+  ASSERT_DOUBLE_EQ(own[0], 350);
+  EXPECT_DOUBLE_EQ(w.FindAccess(0, kA)->slow_penalty_ns, 200.0 * 360 / 350);
+  EXPECT_DOUBLE_EQ(w.FindAccess(0, kB)->slow_penalty_ns, 150.0 * 360 / 350);
+  double all_slow = 0;
+  for (size_t k = 0; k < 3; ++k) {
+    double sum = 0;
+    for (uint32_t ai : w.accesses_of_kernel(k)) sum += w.accesses[ai].slow_penalty_ns;
+    EXPECT_NEAR(sum, own[k] + noise[k], 1e-9) << "kernel " << k;
+    all_slow += slow[k];
+  }
+  // The all-slow plan costs more than measured by what sharing saved it.
+  EXPECT_NEAR(EvaluatePlan(w, PlacementPlan::Uniform(w, S, 0)).total_ns, all_slow + 100, 1e-9);
+  // Charges without the device's weight, or not one per kernel, are refused.
+  EXPECT_THROW(AssignKernelTimes(w, dram, slow, nullptr, charged), std::invalid_argument);
+  EXPECT_THROW(AssignKernelTimes(w, dram, slow, device, {1, 2}), std::invalid_argument);
+}
+
 // A pinned tensor (a buffer the framework holds, never touched) stays in
 // DRAM on every executor, so the cost model charges it there whatever the
 // plan says, and never a copy of it.

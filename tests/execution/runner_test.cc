@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <torch/script.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include "executor/migration_plans.h"
 #include "executor/plan_executor.h"
 #include "executor/subnormals.h"
+#include "tiers/device_profile.h"
 #include "tests/execution/real_training.h"
 
 namespace tensortier {
@@ -665,6 +667,80 @@ TEST(RealExecution, DramLimitSpillPolicyCountsOomEvents) {
     EXPECT_FALSE(c.hardware.unavailable_reason.empty());
   }
   EXPECT_GE(c.minor_faults, 0);
+}
+
+// Tensors smaller than a page that share one are charged one device latency
+// between them in a kernel, which the all-slow run, where all of them are
+// slow, has everywhere. A plan that puts a few of them in the slow tier
+// pays each one's own latency, and that is what the profile must price
+// them at (AssignKernelTimes with the device's charges), not their share of
+// the all-slow run's, which priced them at about 0.6 of it on a recurrent
+// module of small state tensors (docs/emulation.md).
+TEST(RealExecution, ProfilePricesAPlansSmallSlowTensorsAtWhatTheDeviceCharges) {
+  torch::jit::Module m("SmallLstm");
+  torch::manual_seed(5);
+  m.register_parameter("wx", torch::randn({16, 64}) * 0.1, false);
+  m.register_parameter("wh", torch::randn({16, 64}) * 0.1, false);
+  m.register_parameter("b", torch::zeros({64}), false);
+  m.register_parameter("wo", torch::randn({16, 10}) * 0.1, false);
+  m.define(R"JIT(
+    def forward(self, x):
+        seq = x.mean(1)
+        h = torch.zeros([x.size(0), 16])
+        c = torch.zeros([x.size(0), 16])
+        for t in range(16):
+            g = torch.mm(seq[:, t], self.wx) + torch.mm(h, self.wh) + self.b
+            gates = g.chunk(4, 1)
+            c = torch.sigmoid(gates[1]) * c + torch.sigmoid(gates[0]) * torch.tanh(gates[3])
+            h = torch.sigmoid(gates[2]) * torch.tanh(c)
+        return torch.mm(h, self.wo)
+  )JIT");
+  const std::string path = ::testing::TempDir() + "/tt_small_lstm_" + std::to_string(getpid()) + ".pt";
+  m.save(path);
+  RunnerOptions o = SmallRunner("torchscript");
+  o.model.torchscript_path = path;
+  o.model.image_size = 16;
+  o.profile_timing_iterations = 3;
+  RealWorkloadRunner runner(o);
+  const Workload& w = runner.Profile().workload;
+  const DeviceProfile& device = FindDeviceProfile("optane-dcpmm");
+  auto own_charge = [&](const Access& a) {
+    return device.ExtraAccessNs(w.tensors[a.tensor].size_bytes, a.reads, a.writes);
+  };
+
+  // The premise: the all-slow run shares pages.
+  double own_all = 0;
+  for (const Access& a : w.accesses) own_all += own_charge(a);
+  const ExecutionReport all_slow = runner.Execute(PlacementPlan::Uniform(w, Tier::kSlow, 0), 0, 1);
+  ASSERT_TRUE(all_slow.ok) << all_slow.failure;
+  EXPECT_LT(all_slow.counters[0].emulated_delay_ns, 0.8 * own_all);
+
+  // Small tensors, at most one of them in any kernel, slow all iteration.
+  PlacementPlan plan = PlacementPlan::Uniform(w, Tier::kDram, 0);
+  std::vector<uint8_t> kernel_taken(w.num_kernels(), 0);
+  double own_plan = 0;
+  size_t chosen = 0;
+  for (uint32_t t = 0; t < w.num_tensors(); ++t) {
+    if (w.tensors[t].size_bytes >= 4096 || w.tensors[t].pinned_dram) continue;
+    const std::vector<uint32_t>& kernels = w.kernels_of_tensor(t);
+    if (kernels.size() < 2 ||
+        std::any_of(kernels.begin(), kernels.end(), [&](uint32_t k) { return kernel_taken[k] != 0; }))
+      continue;
+    for (uint32_t k : kernels) kernel_taken[k] = 1;
+    plan.initial_tiers[t] = Tier::kSlow;
+    for (uint32_t k : kernels) own_plan += own_charge(*w.FindAccess(k, t));
+    ++chosen;
+  }
+  ASSERT_GE(chosen, 10u);
+  const ExecutionReport r = runner.Execute(plan, 0, 1);
+  ASSERT_TRUE(r.ok) << r.failure;
+  // No two of them share a kernel, so the device charges each its own.
+  EXPECT_NEAR(r.counters[0].emulated_delay_ns, own_plan, 1e-6 * own_plan);
+  const double predicted = EvaluatePlan(w, plan).exec_ns - MinCostNs(w);
+  EXPECT_NEAR(predicted / r.counters[0].emulated_delay_ns, 1.0, 0.15)
+      << chosen << " tensors: predicted " << predicted << " ns, charged " << r.counters[0].emulated_delay_ns
+      << " ns; all-slow charged " << all_slow.counters[0].emulated_delay_ns << " of " << own_all << " ns";
+  std::filesystem::remove(path);
 }
 
 TEST(RealExecution, TorchScriptModuleIsProfiledAndExecuted) {
