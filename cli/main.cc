@@ -786,7 +786,7 @@ int Main(int argc, char** argv) {
   bench->add_option("--slow-tier", bench_opts.slow_tier, SlowTierSpecHelp())->capture_default_str();
   bench->add_option("--repeats", bench_opts.repeats, "Measured iterations per plan and round")->capture_default_str();
   bench->add_option("--rounds", bench_opts.rounds,
-                    "Rounds of all-DRAM, all-slow and every plan, in rotating order (median of per-round ratios)")
+                    "Rounds of all-slow and every plan in rotating order, each between two all-DRAM runs (median of per-round ratios to the mean of those two)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   bench->add_option("--plan-time-rounds", bench_opts.plan_time_rounds,

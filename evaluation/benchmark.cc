@@ -74,8 +74,8 @@ std::string AgentKind(const std::string& name) {
 }
 
 // Given plans measured on real iterations at plan time: the fastest (the
-// median over `o.plan_time_rounds` rounds of its ratio to that round's
-// all-DRAM iteration). These rounds are the decision's own: the row's
+// median over `o.plan_time_rounds` rounds of its ratio to the all-DRAM
+// runs beside it). These rounds are the decision's own: the row's
 // measured figure comes from the bench's rounds that follow, so the choice's
 // luck does not carry into it.
 size_t FastestMeasured(const Workload& w, const BenchmarkOptions& o, RealWorkloadRunner& runner,
@@ -337,72 +337,99 @@ void FillPredicted(const Workload& w, const PlacementPlan& plan, double model_al
                              static_cast<double>(cost.slow_peak_bytes) * kSlowPricePerGb) / 1e9;
 }
 
-// Rounds of all-DRAM, all-slow and every plan of `rows` without a note, in
-// an order rotating by one each round. A plan that fails in a round is not
-// run again; its row says why.
+// Rounds of all-slow and every plan of `rows` without a note, in an order
+// rotating by one each round, each run between two all-DRAM runs (one
+// before the round's first, one after each): its reference is the mean of
+// its two neighbours. The host's speed drifts within a round (the same
+// all-DRAM iteration of a 6 ms module read 4.1 ms for 15 calls, then 6.7,
+// thread CPU time, nothing else running), so one all-DRAM run per round
+// compared plans measured at different speeds. A plan that fails in a
+// round is not run again; its row says why.
 void MeasureInRounds(const Workload& w, const BenchmarkOptions& o, RealWorkloadRunner& runner,
                      const std::vector<PlacementPlan>& plans, std::vector<BenchmarkRow>& rows) {
   const PlacementPlan all_dram = PlacementPlan::Uniform(w, Tier::kDram, 0);
   const PlacementPlan all_slow = PlacementPlan::Uniform(w, Tier::kSlow, 0);
-  constexpr int kAllDram = -1, kAllSlow = -2;
-  std::vector<int> order = {kAllDram, kAllSlow};
+  constexpr int kAllSlow = -1;
+  std::vector<int> order = {kAllSlow};
   for (size_t i = 0; i < rows.size(); ++i)
     if (rows[i].note.empty()) order.push_back(static_cast<int>(i));
-  std::vector<double> dram_ns, slow_ns, slow_non_compute_ns;
+  // Every all-DRAM run, and per plan (and all-slow) per round the mean of
+  // the all-DRAM runs beside it.
+  std::vector<double> dram_runs_ns, slow_ns, slow_dram_ns, slow_non_compute_ns;
+  std::vector<std::vector<double>> plan_dram_ns(rows.size());
   std::vector<std::vector<ExecutionReport>> reports(rows.size());
   std::vector<bool> failed(rows.size(), false);
+  auto log_run = [&](const ExecutionReport& r, int round, const std::string& plan) {
+    if (!r.ok || r.counters.empty()) return;
+    const IterationCounters& c = r.counters.back();
+    LogDebug("bench_run").kv("workload", w.name).kv("round", round + 1).kv("plan", plan)
+        .kv("wall_ms", r.median_ns / 1e6).kv("undisturbed_ms", r.undisturbed_median_ns / 1e6)
+        .kv("emulated_ms", c.emulated_delay_ns / 1e6).kv("exposed_copy_ms", c.exposed_migration_ns / 1e6)
+        .kv("minor_faults", c.minor_faults);
+  };
+  auto run_all_dram = [&](int round) {
+    ExecutionReport r = runner.Execute(all_dram, o.warmup_iterations, std::max(1, o.repeats));
+    if (!r.ok) throw std::runtime_error("the all-DRAM reference run failed: " + r.failure);
+    log_run(r, round, "all-dram");
+    dram_runs_ns.push_back(RoundTime(r, o));
+    return dram_runs_ns.back();
+  };
   const int rounds = std::max(1, o.rounds);
   for (int round = 0; round < rounds; ++round) {
+    double before_ns = run_all_dram(round);
     for (size_t j = 0; j < order.size(); ++j) {
       const int item = order[(j + static_cast<size_t>(round)) % order.size()];
       if (item >= 0 && failed[item]) continue;
-      const PlacementPlan& plan = item == kAllDram ? all_dram : item == kAllSlow ? all_slow : plans[item];
-      ExecutionReport r = runner.Execute(plan, o.warmup_iterations, std::max(1, o.repeats));
-      if (r.ok && !r.counters.empty()) {
-        const IterationCounters& c = r.counters.back();
-        LogDebug("bench_run").kv("workload", w.name).kv("round", round + 1)
-            .kv("plan", item == kAllDram ? "all-dram" : item == kAllSlow ? "all-slow" : rows[item].policy)
-            .kv("wall_ms", r.median_ns / 1e6).kv("undisturbed_ms", r.undisturbed_median_ns / 1e6)
-            .kv("emulated_ms", c.emulated_delay_ns / 1e6).kv("exposed_copy_ms", c.exposed_migration_ns / 1e6)
-            .kv("minor_faults", c.minor_faults);
-      }
-      if (item < 0) {
-        if (!r.ok)
-          throw std::runtime_error(std::string("the ") + (item == kAllDram ? "all-DRAM" : "all-slow") +
-                                   " reference run failed: " + r.failure);
-        (item == kAllDram ? dram_ns : slow_ns).push_back(RoundTime(r, o));
-        if (item == kAllSlow) slow_non_compute_ns.push_back(NonComputeNs(r));
+      ExecutionReport r = runner.Execute(item == kAllSlow ? all_slow : plans[item], o.warmup_iterations,
+                                         std::max(1, o.repeats));
+      log_run(r, round, item == kAllSlow ? "all-slow" : rows[item].policy);
+      const double after_ns = run_all_dram(round);
+      const double beside_ns = 0.5 * (before_ns + after_ns);
+      before_ns = after_ns;
+      if (item == kAllSlow) {
+        if (!r.ok) throw std::runtime_error("the all-slow reference run failed: " + r.failure);
+        slow_ns.push_back(RoundTime(r, o));
+        slow_dram_ns.push_back(beside_ns);
+        slow_non_compute_ns.push_back(NonComputeNs(r));
       } else if (!r.ok) {
         failed[item] = true;
         rows[item].backend = r.backend;
         rows[item].note = r.failure;
       } else {
         reports[item].push_back(std::move(r));
+        plan_dram_ns[item].push_back(beside_ns);
       }
     }
     LogInfo("bench_round").kv("workload", w.name).kv("round", round + 1).kv("of", rounds)
-        .kv("all_dram_ms", dram_ns.back() / 1e6).kv("all_slow_ms", slow_ns.back() / 1e6);
+        .kv("all_dram_ms", dram_runs_ns.back() / 1e6).kv("all_slow_ms", slow_ns.back() / 1e6);
   }
   // Each plan's time of each round on the bench's clock.
   std::vector<std::vector<double>> plan_ns(rows.size());
   for (size_t i = 0; i < rows.size(); ++i)
     for (const ExecutionReport& r : reports[i]) plan_ns[i].push_back(RoundTime(r, o));
   if (ClockOf(o) == BenchClock::kNormalised) {
+    // NormalisedRoundNs of all-DRAM, which waits for nothing, is the
+    // reference itself.
     const double reference_ns = MinCostNs(w);
     for (size_t i = 0; i < rows.size(); ++i)
-      for (size_t round = 0; round < plan_ns[i].size(); ++round)
-        plan_ns[i][round] = NormalisedRoundNs(plan_ns[i][round], NonComputeNs(reports[i][round]), dram_ns[round], reference_ns);
-    for (size_t round = 0; round < slow_ns.size(); ++round)
-      slow_ns[round] = NormalisedRoundNs(slow_ns[round], slow_non_compute_ns[round], dram_ns[round], reference_ns);
-    for (double& ns : dram_ns) ns = reference_ns;  // NormalisedRoundNs of all-DRAM, which waits for nothing
+      for (size_t round = 0; round < plan_ns[i].size(); ++round) {
+        plan_ns[i][round] =
+            NormalisedRoundNs(plan_ns[i][round], NonComputeNs(reports[i][round]), plan_dram_ns[i][round], reference_ns);
+        plan_dram_ns[i][round] = reference_ns;
+      }
+    for (size_t round = 0; round < slow_ns.size(); ++round) {
+      slow_ns[round] = NormalisedRoundNs(slow_ns[round], slow_non_compute_ns[round], slow_dram_ns[round], reference_ns);
+      slow_dram_ns[round] = reference_ns;
+    }
+    for (double& ns : dram_runs_ns) ns = reference_ns;
   }
-  const double all_slow_relative = CompareToAllDram(slow_ns, dram_ns).relative;
+  const double all_slow_relative = CompareToAllDram(slow_ns, slow_dram_ns).relative;
   for (size_t i = 0; i < rows.size(); ++i) {
     rows[i].measured_all_slow_relative = all_slow_relative;
-    rows[i].measured_all_dram_ns = Median(dram_ns);
+    rows[i].measured_all_dram_ns = Median(dram_runs_ns);
     rows[i].measured_all_slow_ns = Median(slow_ns);
     if (failed[i] || reports[i].empty()) continue;
-    FillMeasured(reports[i], plan_ns[i], dram_ns, o, rows[i]);
+    FillMeasured(reports[i], plan_ns[i], plan_dram_ns[i], o, rows[i]);
   }
 }
 
@@ -660,7 +687,7 @@ std::string BenchmarkMarkdown(const std::vector<BenchmarkRow>& rows) {
       for (const BenchmarkRow& r : rows)
         if (r.workload == wl && r.measured) any = &r;
       os << "Median over " << any->measured_rounds << " rounds (" << any->measured_clock
-         << " clock) of the per-round ratio to that round's all-DRAM run, "
+         << " clock) of the per-round ratio to the all-DRAM runs just before and after it (their mean), "
          << "with its " << std::setprecision(1) << 100 * any->measured_relative_confidence
          << "% confidence interval in parentheses; measured all-slow: " << 100 * any->measured_all_slow_relative
          << "%. `!`: measured faster than all-DRAM (noise or a measurement problem).\n\n";

@@ -51,11 +51,11 @@ struct BenchmarkOptions {
   std::vector<std::string> checkpoints;
   bool measure = true;                // real iterations when the workload names a model
   std::string slow_tier = "auto";
-  // Measured runs come in rounds: each runs all-DRAM, all-slow and every
-  // plan once (warm-up, then `repeats` measured iterations), in an order that
-  // rotates from round to round, so that a change of load falls on all of
-  // them; a plan's figure is the median of its per-round ratios to that
-  // round's all-DRAM run.
+  // Measured runs come in rounds: each runs all-slow and every plan once
+  // (warm-up, then `repeats` measured iterations), in an order that rotates
+  // from round to round, each between two all-DRAM runs; a plan's figure is
+  // the median of its per-round ratios to the mean of the all-DRAM runs
+  // beside it (the host's speed drifts within a round).
   int rounds = 5;
   // Which time of an iteration the figures use: "undisturbed" (the training
   // thread's CPU time with the emulated device's waits and copies as meant,
@@ -63,7 +63,7 @@ struct BenchmarkOptions {
   // move it less than the wall clock, but still stretch its computing part:
   // caches refilled after each switch), "normalised" (the undisturbed time
   // with its computing part brought back to the profile's speed, by how much
-  // slower the round's all-DRAM run was than the cost model's all-DRAM time:
+  // slower the all-DRAM runs beside it were than the cost model's all-DRAM time:
   // NormalisedRoundNs; all-DRAM then reads the cost model's time in every
   // round) or "wall" (the wall clock, which load stretches in the computing
   // part only, so ratios move with it).
@@ -106,7 +106,7 @@ struct BenchmarkRow {
   double measured_ns = 0;             // median over the rounds (each the median of its repeats)
   double measured_wall_ns = 0;        // the same by the wall clock
   double measured_spread = 0;         // (max - min) / median over the rounds
-  double measured_relative = 0;       // median over the rounds of that round's all-DRAM time / the plan's
+  double measured_relative = 0;       // median over the rounds of the all-DRAM time beside the plan's / the plan's
   uint32_t measured_rounds = 0;
   // A confidence interval of measured_relative (the median), and its
   // confidence: 93.75% with 5 rounds (MedianConfidenceInterval, common/stats.h).
@@ -162,7 +162,7 @@ RoundComparison CompareToAllDram(const std::vector<double>& plan_ns, const std::
 // The normalised clock: a round's time with its computing part (the time
 // less `non_compute_ns`, the emulated device's waits and the copies) scaled
 // by `reference_ns` / `all_dram_ns`, the speed the profile measured over the
-// speed of the round's all-DRAM run. Other processes slow the training
+// speed of the all-DRAM runs beside it. Other processes slow the training
 // thread's computing (on this project's 2-core machine a busy loop beside a
 // bench stretched the all-DRAM iteration by 12%) and not the emulated
 // device's time, so without it a plan that waits for the slow tier reads up
@@ -174,7 +174,7 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
                                        const BenchmarkProgress& progress = {});
 
 // Given plans (named), measured as RunBenchmark measures a budget's plans:
-// `options.rounds` rounds of all-DRAM, all-slow and each plan, on
+// `options.rounds` rounds of all-slow and each plan between all-DRAM runs, on
 // options.slow_tier with its clock, warm-up and repeats (options.policies and
 // dram_fractions are not read). One row per plan, predicted and measured
 // columns filled; a plan whose iterations failed has a note instead. Throws
