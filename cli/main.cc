@@ -771,7 +771,7 @@ int Main(int argc, char** argv) {
   bench->add_option("--dram-fractions", bench_opts.dram_fractions, "DRAM budgets as fractions of peak")
       ->capture_default_str();
   bench->add_option("--checkpoint", bench_opts.checkpoints,
-                    "[WORKLOAD=]FILE: learner checkpoint for the policies dqn and sac, for every workload or the "
+                    "[WORKLOAD=]FILE: agent checkpoint (RUN_DIR/checkpoints/dqn.ckpt or sac.ckpt, not a learner .ttckpt) for the policies dqn and sac, for every workload or the "
                     "one named (repeatable: one agent per model)");
   std::vector<std::string> bench_lookups;
   bench->add_option("--lookup", bench_lookups,
