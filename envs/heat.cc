@@ -36,11 +36,7 @@ HeatFeatures ComputeHeatFeatures(const Workload& w, size_t k) {
     const auto& uses = w.kernels_of_tensor(t);
     auto first_future = std::lower_bound(uses.begin(), uses.end(), static_cast<uint32_t>(k));
     double reuse = first_future == uses.end() ? never : static_cast<double>(*first_future - k);
-    double future = 0;
-    for (auto it = first_future; it != uses.end(); ++it) {
-      const Access* a = w.FindAccess(*it, t);
-      future += std::max<uint32_t>(1, a->reads + a->writes);
-    }
+    const double future = static_cast<double>(w.future_accesses(t, static_cast<size_t>(first_future - uses.begin())));
     const Tensor& x = w.tensors[t];
     f.reuse_distance.push_back(reuse);
     f.future_frequency.push_back(future);

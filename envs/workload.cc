@@ -80,6 +80,19 @@ void Workload::Finalize() {
     kernel_accesses_[accesses[i].kernel].push_back(i);
     tensor_kernels_[accesses[i].tensor].push_back(accesses[i].kernel);
   }
+  // Suffix sums, in kernel order like tensor_kernels_ (accesses are sorted by kernel).
+  tensor_future_accesses_.assign(T, {});
+  for (uint32_t t = 0; t < T; ++t) tensor_future_accesses_[t].assign(tensor_kernels_[t].size() + 1, 0);
+  {
+    std::vector<uint32_t> left(T);
+    for (uint32_t t = 0; t < T; ++t) left[t] = static_cast<uint32_t>(tensor_kernels_[t].size());
+    for (size_t i = accesses.size(); i-- > 0;) {
+      const Access& a = accesses[i];
+      std::vector<uint64_t>& sums = tensor_future_accesses_[a.tensor];
+      const uint32_t u = --left[a.tensor];
+      sums[u] = sums[u + 1] + std::max<uint64_t>(1, uint64_t{a.reads} + a.writes);
+    }
+  }
   for (uint32_t t = 0; t < T; ++t) {
     allocated_[tensors[t].alloc_kernel].push_back(t);
     freed_[tensors[t].free_kernel].push_back(t);

@@ -141,6 +141,11 @@ class Workload {
   // Kernels that access tensor t, ascending.
   const std::vector<uint32_t>& kernels_of_tensor(size_t t) const { return tensor_kernels_[t]; }
 
+  // The reads and writes of tensor t (at least one per kernel) at
+  // kernels_of_tensor(t)[use] and after; use up to its size (then 0). Heat's
+  // future frequency, without a search per access.
+  uint64_t future_accesses(size_t t, size_t use) const { return tensor_future_accesses_[t][use]; }
+
   // Kernel k's access to tensor t, or nullptr when k does not touch t.
   const Access* FindAccess(size_t k, uint32_t t) const;
   bool KernelWrites(size_t k, uint32_t t) const {
@@ -167,6 +172,7 @@ class Workload {
   std::vector<std::vector<uint32_t>> allocated_;
   std::vector<std::vector<uint32_t>> freed_;
   std::vector<std::vector<uint32_t>> tensor_kernels_;
+  std::vector<std::vector<uint64_t>> tensor_future_accesses_;  // see future_accesses()
   std::vector<uint64_t> live_bytes_;
   uint64_t peak_live_bytes_ = 0;
   uint64_t pinned_dram_bytes_ = 0;

@@ -252,6 +252,19 @@ TEST(Workload, IndicesDescribeLiveness) {
   EXPECT_EQ(w.allocated_at(1), (std::vector<uint32_t>{kC}));
   EXPECT_EQ(w.kernels_of_tensor(kA), (std::vector<uint32_t>{0, 2}));
   EXPECT_EQ(w.peak_live_bytes(), 2100u);
+  // Heat's future frequency: a search per access, summed from each use on.
+  for (uint32_t t = 0; t < w.num_tensors(); ++t) {
+    const auto& uses = w.kernels_of_tensor(t);
+    for (size_t u = 0; u <= uses.size(); ++u) {
+      uint64_t count = 0;
+      for (size_t v = u; v < uses.size(); ++v) {
+        const Access* a = w.FindAccess(uses[v], t);
+        count += std::max<uint32_t>(1, a->reads + a->writes);
+      }
+      EXPECT_EQ(w.future_accesses(t, u), count) << "tensor " << t << ", use " << u;
+    }
+  }
+  EXPECT_GT(w.future_accesses(kA, 0), w.future_accesses(kA, 1));
   Workload other = HandGraph();
   EXPECT_EQ(w.Signature(), other.Signature());
   other.tensors[0].size_bytes = 999;
