@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
                  "slow-tier capacity as a fraction of peak live bytes (0: unbounded)");
   app.add_option("--mode", mode, "sync or async migrations")->check(CLI::IsMember({"sync", "async"}));
   app.add_option("--scope", scope, "which live tensors get a decision")
-      ->check(CLI::IsMember({"relevant", "all_live"}));
+      ->check(CLI::IsMember({"relevant", "all_live", "access_gaps"}));
   app.add_option("--step-reward", step_reward, "step reward")->check(CLI::IsMember({"time_saved", "deeptm"}));
   app.add_option("--oom-handling", oom_handling, "DRAM choice that does not fit")
       ->check(CLI::IsMember({"spill_to_slow", "terminate"}));
@@ -123,7 +123,9 @@ int main(int argc, char** argv) {
   EnvConfig config;
   config.dram_limit_bytes = static_cast<uint64_t>(std::llround(dram_fraction * w.peak_live_bytes()));
   config.mode = mode == "async" ? MigrationMode::kAsync : MigrationMode::kSync;
-  config.scope = scope == "all_live" ? DecisionScope::kAllLive : DecisionScope::kRelevant;
+  config.scope = scope == "all_live"      ? DecisionScope::kAllLive
+                 : scope == "access_gaps" ? DecisionScope::kAccessGaps
+                                          : DecisionScope::kRelevant;
   config.step_reward = step_reward == "deeptm" ? StepRewardKind::kDeepTm : StepRewardKind::kTimeSaved;
   config.oom_handling = oom_handling == "terminate" ? OomHandling::kTerminate : OomHandling::kSpillToSlow;
 
@@ -189,11 +191,21 @@ int main(int argc, char** argv) {
     ++episodes;
     elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   } while (elapsed < seconds);
+  // What an env that takes turns with others pays (learner/imitation.cc
+  // releases a corpus task's slots after each rollout): the slots' memory,
+  // and the time to build them again at the next Reset.
+  const uint64_t slot_bytes = env.decision_slot_bytes();
+  env.ReleaseDecisionSlots();
+  const auto rebuild_start = Clock::now();
+  env.Reset();
+  const double rebuild_seconds = std::chrono::duration<double>(Clock::now() - rebuild_start).count();
   std::printf("{\"impl\": \"cpp\", \"workload\": \"%s\", \"kernels\": %zu, \"tensors\": %zu, \"max_steps\": %u, "
               "\"episodes\": %llu, \"steps\": %llu, \"seconds\": %.3f, \"steps_per_second\": %.1f, "
-              "\"episodes_per_second\": %.2f, \"setup_seconds\": %.4f, \"checksum\": %.6g}\n",
+              "\"episodes_per_second\": %.2f, \"setup_seconds\": %.4f, \"decision_slot_bytes\": %llu, "
+              "\"slot_rebuild_seconds\": %.4f, \"checksum\": %.6g}\n",
               spec.c_str(), w.num_kernels(), w.num_tensors(), env.max_steps(),
               static_cast<unsigned long long>(episodes), static_cast<unsigned long long>(steps), elapsed,
-              static_cast<double>(steps) / elapsed, static_cast<double>(episodes) / elapsed, build_seconds, checksum);
+              static_cast<double>(steps) / elapsed, static_cast<double>(episodes) / elapsed, build_seconds,
+              static_cast<unsigned long long>(slot_bytes), rebuild_seconds, checksum);
   return 0;
 }

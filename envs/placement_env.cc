@@ -19,9 +19,25 @@ uint64_t BytesTouched(const Workload& w, size_t k) {
 
 constexpr float kNewTensor = 0.5f;
 
+// slot_word_: the tensor in the low bits (Workload::Finalize caps tensors
+// at 2^26) and whether it gets a decision even when it idles in the slow tier.
+constexpr uint32_t kSlotTensor = (1u << 26) - 1;
+constexpr uint32_t kSlotRelevant = 1u << 31;
+// A slot of a kernel that is no bottleneck (DecisionScope::kAccessGaps): asked
+// only while its tensor is not in DRAM (where a new one starts; whether a
+// slow-tier one is fetched).
+constexpr uint32_t kSlotOpen = 1u << 30;
+
+// state_ values: a tier (as Tier) or not placed yet.
+constexpr uint8_t kInDram = static_cast<uint8_t>(Tier::kDram);
+constexpr uint8_t kInSlow = static_cast<uint8_t>(Tier::kSlow);
+constexpr uint8_t kNotPlaced = 2;
+
+}  // namespace
+
 // Range maxima of live bytes / L_D over kernels (a sparse table): the most
 // DRAM pressure a tensor meets while it waits for its next access.
-class LivePeaks {
+class PlacementEnv::LivePeaks {
  public:
   LivePeaks(const std::vector<uint64_t>& live_bytes, uint64_t limit_bytes) {
     const size_t K = live_bytes.size();
@@ -47,22 +63,6 @@ class LivePeaks {
  private:
   std::vector<std::vector<float>> levels_;
 };
-
-// slot_word_: the tensor in the low bits (Workload::Finalize caps tensors
-// at 2^26) and whether it gets a decision even when it idles in the slow tier.
-constexpr uint32_t kSlotTensor = (1u << 26) - 1;
-constexpr uint32_t kSlotRelevant = 1u << 31;
-// A slot of a kernel that is no bottleneck (DecisionScope::kAccessGaps): asked
-// only while its tensor is not in DRAM (where a new one starts; whether a
-// slow-tier one is fetched).
-constexpr uint32_t kSlotOpen = 1u << 30;
-
-// state_ values: a tier (as Tier) or not placed yet.
-constexpr uint8_t kInDram = static_cast<uint8_t>(Tier::kDram);
-constexpr uint8_t kInSlow = static_cast<uint8_t>(Tier::kSlow);
-constexpr uint8_t kNotPlaced = 2;
-
-}  // namespace
 
 // A segment tree whose nodes keep the max of their range and an addition
 // pending for the whole range (so a range add is O(log K) without pushing down).
@@ -172,12 +172,24 @@ PlacementEnv::PlacementEnv(const Workload& w, EnvConfig config) : w_(w), config_
   }
 
   bottleneck_.resize(K);
-  slot_begin_.resize(K + 1);
+  for (size_t k = 0; k < K; ++k) bottleneck_[k] = plannable_live_bytes_[k] > limit_bytes_;
+  live_peaks_ = std::make_shared<const LivePeaks>(plannable_live_bytes_, limit_bytes_);
+  const double log_kernels = std::log1p(static_cast<double>(K));
+  gap_length_of_.resize(K + 1);
+  for (size_t n = 0; n <= K; ++n)
+    gap_length_of_[n] = static_cast<float>(std::log1p(static_cast<double>(n)) / log_kernels);
+  BuildDecisionSlots();
+}
+
+// The slots depend on the workload and the limit alone, so building them
+// again after ReleaseDecisionSlots gives the same ones.
+void PlacementEnv::BuildDecisionSlots() {
+  const Workload& w = w_;
+  const size_t K = w.num_kernels();
+  slot_begin_.assign(K + 1, 0);
   size_t slots = 0;
-  for (size_t k = 0; k < K; ++k) {
-    bottleneck_[k] = plannable_live_bytes_[k] > limit_bytes_;
+  for (size_t k = 0; k < K; ++k)
     if (bottleneck_[k] || config_.scope == DecisionScope::kAccessGaps) slots += w.live_at(k).size();
-  }
   // Bottleneck kernels before each kernel: a tensor whose life holds none
   // fits wherever it is live and needs no decision.
   std::vector<uint32_t> bottlenecks_before(K + 1, 0);
@@ -188,12 +200,8 @@ PlacementEnv::PlacementEnv(const Workload& w, EnvConfig config) : w_(w), config_
   slot_word_.reserve(slots);
   slot_heat_.reserve(slots);
   slot_use_.reserve(slots);
-  slot_gap_peak_.reserve(slots);
-  slot_gap_length_.reserve(slots);
-  const LivePeaks peaks(plannable_live_bytes_, limit_bytes_);
-  const double log_kernels = std::log1p(static_cast<double>(K));
   // Each tensor's first use at or after k, as k goes up.
-  cursor.assign(use_begin_.begin(), use_begin_.end() - 1);
+  std::vector<uint32_t> cursor(use_begin_.begin(), use_begin_.end() - 1);
   std::vector<uint32_t> order;
   HeatWeights weights;  // carried from kernel to kernel, as ComputeAllHeats does
   for (size_t k = 0; k < K; ++k) {
@@ -231,17 +239,38 @@ PlacementEnv::PlacementEnv(const Workload& w, EnvConfig config) : w_(w), config_
       slot_word_.push_back(word);
       slot_heat_.push_back(static_cast<float>(std::tanh(heat[i])));
       slot_use_.push_back(u);
-      const size_t gap_end = after < use_begin_[t + 1] ? uses_[after].kernel : K;
-      slot_gap_peak_.push_back(static_cast<float>(std::min(4.0, peaks.Max(k + 1, gap_end)) / 4.0));
-      slot_gap_length_.push_back(
-          static_cast<float>(std::log1p(static_cast<double>(gap_end - k)) / log_kernels));
     }
   }
   slot_begin_[K] = static_cast<uint32_t>(slot_word_.size());
   max_steps_ = slot_begin_[K];
+  // The reserve counted every live tensor of the kAccessGaps scope's open
+  // kernels; most get no slot.
+  for (auto* v : {&slot_word_, &slot_use_}) v->shrink_to_fit();
+  slot_heat_.shrink_to_fit();
+}
+
+void PlacementEnv::ReleaseDecisionSlots() {
+  if (!done_) throw std::logic_error("PlacementEnv::ReleaseDecisionSlots: an episode is in progress");
+  std::vector<uint32_t>().swap(slot_begin_);
+  std::vector<uint32_t>().swap(slot_word_);
+  std::vector<float>().swap(slot_heat_);
+  std::vector<uint32_t>().swap(slot_use_);
+  // The per-episode state is rebuilt by Reset and Resume.
+  std::vector<uint8_t>().swap(state_);
+  std::vector<uint32_t>().swap(gap_decided_);
+  held_ = HeldBytes();
+  std::vector<uint32_t>().swap(order_);
+  std::vector<Observation>().swap(order_observations_);
+  std::vector<float>().swap(order_priority_);
+}
+
+uint64_t PlacementEnv::decision_slot_bytes() const {
+  return slot_begin_.capacity() * sizeof(uint32_t) + slot_word_.capacity() * sizeof(uint32_t) +
+         slot_heat_.capacity() * sizeof(float) + slot_use_.capacity() * sizeof(uint32_t);
 }
 
 Observation PlacementEnv::Reset() {
+  if (!decision_slots_built()) BuildDecisionSlots();
   const size_t T = w_.num_tensors();
   state_.assign(T, kNotPlaced);
   gap_decided_.assign(config_.scope == DecisionScope::kAccessGaps ? T : 0, 0);
@@ -478,8 +507,11 @@ Observation PlacementEnv::ObservationOf(uint32_t slot) const {
   o[kObsSizeOfLimit] = size_of_limit_[t];
   o[kObsResidentPending] =
       static_cast<float>(std::min(1.0, static_cast<double>(resident_undecided_bytes_) / limit));
-  o[kObsGapPeak] = slot_gap_peak_[slot];
-  o[kObsGapLength] = slot_gap_length_[slot];
+  // The gap until the next use (u, after the access at k), to the end of
+  // the iteration after the last.
+  const size_t gap_end = u < end ? uses_[u].kernel : w_.num_kernels();
+  o[kObsGapPeak] = static_cast<float>(std::min(4.0, live_peaks_->Max(k + 1, gap_end)) / 4.0);
+  o[kObsGapLength] = gap_length_of_[gap_end - k];
   if (!gap_decided_.empty())
     o[kObsGapHeld] = static_cast<float>(std::min(1.0, held_.Max(k + 1, GapEnd(slot)) / limit));
   o[kObsStartTier] = kNewTensor;  // u >= end: no access left
@@ -673,6 +705,7 @@ Observation PlacementEnv::Resume(const Checkpoint& c, const PlacementPlan& plan)
     throw std::invalid_argument("PlacementEnv::Resume: a checkpoint of another environment");
   if (plan.workload_signature != signature_ || plan.initial_tiers.size() != w_.num_tensors())
     throw std::invalid_argument("PlacementEnv::Resume: a plan of another workload");
+  if (!decision_slots_built()) BuildDecisionSlots();
   FreshSummary();
   kernel_ = c.kernel;
   slot_ = c.slot;

@@ -203,6 +203,18 @@ class PlacementEnv {
   // when the plan keeps the tensor in DRAM that long.
   size_t decision_holds_until() const;
 
+  // Frees the decision slots and the episode state, the bulk of an env's
+  // memory (paper-scale ResNet-152: 12 bytes a slot, about 8 million slots),
+  // until the next Reset or Resume builds them again (the same slots; a few
+  // hundred ms on the largest graphs, more than a greedy episode there).
+  // summary() stays valid. For many envs that take turns within a memory
+  // budget (PretrainOnCorpus). Throws std::logic_error while an episode is
+  // in progress.
+  void ReleaseDecisionSlots();
+  bool decision_slots_built() const { return !slot_begin_.empty(); }
+  // What the decision slots hold now (capacity), for the memory they save.
+  uint64_t decision_slot_bytes() const;
+
   // Replaces the cost-model score of the finished episode with a measured
   // runtime (workers on real memory call this) and recomputes the episodic
   // reward. Returns the new episodic reward.
@@ -257,6 +269,7 @@ class PlacementEnv {
     double penalty_ns = 0;
   };
 
+  void BuildDecisionSlots();
   bool DramRequestDoesNotFit(uint32_t t) const;
   // Whether slot's tensor gets no decision at kernel_: it idles in the slow
   // tier, or (kAccessGaps) stays in DRAM through a gap already decided.
@@ -288,8 +301,12 @@ class PlacementEnv {
   std::vector<uint32_t> slot_word_;               // tensor id and a flag, see placement_env.cc
   std::vector<float> slot_heat_;                  // the squashed heat
   std::vector<uint32_t> slot_use_;                // the tensor's first use at or after the kernel
-  std::vector<float> slot_gap_peak_;              // kObsGapPeak, kObsGapLength of the decision
-  std::vector<float> slot_gap_length_;
+  // kObsGapPeak and kObsGapLength come from the slot's kernel and use, per
+  // observation: per slot they were 40% of the slots' bytes (a 60-task
+  // corpus held 2.3 GB, docs/results/learning.md, session thirty-four).
+  class LivePeaks;
+  std::shared_ptr<const LivePeaks> live_peaks_;   // live bytes / L_D, range maxima over kernels
+  std::vector<float> gap_length_of_;              // kObsGapLength by the gap's length in kernels
   // Every tensor's uses in kernel order; tensor t's are
   // [use_begin_[t], use_begin_[t + 1]).
   std::vector<uint32_t> use_begin_;

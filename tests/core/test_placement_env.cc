@@ -836,5 +836,66 @@ TEST(PlacementEnv, AResumedEpisodeAndOneFinishedAsAnotherMakeTheWholeEpisodesPla
   }
 }
 
+// A corpus's envs take turns (learner/imitation.cc): each frees its decision
+// slots between episodes and builds them at its next Reset or Resume. The
+// rebuilt env must be the same MDP: the same observations, rewards and plan.
+TEST(PlacementEnv, ReleasedDecisionSlotsAreBuiltAgainIntoTheSameEpisodes) {
+  auto play = [](PlacementEnv& env, std::vector<float>* observed, std::vector<double>* rewards) {
+    Observation o = env.Reset();
+    while (!env.done()) {
+      observed->insert(observed->end(), o.begin(), o.end());
+      StepResult r = env.Step(KeyedAction(env, kNoFlip));
+      rewards->push_back(r.reward);
+      o = r.observation;
+    }
+  };
+  for (SyntheticShape shape : testing::kSyntheticFamilies) {
+    for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
+      SCOPED_TRACE(static_cast<int>(shape) * 2 + static_cast<int>(mode));
+      Workload w = SixLayers(shape);
+      w.Finalize();
+      EnvConfig c = ThirdOfPeak(w);
+      c.mode = mode;
+      PlacementEnv env(w, c);
+      ASSERT_TRUE(env.decision_slots_built());
+      const uint64_t slot_bytes = env.decision_slot_bytes();
+      const uint32_t max_steps = env.max_steps();
+      ASSERT_GT(max_steps, 0u);
+      EXPECT_GE(slot_bytes, uint64_t{max_steps} * 12);  // three 4-byte arrays per slot
+      std::vector<float> observed, observed_again;
+      std::vector<double> rewards, rewards_again;
+      const PlayedEpisode base = Play(env, kNoFlip);
+      play(env, &observed, &rewards);
+      const EpisodeSummary first = env.summary();
+      EXPECT_TRUE(first.plan == base.summary.plan);
+
+      env.ReleaseDecisionSlots();
+      EXPECT_FALSE(env.decision_slots_built());
+      EXPECT_EQ(env.decision_slot_bytes(), 0u);
+      EXPECT_TRUE(env.done());
+      EXPECT_TRUE(env.summary().plan == first.plan);  // the last episode's stays readable
+      play(env, &observed_again, &rewards_again);
+      EXPECT_TRUE(env.decision_slots_built());
+      EXPECT_EQ(env.decision_slot_bytes(), slot_bytes);
+      EXPECT_EQ(env.max_steps(), max_steps);
+      EXPECT_EQ(observed_again, observed);
+      EXPECT_EQ(rewards_again, rewards);
+      EXPECT_TRUE(env.summary().plan == first.plan);
+      EXPECT_EQ(env.summary().cost.total_ns, first.cost.total_ns);
+
+      // A checkpoint taken before the release resumes on the rebuilt slots.
+      env.ReleaseDecisionSlots();
+      ASSERT_GE(base.checkpoints.size(), 2u);
+      env.Resume(base.checkpoints[1], base.summary.plan);
+      EXPECT_TRUE(env.decision_slots_built());
+      EXPECT_EQ(env.fingerprint(), base.fingerprints[base.kernel_start_steps[1]]);
+      // Not while an episode is in progress: its state would be lost.
+      EXPECT_THROW(env.ReleaseDecisionSlots(), std::logic_error);
+      while (!env.done()) env.Step(KeyedAction(env, kNoFlip));
+      EXPECT_TRUE(env.summary().plan == base.summary.plan);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tensortier
