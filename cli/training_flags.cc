@@ -325,6 +325,11 @@ void AddPretrainOptions(CLI::App* cmd, CorpusPretrainingOptions& o) {
   cmd->add_option("--max-seconds", o.imitation.max_seconds, "Stop imitating after this many seconds (0 = no limit)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  cmd->add_option("--resident-slot-bytes", o.resident_slot_bytes,
+                  "Decision slots the workloads' environments hold at once (bytes, or with a unit: 512MiB, 2GiB); "
+                  "the workloads past it build theirs for each rollout: less memory, slower")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
 }
 
 }  // namespace tensortier

@@ -56,6 +56,7 @@ CorpusPretrainingResult PretrainOnCorpus(const CorpusPretrainingOptions& o,
   std::vector<std::unique_ptr<PlacementEnv>> envs;
   std::vector<ImitationTask> tasks;
   CorpusPretrainingResult result;
+  uint64_t resident_slot_bytes = 0;
   std::vector<std::pair<std::string, bool>> specs;  // spec, validation
   for (const std::string& spec : o.workloads) specs.emplace_back(spec, false);
   for (const std::string& spec : o.validation_workloads) specs.emplace_back(spec, true);
@@ -96,6 +97,15 @@ CorpusPretrainingResult PretrainOnCorpus(const CorpusPretrainingOptions& o,
       score.baselines_seconds = Since(solve_start);
       result.workloads.push_back(score);
       envs.push_back(std::make_unique<PlacementEnv>(*w, env));
+      // Past the budget, an env's slots are built for each of its episodes
+      // (LearnFromCorpus) instead of held for the whole pretraining.
+      const uint64_t slot_bytes = envs.back()->decision_slot_bytes();
+      if (resident_slot_bytes + slot_bytes > o.resident_slot_bytes) {
+        envs.back()->ReleaseDecisionSlots();
+        ++result.tasks_taking_turns;
+      } else {
+        resident_slot_bytes += slot_bytes;
+      }
       task.env = envs.back().get();
       task.name = name;
       tasks.push_back(std::move(task));
@@ -109,6 +119,12 @@ CorpusPretrainingResult PretrainOnCorpus(const CorpusPretrainingOptions& o,
   dqn.num_actions = 2;
   std::unique_ptr<PlacementAgent> agent = MakeAgent("dqn", dqn.ToJson());
   std::mt19937_64 rng(dqn.seed ^ 0x1d7a7e5eedull);
+  {
+    char held[160];
+    std::snprintf(held, sizeof held, "decision slots: %.0f MB held throughout, %zu of %zu workloads build theirs for each rollout",
+                  static_cast<double>(resident_slot_bytes) / 1e6, result.tasks_taking_turns, tasks.size());
+    say(held);
+  }
   say("imitating on " + std::to_string(tasks.size()) + " workloads");
   const auto imitation_start = Clock::now();
   CorpusImitationResult im =

@@ -43,6 +43,12 @@ struct CorpusPretrainingOptions {
   // --demonstrations default).
   std::vector<std::string> experts = {"autotm-sync", "sentinel"};
   double solver_seconds = 60;           // each ILP solve
+  // The environments' decision slots held at once (PlacementEnv::
+  // decision_slot_bytes). The tasks past it build theirs for each of their
+  // episodes and free them after: memory bounded by the budget and the
+  // largest task, but such a task's rollouts take several times as long
+  // (docs/results/learning.md, session thirty-four).
+  uint64_t resident_slot_bytes = uint64_t{2} << 30;
   std::string out_dir;
 };
 
@@ -65,6 +71,7 @@ struct CorpusPretrainingResult {
   uint64_t updates = 0;
   double imitation_seconds = 0;
   double seconds = 0;
+  size_t tasks_taking_turns = 0;        // past resident_slot_bytes (workloads' envs, validation ones included)
 };
 
 // Throws std::invalid_argument for no workload, an unknown expert, no DRAM

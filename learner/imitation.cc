@@ -121,6 +121,14 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
   const auto start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
 
+  // A task whose environment comes with its decision slots released takes
+  // turns: its slots are built for each of its episodes and freed after,
+  // which bounds a large corpus's memory (the caller chooses which tasks;
+  // PretrainOnCorpus: those past CorpusPretrainingOptions::resident_slot_bytes)
+  // at the price of building them again (docs/results/learning.md, session
+  // thirty-four).
+  std::vector<uint8_t> takes_turns(tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) takes_turns[i] = !tasks[i].env->decision_slots_built();
   CorpusImitationResult corpus;
   corpus.tasks.resize(tasks.size());
   std::vector<const PlacementPlan*> expert(tasks.size(), nullptr);
@@ -138,6 +146,7 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
     corpus.tasks[i].expert = expert[i]->produced_by;
     corpus.tasks[i].expert_cost_ns = CostOf(shown.summary);
     shown_states[i] = std::move(shown.transitions);
+    if (takes_turns[i]) tasks[i].env->ReleaseDecisionSlots();
   }
 
   // The polish set: the experts' states, sampled down to the cap.
@@ -181,6 +190,7 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
         played = std::move(d.summary);
         if (aggregate) Aggregate(pool, std::move(d.transitions), config.max_demonstrations, seen, rng);
       }
+      if (takes_turns[i]) tasks[i].env->ReleaseDecisionSlots();
       ImitationRound tr = r;
       tr.greedy_cost_ns = CostOf(played);
       tr.greedy_oom = played.oom;

@@ -126,7 +126,10 @@ ImitationResult LearnFromPlans(PlacementAgent& agent, PlacementEnv& env, const s
 // corpus best is not the one that places a new model best
 // (docs/results/learning.md, session thirty-one).
 struct ImitationTask {
-  PlacementEnv* env = nullptr;             // reset repeatedly and left done
+  // Reset repeatedly and left done. One whose decision slots come released
+  // (PlacementEnv::ReleaseDecisionSlots) has them built for each episode and
+  // released after: a corpus's memory bounded, at the price of the builds.
+  PlacementEnv* env = nullptr;
   std::vector<PlacementPlan> experts;      // the cheapest (the MDP's replay) is imitated; none for validation
   std::string name;                        // for the log
   bool validation = false;

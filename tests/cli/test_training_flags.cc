@@ -179,5 +179,31 @@ TEST(TrainingFlags, EveryFlagHasAHelpGroup) {
   EXPECT_THROW(PutInHelpGroups(train, {{"x", {"--no-such-flag"}}}), std::logic_error);
 }
 
+// `pretrain`: with no flags the library's defaults (the tuned ones); the
+// slot budget takes bytes or a unit, and a word is refused.
+TEST(TrainingFlags, PretrainBindsTheCorpusOptionsAndTheSlotBudgetTakesUnits) {
+  auto parse = [](std::vector<std::string> args) {
+    CLI::App app;
+    CorpusPretrainingOptions o;
+    CLI::App* cmd = app.add_subcommand("pretrain");
+    AddPretrainOptions(cmd, o);
+    args.insert(args.begin(), {"pretrain", "--workloads", "synthetic:vgg:4", "--out", "x"});
+    std::reverse(args.begin(), args.end());
+    app.parse(args);
+    return o;
+  };
+  const CorpusPretrainingOptions defaults;
+  const CorpusPretrainingOptions plain = parse({});
+  EXPECT_EQ(plain.resident_slot_bytes, defaults.resident_slot_bytes);
+  EXPECT_EQ(plain.imitation.polish_updates, defaults.imitation.polish_updates);
+  EXPECT_EQ(plain.experts, defaults.experts);
+  EXPECT_EQ(plain.workloads, std::vector<std::string>{"synthetic:vgg:4"});
+  EXPECT_EQ(parse({"--resident-slot-bytes", "1000"}).resident_slot_bytes, 1000u);
+  EXPECT_EQ(parse({"--resident-slot-bytes", "256MiB"}).resident_slot_bytes, uint64_t{256} << 20);
+  EXPECT_EQ(parse({"--resident-slot-bytes", "2GB"}).resident_slot_bytes, uint64_t{2} << 30);
+  EXPECT_EQ(parse({"--resident-slot-bytes", "0"}).resident_slot_bytes, 0u);  // every workload takes turns
+  EXPECT_THROW(parse({"--resident-slot-bytes", "lots"}), CLI::ParseError);
+}
+
 }  // namespace
 }  // namespace tensortier

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <random>
 
 #include "agents/agent.h"
@@ -258,6 +259,39 @@ TEST(Imitation, ACorpusNetworkImitatesEveryModelsExpertAndKeepsTheBestMeanRound)
     EXPECT_NE(std::string(e.what()).find("no expert plan for vgg"), std::string::npos) << e.what();
   }
   EXPECT_THROW(LearnFromCorpus(*agent, {{nullptr, {slow}, "none"}}, c, rng), std::invalid_argument);
+}
+
+// A task whose environment comes with its decision slots released takes
+// turns: built for each episode, released after (a corpus's memory bounded,
+// CorpusPretrainingOptions::resident_slot_bytes). Nothing the network learns
+// or is scored on changes, and the others keep theirs.
+TEST(Imitation, ATaskWhoseSlotsAreReleasedTakesTurnsAndLearnsTheSame) {
+  Task resnet = ResnetTask();
+  Task vgg = VggTask(resnet.env);
+  ImitationConfig c = ImitationSteps(60, 2, 80);
+  c.polish_updates = 200;
+  c.polish_chunk = 100;
+  auto learn = [&](bool release_vgg) {
+    auto resnet_env = std::make_unique<PlacementEnv>(resnet.w, resnet.env);
+    auto vgg_env = std::make_unique<PlacementEnv>(vgg.w, vgg.env);
+    if (release_vgg) vgg_env->ReleaseDecisionSlots();
+    auto agent = SmallDqn();
+    std::mt19937_64 rng(9);
+    const CorpusImitationResult r = LearnFromCorpus(
+        *agent, {{resnet_env.get(), {FirstTouchPlan(resnet.w, resnet.env.dram_limit_bytes)}, "resnet"},
+                 {vgg_env.get(), {FirstTouchPlan(vgg.w, vgg.env.dram_limit_bytes)}, "vgg"}},
+        c, rng);
+    EXPECT_TRUE(resnet_env->decision_slots_built());
+    EXPECT_EQ(vgg_env->decision_slots_built(), !release_vgg);
+    std::vector<double> costs;
+    for (const ImitationResult& t : r.tasks)
+      for (const ImitationRound& round : t.rounds) costs.push_back(round.greedy_cost_ns);
+    return std::make_pair(agent->SerializeWeights(), costs);
+  };
+  const auto held = learn(false), turns = learn(true);
+  ASSERT_FALSE(held.second.empty());
+  EXPECT_EQ(turns.second, held.second);
+  EXPECT_TRUE(turns.first == held.first) << "the network differs when a task takes turns";
 }
 
 // A validation task is not learned from (no expert, none of its states in
