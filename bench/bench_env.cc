@@ -191,9 +191,9 @@ int main(int argc, char** argv) {
     ++episodes;
     elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   } while (elapsed < seconds);
-  // What an env that takes turns with others pays (learner/imitation.cc
-  // releases a corpus task's slots after each rollout): the slots' memory,
-  // and the time to build them again at the next Reset.
+  // What an env that takes turns with others pays (pretrain's workloads
+  // past --resident-slot-bytes build their slots for each rollout): the
+  // slots' memory, and the time to build them again at the next Reset.
   const uint64_t slot_bytes = env.decision_slot_bytes();
   env.ReleaseDecisionSlots();
   const auto rebuild_start = Clock::now();

@@ -245,8 +245,9 @@ void PlacementEnv::BuildDecisionSlots() {
   max_steps_ = slot_begin_[K];
   // The reserve counted every live tensor of the kAccessGaps scope's open
   // kernels; most get no slot.
-  for (auto* v : {&slot_word_, &slot_use_}) v->shrink_to_fit();
+  slot_word_.shrink_to_fit();
   slot_heat_.shrink_to_fit();
+  slot_use_.shrink_to_fit();
 }
 
 void PlacementEnv::ReleaseDecisionSlots() {
