@@ -41,7 +41,8 @@ CostReport EvaluatePlan(const Workload& w, const PlacementPlan& plan) {
   return r;
 }
 
-void EvaluateValidPlan(const Workload& w, const PlacementPlan& plan, CostReport& r, KernelLedger* ledger) {
+void EvaluateValidPlan(const Workload& w, const PlacementPlan& plan, CostReport& r, KernelLedger* ledger,
+                       TensorLedger* tensors) {
   const size_t K = w.num_kernels();
   std::vector<double> kernel_ns = std::move(r.kernel_ns);
   r = CostReport{};
@@ -53,6 +54,13 @@ void EvaluateValidPlan(const Workload& w, const PlacementPlan& plan, CostReport&
     ledger->overlapped_ns.assign(K, 0);
     ledger->dram_bytes.assign(K, 0);
     ledger->slow_bytes.assign(K, 0);
+  }
+  if (tensors) {
+    const size_t T = w.num_tensors();
+    tensors->slow_penalty_ns.assign(T, 0);
+    tensors->slow_accesses.assign(T, 0);
+    tensors->copy_ns.assign(T, 0);
+    tensors->copies.assign(T, 0);
   }
   std::vector<Tier> tier = plan.initial_tiers;
   // Pinned tensors stay in DRAM whatever the plan says (as on any executor).
@@ -86,6 +94,10 @@ void EvaluateValidPlan(const Workload& w, const PlacementPlan& plan, CostReport&
     }
     double ns = CopyTimeNs(w, bytes, to);
     r.raw_migration_ns += ns;
+    if (tensors) {
+      tensors->copy_ns[t] += ns;
+      ++tensors->copies[t];
+    }
     return ns;
   };
 
@@ -110,8 +122,15 @@ void EvaluateValidPlan(const Workload& w, const PlacementPlan& plan, CostReport&
     }
 
     double exec_ns = w.kernels[k].dram_time_ns;
-    for (uint32_t i : w.accesses_of_kernel(k))
-      if (tier[w.accesses[i].tensor] == Tier::kSlow) exec_ns += w.accesses[i].slow_penalty_ns;
+    for (uint32_t i : w.accesses_of_kernel(k)) {
+      const Access& a = w.accesses[i];
+      if (tier[a.tensor] != Tier::kSlow) continue;
+      exec_ns += a.slow_penalty_ns;
+      if (tensors) {
+        tensors->slow_penalty_ns[a.tensor] += a.slow_penalty_ns;
+        ++tensors->slow_accesses[a.tensor];
+      }
+    }
 
     uint64_t dram = live_dram, slow = live_slow;
     // A copy in flight holds space in both tiers (eq. 7).

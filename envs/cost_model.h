@@ -41,10 +41,12 @@ CostReport EvaluatePlan(const Workload& w, const PlacementPlan& plan);
 // once per episode). Reuses out's buffers; `w` must be finalized.
 //
 // With `ledger`, also what each kernel adds up (KernelLedger), for a caller
-// that changes a plan one copy at a time and prices each change locally.
+// that changes a plan one copy at a time and prices each change locally;
+// with `tensors`, what each tensor costs (TensorLedger).
 struct KernelLedger;
+struct TensorLedger;
 void EvaluateValidPlan(const Workload& w, const PlacementPlan& plan, CostReport& out,
-                       KernelLedger* ledger = nullptr);
+                       KernelLedger* ledger = nullptr, TensorLedger* tensors = nullptr);
 
 // Per kernel k, the terms of EvaluateValidPlan's sum: kernel_ns[k] =
 // exec_ns[k] + blocking_ns[k] + ExposedAsyncCopyNs(overlapped_ns[k],
@@ -57,6 +59,19 @@ struct KernelLedger {
   std::vector<double> overlapped_ns;  // async copies issued at the boundary before the kernel
   std::vector<uint64_t> dram_bytes;
   std::vector<uint64_t> slow_bytes;
+};
+
+// Per tensor t, what EvaluateValidPlan charged to it: the slow penalties of
+// its accesses in the slow tier (their sum over tensors plus the kernels'
+// DRAM times is exec_ns) and its copies, the copy back after the last kernel
+// included, at their whole duration (raw_migration_ns sums them; in async
+// mode a kernel hides part of the copies under it, which is the kernel's,
+// not a tensor's). Where a plan loses time, by tensor (bench_plan_attribution).
+struct TensorLedger {
+  std::vector<double> slow_penalty_ns;
+  std::vector<uint32_t> slow_accesses;
+  std::vector<double> copy_ns;
+  std::vector<uint32_t> copies;
 };
 
 // Time of a copy of `bytes` towards `to` on the workload's device: its fixed

@@ -1,9 +1,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 
 #include "envs/cost_model.h"
 #include "envs/first_touch.h"
+#include "envs/placement_env.h"
+#include "envs/synthetic.h"
 #include "tests/core/hand_graph.h"
 
 namespace tensortier {
@@ -165,6 +168,57 @@ TEST(CostModel, PersistentTensorsReturnToTheirStartingTier) {
   // 500 ns fetch + 1000 ns write-back at 1 byte/ns for the next iteration.
   EXPECT_DOUBLE_EQ(r.migration_ns, 1500);
   EXPECT_EQ(r.bytes_to_slow, 1000u);
+}
+
+// TensorLedger splits the cost model's own sums by tensor: the penalties
+// with the kernels' DRAM times make exec_ns, the copies (the copy back of
+// persistent tensors included) raw_migration_ns and the copy counts, in both
+// modes; in sync mode every copy blocks, so they make migration_ns too, and
+// a tensor's slow accesses are those the plan's timeline puts in the slow tier.
+TEST(CostModel, TheTensorLedgerAddsUpToTheCostModelsSums) {
+  SyntheticOptions o;
+  o.shape = SyntheticShape::kResnetLike;
+  o.layers = 6;
+  o.base_bytes = 1 << 20;
+  const Workload w = GenerateSynthetic(o);
+  for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
+    EnvConfig c;
+    c.dram_limit_bytes = w.peak_live_bytes() / 3;
+    c.mode = mode;
+    PlacementEnv env(w, c);
+    std::mt19937_64 rng(11);
+    size_t copies_back = 0;
+    for (int episode = 0; episode < 6; ++episode) {
+      const PlacementPlan plan = RunEpisode(env, [&](const Observation&) { return static_cast<int>(rng() % 2); }).plan;
+      CostReport r;
+      TensorLedger ledger;
+      EvaluateValidPlan(w, plan, r, nullptr, &ledger);
+      EXPECT_EQ(r.total_ns, EvaluatePlan(w, plan).total_ns) << "the ledger changes nothing";
+      double penalty = 0, copy = 0;
+      uint64_t copies = 0;
+      for (size_t t = 0; t < w.num_tensors(); ++t) {
+        penalty += ledger.slow_penalty_ns[t];
+        copy += ledger.copy_ns[t];
+        copies += ledger.copies[t];
+      }
+      double dram_ns = 0;
+      for (const Kernel& k : w.kernels) dram_ns += k.dram_time_ns;
+      EXPECT_NEAR(dram_ns + penalty, r.exec_ns, 1e-6 * r.exec_ns);
+      EXPECT_NEAR(copy, r.raw_migration_ns, 1e-6 * std::max(1.0, r.raw_migration_ns));
+      EXPECT_EQ(copies, r.migrations_to_slow + r.migrations_to_dram);
+      EXPECT_GT(penalty, 0);
+      EXPECT_GT(copies, 0u);
+      if (mode != MigrationMode::kSync) continue;
+      EXPECT_NEAR(copy, r.migration_ns, 1e-6 * std::max(1.0, r.migration_ns));
+      const std::vector<std::vector<Tier>> timeline = plan.TierTimeline(w);
+      std::vector<uint32_t> slow(w.num_tensors(), 0);
+      for (const Access& a : w.accesses) slow[a.tensor] += timeline[a.kernel][a.tensor] == Tier::kSlow;
+      EXPECT_EQ(slow, ledger.slow_accesses);
+      for (size_t t = 0; t < w.num_tensors(); ++t)
+        copies_back += w.tensors[t].persistent && timeline.back()[t] != plan.initial_tiers[t];
+    }
+    if (mode == MigrationMode::kSync) EXPECT_GT(copies_back, 0u) << "no plan copied a tensor back";
+  }
 }
 
 TEST(CostModel, RejectsAPlanForAnotherWorkload) {
