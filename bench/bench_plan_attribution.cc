@@ -67,13 +67,14 @@ int main(int argc, char** argv) {
   std::vector<std::string> policies = {"sentinel", "autotm-sync"};
   int top = 15;
   app.add_option("--workload", spec, "Workload file or synthetic:SHAPE[:LAYERS]")->required();
-  app.add_option("--checkpoint", checkpoint, "Agent checkpoint (.ckpt): adds its greedy plan and dqn+search's");
+  app.add_option("--checkpoint", checkpoint, "Agent checkpoint (.ckpt): adds its greedy plan and the plan-time search's "
+                 "(dqn+search or sac+search)");
   app.add_option("--dram-fraction", fraction, "DRAM limit as a fraction of peak live bytes")->check(CLI::Range(0.0, 1.0));
   app.add_option("--mode", mode, "sync or async migrations")->check(CLI::IsMember({"sync", "async"}));
   app.add_option("--policies", policies, "Baselines (tensortier bench's names)");
   app.add_option("--plan", examined, "The plan the per-tensor list examines (default: greedy with --checkpoint, "
                  "else the first policy)");
-  app.add_option("--against", against, "The reference plan of the per-tensor list (a policy above, greedy or dqn+search)");
+  app.add_option("--against", against, "The reference plan of the per-tensor list (a policy above, greedy, dqn+search or sac+search)");
   app.add_option("--search-seconds", search_seconds, "Plan-time search limit")->check(CLI::NonNegativeNumber);
   app.add_option("--ilp-seconds", ilp_seconds, "Solver time limit of AutoTM's ILP")->check(CLI::PositiveNumber);
   app.add_option("--top", top, "Tensors listed, where the first plan pays the most over the reference")
@@ -95,7 +96,7 @@ int main(int argc, char** argv) {
       plans.push_back(Attribute(w, "greedy", GreedyCountingClips(env, *agent, clipped)));
       PlanSearchOptions search;
       search.max_seconds = search_seconds;
-      plans.push_back(Attribute(w, "dqn+search", SearchPlan(env, ScoresOf(*agent), search, {}).best.plan));
+      plans.push_back(Attribute(w, agent->name() + "+search", SearchPlan(env, ScoresOf(*agent), search, {}).best.plan));
     }
     PolicyContext ctx;
     ctx.dram_limit_bytes = limit;

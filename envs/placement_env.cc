@@ -199,7 +199,6 @@ void PlacementEnv::BuildDecisionSlots() {
   };
   slot_word_.reserve(slots);
   slot_heat_.reserve(slots);
-  slot_use_.reserve(slots);
   // Each tensor's first use at or after k, as k goes up.
   std::vector<uint32_t> cursor(use_begin_.begin(), use_begin_.end() - 1);
   std::vector<uint32_t> order;
@@ -238,7 +237,6 @@ void PlacementEnv::BuildDecisionSlots() {
       }
       slot_word_.push_back(word);
       slot_heat_.push_back(static_cast<float>(std::tanh(heat[i])));
-      slot_use_.push_back(u);
     }
   }
   slot_begin_[K] = static_cast<uint32_t>(slot_word_.size());
@@ -247,7 +245,6 @@ void PlacementEnv::BuildDecisionSlots() {
   // kernels; most get no slot.
   slot_word_.shrink_to_fit();
   slot_heat_.shrink_to_fit();
-  slot_use_.shrink_to_fit();
 }
 
 void PlacementEnv::ReleaseDecisionSlots() {
@@ -255,7 +252,7 @@ void PlacementEnv::ReleaseDecisionSlots() {
   std::vector<uint32_t>().swap(slot_begin_);
   std::vector<uint32_t>().swap(slot_word_);
   std::vector<float>().swap(slot_heat_);
-  std::vector<uint32_t>().swap(slot_use_);
+  std::vector<uint32_t>().swap(use_cursor_);
   // The per-episode state is rebuilt by Reset and Resume.
   std::vector<uint8_t>().swap(state_);
   std::vector<uint32_t>().swap(gap_decided_);
@@ -267,13 +264,14 @@ void PlacementEnv::ReleaseDecisionSlots() {
 
 uint64_t PlacementEnv::decision_slot_bytes() const {
   return slot_begin_.capacity() * sizeof(uint32_t) + slot_word_.capacity() * sizeof(uint32_t) +
-         slot_heat_.capacity() * sizeof(float) + slot_use_.capacity() * sizeof(uint32_t);
+         slot_heat_.capacity() * sizeof(float);
 }
 
 Observation PlacementEnv::Reset() {
   if (!decision_slots_built()) BuildDecisionSlots();
   const size_t T = w_.num_tensors();
   state_.assign(T, kNotPlaced);
+  use_cursor_.assign(use_begin_.begin(), use_begin_.end() - 1);  // kernel 0: every tensor's first use
   gap_decided_.assign(config_.scope == DecisionScope::kAccessGaps ? T : 0, 0);
   if (!gap_decided_.empty()) held_.Reset(w_.num_kernels());
   FreshSummary();
@@ -392,11 +390,32 @@ void PlacementEnv::SortKernelMigrations() {
 
 uint32_t PlacementEnv::CurrentTensor() const { return slot_word_[Slot()] & kSlotTensor; }
 
+uint32_t PlacementEnv::UseAtOrAfterKernel(uint32_t t) const {
+  uint32_t u = use_cursor_[t];
+  const uint32_t end = use_begin_[t + 1];
+  if (u == kUseUnknown) {  // resumed: search once, then step as kernel_ grows
+    u = static_cast<uint32_t>(std::partition_point(uses_.begin() + use_begin_[t], uses_.begin() + end,
+                                                   [&](const Use& x) { return x.kernel < kernel_; }) -
+                              uses_.begin());
+    use_cursor_[t] = u;
+  }
+  if (u < end && uses_[u].kernel < kernel_) {  // written back only when it moves
+    do ++u;
+    while (u < end && uses_[u].kernel < kernel_);
+    use_cursor_[t] = u;
+  }
+  return u;
+}
+
 bool PlacementEnv::HeldThroughGap(uint32_t slot) const {
   const uint32_t word = slot_word_[slot];
   const uint32_t t = word & kSlotTensor;
-  return !gap_decided_.empty() && !(word & kSlotRelevant) && state_[t] == kInDram &&
-         gap_decided_[t] == slot_use_[slot] + 1;
+  if (gap_decided_.empty() || (word & kSlotRelevant) || state_[t] != kInDram || gap_decided_[t] == 0) return false;
+  // The decided gap ends at use g (none left: g is t's end), after the use
+  // its decision followed, so kernel_ is in it while g is not behind it.
+  // Read without the use cursor, as every slot of every kernel asks.
+  const uint32_t g = gap_decided_[t] - 1;
+  return g >= use_begin_[t + 1] || uses_[g].kernel >= kernel_;
 }
 
 bool PlacementEnv::Skipped(uint32_t slot) const {
@@ -408,7 +427,7 @@ bool PlacementEnv::Skipped(uint32_t slot) const {
 
 size_t PlacementEnv::GapEnd(uint32_t slot) const {
   const uint32_t t = slot_word_[slot] & kSlotTensor;
-  uint32_t u = slot_use_[slot];
+  uint32_t u = UseAtOrAfterKernel(t);
   const uint32_t end = use_begin_[t + 1];
   if (u < end && uses_[u].kernel == kernel_) ++u;
   return u < end ? uses_[u].kernel : free_end_[t];
@@ -420,7 +439,7 @@ size_t PlacementEnv::decision_holds_until() const {
   const uint32_t word = slot_word_[slot];
   const uint32_t t = word & kSlotTensor;
   if (gap_decided_.empty() || (word & kSlotRelevant) || state_[t] != kInDram) return kernel_ + 1;
-  const uint32_t u = slot_use_[slot];
+  const uint32_t u = UseAtOrAfterKernel(t);
   if (u >= use_begin_[t + 1]) return free_end_[t];
   // With async copies the kernel before the access decides again (a
   // prefetch, or an eviction there) when it is a bottleneck.
@@ -468,7 +487,7 @@ Observation PlacementEnv::ObservationOf(uint32_t slot) const {
   const double limit = static_cast<double>(limit_bytes_);
   const double kernel_ns = kernel_ns_[k];
   const uint32_t end = use_begin_[t + 1];
-  uint32_t u = slot_use_[slot];
+  uint32_t u = UseAtOrAfterKernel(t);
   const bool now = u < end && uses_[u].kernel == k;
 
   switch (state_[t]) {
@@ -555,7 +574,7 @@ StepResult PlacementEnv::Step(int action) {
   const Tier requested = static_cast<Tier>(action);
   const size_t k = kernel_;
   const uint32_t t = CurrentTensor();
-  const uint32_t u = slot_use_[Slot()];
+  const uint32_t u = UseAtOrAfterKernel(t);
   const Use* use = u < use_begin_[t + 1] && uses_[u].kernel == k ? &uses_[u] : nullptr;  // k's access to t
   const bool writes = use && use->writes;
   const uint64_t size = size_[t];
@@ -714,6 +733,7 @@ Observation PlacementEnv::Resume(const Checkpoint& c, const PlacementPlan& plan)
   kernel_slot_begin_ = c.kernel_slot_begin;
   order_ = c.order;
   state_ = c.state;
+  use_cursor_.assign(w_.num_tensors(), kUseUnknown);
   gap_decided_ = c.gap_decided;
   held_ = c.held;
   dram_committed_ = c.dram_committed;

@@ -204,7 +204,7 @@ class PlacementEnv {
   size_t decision_holds_until() const;
 
   // Frees the decision slots and the episode state, the bulk of an env's
-  // memory (paper-scale ResNet-152: 12 bytes a slot, about 8 million slots),
+  // memory (paper-scale ResNet-152: 8 bytes a slot, about 8 million slots),
   // until the next Reset or Resume builds them again (the same slots; a few
   // hundred ms on the largest graphs, more than a greedy episode there).
   // summary() stays valid. For many envs that take turns within a memory
@@ -300,7 +300,14 @@ class PlacementEnv {
   std::vector<uint32_t> slot_begin_;
   std::vector<uint32_t> slot_word_;               // tensor id and a flag, see placement_env.cc
   std::vector<float> slot_heat_;                  // the squashed heat
-  std::vector<uint32_t> slot_use_;                // the tensor's first use at or after the kernel
+  // A slot's use (its tensor's first at or after kernel_) is not stored per
+  // slot: decisions are read at kernel_ alone, and kernel_ only grows within
+  // an episode, so a cursor per tensor finds it (it was 4 of 12 bytes a slot,
+  // learning.md, section 3, session thirty-five). Episode state; Reset and
+  // Resume set it, the const readers move it forward.
+  static constexpr uint32_t kUseUnknown = UINT32_MAX;
+  mutable std::vector<uint32_t> use_cursor_;
+  uint32_t UseAtOrAfterKernel(uint32_t t) const;
   // kObsGapPeak and kObsGapLength come from the slot's kernel and use, per
   // observation: per slot they were 40% of the slots' bytes (a 60-task
   // corpus held 2.3 GB, docs/results/learning.md, session thirty-four).
