@@ -208,6 +208,17 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
                   "plan needed; fine-tunes an --init network on a new model)")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
+  // One flag for both: the labels of DAgger rounds on the baselines' plans
+  // and of self-imitation's rounds on the network's own searched plans.
+  cmd->add_option_function<bool>(
+         "--room-labels",
+         [&c](const bool& on) {
+           c.imitation.room_labels = on;
+           c.self_imitation.imitation.room_labels = on;
+         },
+         "Imitation and self-imitation: DAgger labels that price the room (where the rollout's kept tensors crowd "
+         "out a DRAM label, the cheapest of them to evict are labelled slow)")
+      ->default_str(c.imitation.room_labels ? "true" : "false");
   cmd->add_option("--lr-after-imitation", c.imitation.learning_rate_after,
                   "Imitation: DQN's learning rate once it is over (0 keeps --lr); a smaller step keeps TD updates "
                   "from pulling the imitated policy off the expert")
@@ -279,7 +290,8 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
       {"SAC", {"--sac-lr", "--sac-alpha-lr", "--sac-tau", "--sac-target-entropy-scale", "--sac-reward-scale"}},
       {"Replay and exploration", {"--replay", "--samples-per-insert", "--exploration", "--apex-epsilon", "--apex-alpha"}},
       {"Baselines and imitation", {"--demonstrations", "--baselines", "--solver-seconds", "--dagger-rounds",
-                                   "--polish-updates", "--self-imitation-rounds", "--lr-after-imitation"}},
+                                   "--polish-updates", "--self-imitation-rounds", "--room-labels",
+                                   "--lr-after-imitation"}},
       {"Evaluation, convergence and the final search",
        {"--eval-every", "--converge-window", "--converge-tolerance", "--search-rollouts",
         "--search-replays", "--search-replays-per-improvement", "--search-cyclic-replays",
@@ -321,6 +333,10 @@ void AddPretrainOptions(CLI::App* cmd, CorpusPretrainingOptions& o) {
   cmd->add_option("--polish-updates", o.imitation.polish_updates,
                   "Steps on the experts' own states alone after the DAgger rounds (0: none)")
       ->check(CLI::Range(0, 10000000))
+      ->capture_default_str();
+  cmd->add_option("--room-labels", o.imitation.room_labels,
+                  "DAgger labels that price the room: where the rollout's kept tensors crowd out a DRAM label, "
+                  "the cheapest of them to evict are labelled slow")
       ->capture_default_str();
   cmd->add_option("--max-seconds", o.imitation.max_seconds, "Stop imitating after this many seconds (0 = no limit)")
       ->check(CLI::NonNegativeNumber)

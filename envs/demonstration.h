@@ -40,6 +40,24 @@ struct Demonstration {
   EpisodeSummary summary;
   // Decisions where the plan asked for DRAM and the MDP clipped it to the slow tier.
   uint32_t clipped = 0;
+  // Labels RolloutLabels::price_room turned from the plan's DRAM to slow.
+  uint32_t room_relabelled = 0;
+};
+
+// How LabelRollout labels the states a policy visits.
+struct RolloutLabels {
+  // The plan's tier for a tensor is the right label in the plan's own
+  // states; in a rollout's, the room the plan gave a tensor may be held by
+  // tensors the policy kept. With this on, a DRAM label the MDP would clip
+  // (the policy's own mistakes took the room) charges the DRAM choices that
+  // hold room over its kernel through a gap: the cheapest to evict (copy out
+  // and, at the next use, the cheaper of the copy back and the slow-tier
+  // penalty, per byte) are labelled slow until they free what the request
+  // lacks, when together they cost less than the request's slow-tier penalty
+  // there (the cost model's prices, each decision priced alone). The
+  // expert's marginal choice becomes the choice this state's room pays for
+  // (docs/results/learning.md, section 3, session thirty-six).
+  bool price_room = false;
 };
 
 // Plays `plan` through `env` (Reset first; the env is left done). The plan
@@ -57,6 +75,6 @@ Demonstration DemonstratePlan(PlacementEnv& env, const PlacementPlan& plan);
 // consequences were not observed), so the TD target never follows another
 // action's outcome. summary is the driven episode.
 Demonstration LabelRollout(PlacementEnv& env, const PlacementPlan& plan,
-                           const std::function<int(const Observation&)>& act);
+                           const std::function<int(const Observation&)>& act, const RolloutLabels& labels = {});
 
 }  // namespace tensortier

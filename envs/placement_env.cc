@@ -556,11 +556,20 @@ bool FasterEpisode(const EpisodeSummary& a, const EpisodeSummary& b) {
 // this kernel runs out of memory although it asks for nothing (docs/mdp.md).
 // Counting the ones kernel k writes (their eviction is synchronous) is
 // conservative.
-bool PlacementEnv::DramRequestDoesNotFit(uint32_t t) const {
+uint64_t PlacementEnv::DramNeededBytes(uint32_t t) const {
   uint64_t needed = size_[t];
   if (config_.mode == MigrationMode::kAsync)
     needed += resident_undecided_bytes_ - (state_[t] == kInDram ? size_[t] : 0);
-  return needed > limit_bytes_ - dram_committed_;
+  return needed;
+}
+
+bool PlacementEnv::DramRequestDoesNotFit(uint32_t t) const { return DramNeededBytes(t) > limit_bytes_ - dram_committed_; }
+
+uint64_t PlacementEnv::DramShortfallBytes() const {
+  if (done_) return 0;
+  const uint64_t needed = DramNeededBytes(CurrentTensor());
+  const uint64_t left = limit_bytes_ - dram_committed_;
+  return needed > left ? needed - left : 0;
 }
 
 bool PlacementEnv::DramRequestWouldSpill() const {

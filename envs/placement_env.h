@@ -195,6 +195,11 @@ class PlacementEnv {
   // reward differs, by spill_penalty, and summary().spills). False when the
   // episode is done or OOM handling is kTerminate.
   bool DramRequestWouldSpill() const;
+  // The bytes the next Step(0) lacks in DRAM: 0 when it fits (or the episode
+  // is done), else what other tensors would have to free at this kernel for
+  // it to fit (with async copies, the room held for undecided residents
+  // counted as DramRequestWouldSpill counts it).
+  uint64_t DramShortfallBytes() const;
   // The kernel up to which (exclusive) the next Step's tier holds unless the
   // tensor is touched: k + 1, or with DecisionScope::kAccessGaps for a
   // DRAM-resident tensor kernel k does not touch, its next decision: its
@@ -270,6 +275,7 @@ class PlacementEnv {
   };
 
   void BuildDecisionSlots();
+  uint64_t DramNeededBytes(uint32_t t) const;  // DRAM a request for t takes at this kernel
   bool DramRequestDoesNotFit(uint32_t t) const;
   // Whether slot's tensor gets no decision at kernel_: it idles in the slow
   // tier, or (kAccessGaps) stays in DRAM through a gap already decided.

@@ -130,12 +130,15 @@ CorpusPretrainingResult PretrainOnCorpus(const CorpusPretrainingOptions& o,
   CorpusImitationResult im =
       LearnFromCorpus(*agent, tasks, o.imitation, rng,
                       [&](const ImitationRound& r, double mean_relative, double validation_relative) {
-                        char line[200], validated[64] = "";
+                        char line[280], validated[64] = "", room[96] = "";
                         if (!o.validation_workloads.empty())
                           std::snprintf(validated, sizeof validated, ", validation %.1f%%", 100 * validation_relative);
-                        std::snprintf(line, sizeof line, "%s %d: mean greedy plan %.1f%% of all-DRAM%s (%.0f s)",
+                        if (o.imitation.room_labels && !r.polish)
+                          std::snprintf(room, sizeof room, ", %u DRAM labels clipped, %u kept tensors labelled slow for room",
+                                        r.clipped_labels, r.room_relabelled);
+                        std::snprintf(line, sizeof line, "%s %d: mean greedy plan %.1f%% of all-DRAM%s (%.0f s)%s",
                                       r.polish ? "polish chunk" : (r.round == 0 ? "after pre-training, round" : "DAgger round"),
-                                      r.round, 100 * mean_relative, validated, r.seconds);
+                                      r.round, 100 * mean_relative, validated, r.seconds, room);
                         say(line);
                       });
   result.imitation_seconds = Since(imitation_start);

@@ -171,6 +171,8 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
   corpus.updates += static_cast<uint64_t>(std::max(config.pretrain_updates, 0));
 
   auto greedy = [&](const Observation& o) { return agent.Greedy(o.data()); };
+  RolloutLabels rollout_labels;
+  rollout_labels.price_room = config.room_labels;
   std::string best_weights;
   CorpusScore best_score;
   // Rolls the current policy out on every task, labelled by its expert: the
@@ -180,20 +182,28 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
   // a task's memory instead of the corpus's). Appends the round to every task.
   auto roll_out = [&](const ImitationRound& r, bool aggregate) {
     CorpusScore learned, validation;
+    uint32_t room_relabelled = 0, clipped_labels = 0;
     std::vector<EpisodeSummary> greedy_plans(tasks.size());
     for (size_t i = 0; i < tasks.size(); ++i) {
       EpisodeSummary played;
+      uint32_t relabelled = 0, clipped = 0;
       if (tasks[i].validation) {
         played = RunEpisode(*tasks[i].env, greedy);
       } else {
-        Demonstration d = LabelRollout(*tasks[i].env, *expert[i], greedy);
+        Demonstration d = LabelRollout(*tasks[i].env, *expert[i], greedy, rollout_labels);
         played = std::move(d.summary);
+        relabelled = d.room_relabelled;
+        clipped = d.clipped;
         if (aggregate) Aggregate(pool, std::move(d.transitions), config.max_demonstrations, seen, rng);
       }
       if (takes_turns[i]) tasks[i].env->ReleaseDecisionSlots();
       ImitationRound tr = r;
       tr.greedy_cost_ns = CostOf(played);
       tr.greedy_oom = played.oom;
+      tr.room_relabelled = relabelled;
+      tr.clipped_labels = clipped;
+      room_relabelled += relabelled;
+      clipped_labels += clipped;
       corpus.tasks[i].rounds.push_back(tr);
       CorpusScore& score = tasks[i].validation ? validation : learned;
       score.oom += played.oom;
@@ -205,6 +215,8 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
     if (on_round) {
       ImitationRound told = r;
       told.seconds = elapsed();
+      told.room_relabelled = room_relabelled;
+      told.clipped_labels = clipped_labels;
       on_round(told, learned.mean_relative, validation.mean_relative);
     }
     const CorpusScore& score = validated ? validation : learned;

@@ -78,6 +78,11 @@ struct ImitationConfig {
   // seed 2 (best 58.2% either way), and Inception-v3 fell 48.8 -> 47.9%
   // (docs/results/learning.md), so off.
   double polish_aggregate_share = 0.0;
+  // DAgger labels that price the room (RolloutLabels::price_room): where a
+  // rollout's kept tensors crowd out a DRAM label, the cheapest of them to
+  // evict are labelled slow (docs/results/learning.md, section 3, session
+  // thirty-six).
+  bool room_labels = false;
 };
 
 struct ImitationRound {
@@ -90,6 +95,8 @@ struct ImitationRound {
   // expert's own states.
   size_t mistakes = 0;
   bool polish = false;           // a polish round (ImitationConfig::polish_updates)
+  uint32_t clipped_labels = 0;   // DRAM labels of the round's rollouts the MDP would clip
+  uint32_t room_relabelled = 0;  // labels of the round's rollouts the room turned slow (room_labels)
   double seconds = 0;            // since the phase began
 };
 

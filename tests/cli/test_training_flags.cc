@@ -67,6 +67,8 @@ TEST(TrainingFlags, TrainsWithTheLibrarysDefaults) {
   EXPECT_EQ(got.converge_window, want.converge_window);
   EXPECT_EQ(got.converge_tolerance, want.converge_tolerance);
   EXPECT_EQ(got.checkpoints_kept, want.checkpoints_kept);
+  EXPECT_EQ(got.imitation.room_labels, want.imitation.room_labels);
+  EXPECT_EQ(got.self_imitation.imitation.room_labels, want.self_imitation.imitation.room_labels);
   // The one difference, on purpose: the service serves metrics ('off' turns
   // them off); an embedded learner serves none unless asked.
   EXPECT_EQ(got.metrics_address, "127.0.0.1:0");
@@ -100,10 +102,12 @@ TEST(TrainingFlags, EveryFlagLandsInItsField) {
                                  "--apex-alpha", "5", "--eval-every", "6", "--converge-window", "4",
                                  "--converge-tolerance", "0.02", "--workload", "synthetic:tiny", "--dram-fraction",
                                  "0.5", "--out", "run", "--polish-updates", "4500", "--self-imitation-rounds", "3",
-                                 "--init", "runs/other"});
+                                 "--room-labels", "true", "--init", "runs/other"});
   const LearnerConfig& c = f.learner;
   EXPECT_EQ(c.imitation.polish_updates, 4500);
   EXPECT_EQ(c.self_imitation.rounds, 3);
+  EXPECT_TRUE(c.imitation.room_labels);  // one flag, both phases' labels
+  EXPECT_TRUE(c.self_imitation.imitation.room_labels);
   EXPECT_EQ(c.init_checkpoint, "runs/other");  // main.cc's BuildLearnerConfig resolves a run directory
   EXPECT_EQ(c.agent, AgentKind::kSac);
   EXPECT_EQ(c.env.mode, MigrationMode::kAsync);
@@ -197,6 +201,9 @@ TEST(TrainingFlags, PretrainBindsTheCorpusOptionsAndTheSlotBudgetTakesUnits) {
   EXPECT_EQ(plain.resident_slot_bytes, defaults.resident_slot_bytes);
   EXPECT_EQ(plain.imitation.polish_updates, defaults.imitation.polish_updates);
   EXPECT_EQ(plain.experts, defaults.experts);
+  EXPECT_EQ(plain.imitation.room_labels, defaults.imitation.room_labels);
+  EXPECT_EQ(parse({"--room-labels", "true"}).imitation.room_labels, true);
+  EXPECT_EQ(parse({"--room-labels", "false"}).imitation.room_labels, false);
   EXPECT_EQ(plain.workloads, std::vector<std::string>{"synthetic:vgg:4"});
   EXPECT_EQ(parse({"--resident-slot-bytes", "1000"}).resident_slot_bytes, 1000u);
   EXPECT_EQ(parse({"--resident-slot-bytes", "256MiB"}).resident_slot_bytes, uint64_t{256} << 20);

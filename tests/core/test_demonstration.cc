@@ -164,6 +164,57 @@ TEST(Demonstration, LabelRolloutLabelsTheStatesAPolicyVisitsWithThePlansTiers) {
   EXPECT_THROW(LabelRollout(env, slow, {}), std::invalid_argument);
 }
 
+// A rollout that keeps A and B through their gap crowds out Y (700 B, 300
+// ns from the slow tier) at k5; with the room priced, the labels of the two
+// gap decisions turn slow (each costs a 20 ns copy out and a 40 ns copy
+// back, together less than Y saves), and X's clipped request at k2 (10 ns)
+// is not worth an eviction. With copies dearer than Y saves, nothing turns.
+TEST(Demonstration, RoomLabelsChargeTheKeptGapsThatCrowdOutADramLabel) {
+  auto gap_labels = [](const Demonstration& d, int action) {
+    size_t n = 0;
+    for (const Transition& t : d.transitions)
+      n += t.observation[kObsAccessedNow] == 0.0f && t.observation[kObsTier] == 0.0f && t.action == action;
+    return n;
+  };
+  for (bool dear_copies : {false, true}) {
+    Workload w = testing::RoomGraph();
+    if (dear_copies) {
+      w.device.dram_to_slow_bytes_per_second = 1e9;  // 400 ns a copy out
+      w.device.slow_to_dram_bytes_per_second = 1e9;
+    }
+    EnvConfig c;
+    c.dram_limit_bytes = 1000;
+    c.beta = 1.0;
+    PlacementEnv env(w, c);
+    const PlacementPlan dram = PlacementPlan::Uniform(w, Tier::kDram, c.dram_limit_bytes);
+    auto always_dram = [](const Observation&) { return 0; };
+    const Demonstration plain = LabelRollout(env, dram, always_dram);
+    RolloutLabels priced;
+    priced.price_room = true;
+    const Demonstration d = LabelRollout(env, dram, always_dram, priced);
+    SCOPED_TRACE(dear_copies ? "dear copies" : "cheap copies");
+    EXPECT_EQ(d.summary.cost.total_ns, plain.summary.cost.total_ns);  // the same episode
+    ASSERT_EQ(d.transitions.size(), plain.transitions.size());
+    EXPECT_EQ(plain.clipped, 2u);  // X at k2, Y at k5
+    EXPECT_EQ(d.clipped, 2u);
+    EXPECT_EQ(plain.room_relabelled, 0u);
+    EXPECT_EQ(gap_labels(plain, 1), 0u);
+    ASSERT_GE(gap_labels(plain, 0), 2u);  // the premise: A and B kept over a gap
+    const uint32_t want = dear_copies ? 0 : 2;
+    EXPECT_EQ(d.room_relabelled, want);
+    EXPECT_EQ(gap_labels(d, 1), want);
+    size_t differ = 0;
+    for (size_t i = 0; i < d.transitions.size(); ++i) {
+      if (d.transitions[i].action == plain.transitions[i].action) continue;
+      ++differ;
+      EXPECT_EQ(d.transitions[i].action, 1);
+      EXPECT_TRUE(d.transitions[i].done);  // the label's outcome was not observed
+      EXPECT_TRUE(d.transitions[i].next_observation.empty());
+    }
+    EXPECT_EQ(differ, want);
+  }
+}
+
 // The expert's own replay keeps the plan's tiers even where a rollout's
 // labels would not: a plan that ends tensors elsewhere than it starts them
 // (made in the MDP: DRAM wherever it fits, each persistent tensor that
