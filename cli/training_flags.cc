@@ -334,6 +334,10 @@ void AddPretrainOptions(CLI::App* cmd, CorpusPretrainingOptions& o) {
                   "Steps on the experts' own states alone after the DAgger rounds (0: none)")
       ->check(CLI::Range(0, 10000000))
       ->capture_default_str();
+  cmd->add_option("--repeat-crowding-mistakes", o.imitation.repeat_crowding_mistakes,
+                  "DAgger: the states where the network kept a tensor the expert evicts and its room crowded out a "
+                  "clipped DRAM label enter the aggregate twice")
+      ->capture_default_str();
   cmd->add_option("--room-labels", o.imitation.room_labels,
                   "DAgger labels that price the room: where the rollout's kept tensors crowd out a DRAM label, "
                   "the cheapest of them to evict are labelled slow")

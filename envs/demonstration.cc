@@ -20,6 +20,8 @@ struct HeldGap {
   uint64_t bytes = 0;
   double evict_ns = 0;
   bool labelled_slow = false;  // by the plan, or by an earlier room label
+  bool by_plan = false;        // labelled slow by the plan itself
+  bool marked = false;         // in Demonstration::crowding already
 };
 
 // RolloutLabels::price_room: the gaps the rollout keeps in DRAM, and the
@@ -41,7 +43,7 @@ class RoomPricer {
     g.holds_until = holds_until;
     g.bytes = bytes;
     g.evict_ns = CopyTimeNs(w_, bytes, Tier::kSlow) + std::min(next_use, CopyTimeNs(w_, bytes, Tier::kDram));
-    g.labelled_slow = label != 0;
+    g.labelled_slow = g.by_plan = label != 0;
     held_.push_back(g);
   }
 
@@ -50,14 +52,23 @@ class RoomPricer {
   // tier with contents when `copy_in`. Labels slow the cheapest held gaps
   // over the kernel that free the shortfall when they cost less than the
   // request saves; returns how many labels it changed.
+  // With `crowding`, the held gaps the plan labels slow (the policy's
+  // mistakes that hold this request's room) are appended to it.
   uint32_t Clipped(std::vector<Transition>& transitions, uint32_t tensor, size_t kernel, uint64_t shortfall,
-                   bool copy_in) {
-    double saves = PenaltyAtOrAfter(tensor, kernel);
-    if (saves <= 0) return 0;
-    if (copy_in) saves -= CopyTimeNs(w_, w_.tensors[tensor].size_bytes, Tier::kDram);
+                   bool copy_in, bool relabel, std::vector<size_t>* crowding) {
     // Gaps that ended no longer hold room (kernels only grow in an episode).
     held_.erase(std::remove_if(held_.begin(), held_.end(), [&](const HeldGap& g) { return g.holds_until <= kernel; }),
                 held_.end());
+    if (crowding)
+      for (HeldGap& g : held_)
+        if (g.by_plan && !g.marked && g.tensor != tensor) {
+          g.marked = true;
+          crowding->push_back(g.transition);
+        }
+    if (!relabel) return 0;
+    double saves = PenaltyAtOrAfter(tensor, kernel);
+    if (saves <= 0) return 0;
+    if (copy_in) saves -= CopyTimeNs(w_, w_.tensors[tensor].size_bytes, Tier::kDram);
     uint64_t freed = 0;
     std::vector<HeldGap*> candidates;
     for (HeldGap& g : held_) {
@@ -126,9 +137,10 @@ Demonstration Play(PlacementEnv& env, const PlacementPlan& plan,
     const bool spills = env.DramRequestWouldSpill();
     if (label == 0 && spills) {
       ++demo.clipped;
-      if (options.price_room)
-        demo.room_relabelled +=
-            room.Clipped(demo.transitions, tensor, kernel, env.DramShortfallBytes(), obs[kObsTier] == 1.0f);
+      if (options.price_room || options.mark_crowding)
+        demo.room_relabelled += room.Clipped(demo.transitions, tensor, kernel, env.DramShortfallBytes(),
+                                             obs[kObsTier] == 1.0f, options.price_room,
+                                             options.mark_crowding ? &demo.crowding : nullptr);
     }
     const int action = act ? act(obs) : label;
     StepResult r = env.Step(action);
@@ -137,10 +149,11 @@ Demonstration Play(PlacementEnv& env, const PlacementPlan& plan,
     else
       demo.transitions.push_back({std::vector<float>(obs.begin(), obs.end()), static_cast<uint8_t>(label),
                                   static_cast<float>(r.reward), {}, true});
-    if (options.price_room && action == 0 && !spills)
+    if ((options.price_room || options.mark_crowding) && action == 0 && !spills)
       room.Held(demo.transitions.size() - 1, tensor, kernel, holds_until, label);
     obs = r.observation;
   }
+  std::sort(demo.crowding.begin(), demo.crowding.end());
   demo.summary = env.summary();
   return demo;
 }

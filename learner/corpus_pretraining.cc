@@ -136,6 +136,9 @@ CorpusPretrainingResult PretrainOnCorpus(const CorpusPretrainingOptions& o,
                         if (o.imitation.room_labels && !r.polish)
                           std::snprintf(room, sizeof room, ", %u DRAM labels clipped, %u kept tensors labelled slow for room",
                                         r.clipped_labels, r.room_relabelled);
+                        else if (o.imitation.repeat_crowding_mistakes && !r.polish)
+                          std::snprintf(room, sizeof room, ", %u DRAM labels clipped, %u mistakes that crowded them out repeated",
+                                        r.clipped_labels, r.crowding_mistakes);
                         std::snprintf(line, sizeof line, "%s %d: mean greedy plan %.1f%% of all-DRAM%s (%.0f s)%s",
                                       r.polish ? "polish chunk" : (r.round == 0 ? "after pre-training, round" : "DAgger round"),
                                       r.round, 100 * mean_relative, validated, r.seconds, room);

@@ -173,6 +173,7 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
   auto greedy = [&](const Observation& o) { return agent.Greedy(o.data()); };
   RolloutLabels rollout_labels;
   rollout_labels.price_room = config.room_labels;
+  rollout_labels.mark_crowding = config.repeat_crowding_mistakes;
   std::string best_weights;
   CorpusScore best_score;
   // Rolls the current policy out on every task, labelled by its expert: the
@@ -182,7 +183,7 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
   // a task's memory instead of the corpus's). Appends the round to every task.
   auto roll_out = [&](const ImitationRound& r, bool aggregate) {
     CorpusScore learned, validation;
-    uint32_t room_relabelled = 0, clipped_labels = 0;
+    uint32_t room_relabelled = 0, clipped_labels = 0, crowding_mistakes = 0;
     std::vector<EpisodeSummary> greedy_plans(tasks.size());
     for (size_t i = 0; i < tasks.size(); ++i) {
       EpisodeSummary played;
@@ -194,6 +195,9 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
         played = std::move(d.summary);
         relabelled = d.room_relabelled;
         clipped = d.clipped;
+        crowding_mistakes += static_cast<uint32_t>(d.crowding.size());
+        if (aggregate)
+          for (size_t at : d.crowding) d.transitions.push_back(d.transitions[at]);
         if (aggregate) Aggregate(pool, std::move(d.transitions), config.max_demonstrations, seen, rng);
       }
       if (takes_turns[i]) tasks[i].env->ReleaseDecisionSlots();
@@ -217,6 +221,7 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
       told.seconds = elapsed();
       told.room_relabelled = room_relabelled;
       told.clipped_labels = clipped_labels;
+      told.crowding_mistakes = crowding_mistakes;
       on_round(told, learned.mean_relative, validation.mean_relative);
     }
     const CorpusScore& score = validated ? validation : learned;

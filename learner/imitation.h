@@ -83,6 +83,11 @@ struct ImitationConfig {
   // evict are labelled slow (docs/results/learning.md, section 3, session
   // thirty-six).
   bool room_labels = false;
+  // DAgger: the states where the policy kept a tensor the expert evicts and
+  // its room crowded out a clipped DRAM label (Demonstration::crowding)
+  // enter the aggregate twice: the mistakes that cost the most, where
+  // focus_on_mistakes repeats every mistake (session thirty-six).
+  bool repeat_crowding_mistakes = false;
 };
 
 struct ImitationRound {
@@ -97,6 +102,7 @@ struct ImitationRound {
   bool polish = false;           // a polish round (ImitationConfig::polish_updates)
   uint32_t clipped_labels = 0;   // DRAM labels of the round's rollouts the MDP would clip
   uint32_t room_relabelled = 0;  // labels of the round's rollouts the room turned slow (room_labels)
+  uint32_t crowding_mistakes = 0;  // states of the round's rollouts repeated (repeat_crowding_mistakes)
   double seconds = 0;            // since the phase began
 };
 

@@ -204,6 +204,8 @@ TEST(TrainingFlags, PretrainBindsTheCorpusOptionsAndTheSlotBudgetTakesUnits) {
   EXPECT_EQ(plain.imitation.room_labels, defaults.imitation.room_labels);
   EXPECT_EQ(parse({"--room-labels", "true"}).imitation.room_labels, true);
   EXPECT_EQ(parse({"--room-labels", "false"}).imitation.room_labels, false);
+  EXPECT_EQ(plain.imitation.repeat_crowding_mistakes, defaults.imitation.repeat_crowding_mistakes);
+  EXPECT_EQ(parse({"--repeat-crowding-mistakes", "true"}).imitation.repeat_crowding_mistakes, true);
   EXPECT_EQ(plain.workloads, std::vector<std::string>{"synthetic:vgg:4"});
   EXPECT_EQ(parse({"--resident-slot-bytes", "1000"}).resident_slot_bytes, 1000u);
   EXPECT_EQ(parse({"--resident-slot-bytes", "256MiB"}).resident_slot_bytes, uint64_t{256} << 20);

@@ -215,6 +215,39 @@ TEST(Demonstration, RoomLabelsChargeTheKeptGapsThatCrowdOutADramLabel) {
   }
 }
 
+// The plan evicts A and B over k2-k8 (their gap decisions at k1 are
+// labelled slow); a policy that keeps them crowds out X at k2 and Y at k5.
+// mark_crowding names the two kept gaps once each, and changes no label.
+TEST(Demonstration, CrowdingNamesTheKeptGapsThePlanEvictsWhereADramLabelIsClipped) {
+  Workload w = testing::RoomGraph();
+  EnvConfig c;
+  c.dram_limit_bytes = 1000;
+  c.beta = 1.0;
+  PlacementEnv env(w, c);
+  PlacementPlan plan = PlacementPlan::Uniform(w, Tier::kDram, c.dram_limit_bytes);
+  for (int32_t after : {1, 7})
+    for (uint32_t t : {testing::kRoomA, testing::kRoomB})
+      plan.migrations.push_back({after, t, after == 1 ? Tier::kSlow : Tier::kDram});
+  auto always_dram = [](const Observation&) { return 0; };
+  const Demonstration plain = LabelRollout(env, plan, always_dram);
+  RolloutLabels marked;
+  marked.mark_crowding = true;
+  const Demonstration d = LabelRollout(env, plan, always_dram, marked);
+  EXPECT_TRUE(plain.crowding.empty());
+  EXPECT_GE(d.clipped, 1u);  // the premise: the kept gaps clip a DRAM label
+  ASSERT_EQ(d.crowding.size(), 2u);
+  EXPECT_LT(d.crowding[0], d.crowding[1]);
+  for (size_t at : d.crowding) {
+    const Transition& t = d.transitions.at(at);
+    EXPECT_EQ(t.action, 1);  // the plan's label: evict
+    EXPECT_EQ(t.observation[kObsTier], 0.0f);
+    EXPECT_EQ(t.observation[kObsAccessedNow], 0.0f);
+  }
+  EXPECT_EQ(d.room_relabelled, 0u);
+  ASSERT_EQ(d.transitions.size(), plain.transitions.size());
+  for (size_t i = 0; i < d.transitions.size(); ++i) EXPECT_EQ(d.transitions[i].action, plain.transitions[i].action) << i;
+}
+
 // The expert's own replay keeps the plan's tiers even where a rollout's
 // labels would not: a plan that ends tensors elsewhere than it starts them
 // (made in the MDP: DRAM wherever it fits, each persistent tensor that
