@@ -49,6 +49,14 @@ EnvConfig Config(const Workload& w, double fraction, MigrationMode mode = Migrat
   return c;
 }
 
+// The room graph's limit (testing::RoomGraph): A and B kept leave Y too little.
+EnvConfig RoomConfig() {
+  EnvConfig c;
+  c.dram_limit_bytes = 1000;
+  c.beta = 1.0;
+  return c;
+}
+
 TEST(Demonstration, ReplayingAPlanReproducesItsCostAndEveryDecisionIsTheExperts) {
   for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
     Workload w = Resnet();
@@ -182,9 +190,7 @@ TEST(Demonstration, RoomLabelsChargeTheKeptGapsThatCrowdOutADramLabel) {
       w.device.dram_to_slow_bytes_per_second = 1e9;  // 400 ns a copy out
       w.device.slow_to_dram_bytes_per_second = 1e9;
     }
-    EnvConfig c;
-    c.dram_limit_bytes = 1000;
-    c.beta = 1.0;
+    const EnvConfig c = RoomConfig();
     PlacementEnv env(w, c);
     const PlacementPlan dram = PlacementPlan::Uniform(w, Tier::kDram, c.dram_limit_bytes);
     auto always_dram = [](const Observation&) { return 0; };
@@ -220,9 +226,7 @@ TEST(Demonstration, RoomLabelsChargeTheKeptGapsThatCrowdOutADramLabel) {
 // mark_crowding names the two kept gaps once each, and changes no label.
 TEST(Demonstration, CrowdingNamesTheKeptGapsThePlanEvictsWhereADramLabelIsClipped) {
   Workload w = testing::RoomGraph();
-  EnvConfig c;
-  c.dram_limit_bytes = 1000;
-  c.beta = 1.0;
+  const EnvConfig c = RoomConfig();
   PlacementEnv env(w, c);
   PlacementPlan plan = PlacementPlan::Uniform(w, Tier::kDram, c.dram_limit_bytes);
   for (int32_t after : {1, 7})
@@ -562,9 +566,7 @@ TEST(PlanSearch, TensorReplaysPutEveryDecisionOfATensorInOneTier) {
 // both and gives it DRAM.
 TEST(PlanSearch, RoomReplaysEvictSeveralTensorsToMakeRoomForALargeOne) {
   Workload w = testing::RoomGraph();
-  EnvConfig c;
-  c.dram_limit_bytes = 1000;
-  c.beta = 1.0;
+  const EnvConfig c = RoomConfig();
   PlacementEnv env(w, c);
   ActionScores prefer_dram = [](const Observation&) { return std::make_pair(1.0f, 0.0f); };
   PlanSearchOptions o = OnePhase();
