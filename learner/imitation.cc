@@ -183,31 +183,30 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
   // a task's memory instead of the corpus's). Appends the round to every task.
   auto roll_out = [&](const ImitationRound& r, bool aggregate) {
     CorpusScore learned, validation;
-    uint32_t room_relabelled = 0, clipped_labels = 0, crowding_mistakes = 0;
+    ImitationRound told = r;  // the corpus's round: the labels' counts summed over the tasks
     std::vector<EpisodeSummary> greedy_plans(tasks.size());
     for (size_t i = 0; i < tasks.size(); ++i) {
       EpisodeSummary played;
-      uint32_t relabelled = 0, clipped = 0;
+      ImitationRound tr = r;
       if (tasks[i].validation) {
         played = RunEpisode(*tasks[i].env, greedy);
       } else {
         Demonstration d = LabelRollout(*tasks[i].env, *expert[i], greedy, rollout_labels);
         played = std::move(d.summary);
-        relabelled = d.room_relabelled;
-        clipped = d.clipped;
-        crowding_mistakes += static_cast<uint32_t>(d.crowding.size());
-        if (aggregate)
+        tr.clipped_labels = d.clipped;
+        tr.room_relabelled = d.room_relabelled;
+        tr.crowding_mistakes = static_cast<uint32_t>(d.crowding.size());
+        if (aggregate) {
           for (size_t at : d.crowding) d.transitions.push_back(d.transitions[at]);
-        if (aggregate) Aggregate(pool, std::move(d.transitions), config.max_demonstrations, seen, rng);
+          Aggregate(pool, std::move(d.transitions), config.max_demonstrations, seen, rng);
+        }
       }
       if (takes_turns[i]) tasks[i].env->ReleaseDecisionSlots();
-      ImitationRound tr = r;
       tr.greedy_cost_ns = CostOf(played);
       tr.greedy_oom = played.oom;
-      tr.room_relabelled = relabelled;
-      tr.clipped_labels = clipped;
-      room_relabelled += relabelled;
-      clipped_labels += clipped;
+      told.clipped_labels += tr.clipped_labels;
+      told.room_relabelled += tr.room_relabelled;
+      told.crowding_mistakes += tr.crowding_mistakes;
       corpus.tasks[i].rounds.push_back(tr);
       CorpusScore& score = tasks[i].validation ? validation : learned;
       score.oom += played.oom;
@@ -217,11 +216,7 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
     learned.mean_relative /= static_cast<double>(learned_from);
     if (validated) validation.mean_relative /= static_cast<double>(tasks.size() - learned_from);
     if (on_round) {
-      ImitationRound told = r;
       told.seconds = elapsed();
-      told.room_relabelled = room_relabelled;
-      told.clipped_labels = clipped_labels;
-      told.crowding_mistakes = crowding_mistakes;
       on_round(told, learned.mean_relative, validation.mean_relative);
     }
     const CorpusScore& score = validated ? validation : learned;
