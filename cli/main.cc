@@ -908,7 +908,7 @@ int Main(int argc, char** argv) {
   SyntheticOptions gen;
   std::string gen_shape = "resnet", gen_out;
   auto* generate = app.add_subcommand("generate", "Write a synthetic workload file");
-  generate->add_option("--shape", gen_shape, "vgg, resnet, mobilenet, tiny or rnn")->capture_default_str();
+  generate->add_option("--shape", gen_shape, "vgg, resnet, mobilenet, tiny, rnn or transformer")->capture_default_str();
   generate->add_option("--layers", gen.layers, "Layers")->check(CLI::Range(1, 4096))->capture_default_str();
   generate->add_option("--base-bytes", gen.base_bytes, "Scale of tensor sizes")->capture_default_str();
   generate->add_option("--seed", gen.seed, "Random seed")->capture_default_str();

@@ -84,7 +84,7 @@ CLI::Option* AddMigrationModeOption(CLI::App* cmd, MigrationMode& mode, const st
 void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
   LearnerConfig& c = f.learner;
   cmd->add_option("--workload", f.workload,
-                  "Workload file (.ttwl) or synthetic:SHAPE[:LAYERS[:BASE_BYTES]], SHAPE in vgg|resnet|mobilenet|tiny|rnn "
+                  "Workload file (.ttwl) or synthetic:SHAPE[:LAYERS[:BASE_BYTES]], SHAPE in vgg|resnet|mobilenet|tiny|rnn|transformer "
                   "(default: profile --model)");
   cmd->add_option("--dram-fraction", f.dram_fraction, "DRAM limit as a fraction of the workload's peak live bytes")
       ->check(CLI::Range(0.001, 1.0))

@@ -74,6 +74,8 @@ class Builder {
   }
 
   std::mt19937_64& rng() { return rng_; }
+  const std::string& tensor_name(uint32_t t) const { return tensors_[t].name; }
+  uint64_t tensor_bytes(uint32_t t) const { return tensors_[t].size_bytes; }
 
   Workload Build(const std::string& name, const std::string& source, uint32_t batch) {
     Workload w;
@@ -148,6 +150,7 @@ std::vector<Layer> LayersFor(const SyntheticOptions& o, std::mt19937_64& rng) {
         x.intensity = 0.8;  // memory bound
         break;
       case SyntheticShape::kRnnLike:  // built by GenerateRecurrent, not from layers
+      case SyntheticShape::kTransformerLike:  // built by GenerateTransformer
       case SyntheticShape::kTiny:
         x.activation_bytes = static_cast<uint64_t>(b * jitter(rng));
         x.weight_bytes = static_cast<uint64_t>(b * 0.5 * jitter(rng));
@@ -297,6 +300,179 @@ Workload GenerateRecurrent(const SyntheticOptions& o) {
   return b.Build("rnn-like-" + std::to_string(steps), source, o.batch_size);
 }
 
+// Pre-norm transformer encoder blocks over a batch of token sequences, a
+// classifier over the vocabulary, trained with AdamW: two optimizer states
+// per parameter, where the other shapes keep one. Each block keeps, for
+// backward, its attention probabilities (heads x tokens^2, the largest
+// activation at long sequences) and an MLP hidden activation four times the
+// residual stream; its biases and norm gains are a few kilobytes each.
+// Sizes follow a small ViT or BERT at batch 32.
+Workload GenerateTransformer(const SyntheticOptions& o) {
+  const int blocks = o.layers;
+  Builder b(o.seed);
+  std::uniform_real_distribution<double> jitter(0.8, 1.25);
+  const double base = static_cast<double>(o.base_bytes);
+  const uint64_t stream_bytes = static_cast<uint64_t>(base * 0.25);
+  const uint64_t qkv_bytes = 3 * stream_bytes;
+  const uint64_t hidden_bytes = 4 * stream_bytes;
+  constexpr uint64_t kVectorBytes = 3 * 1024;  // a bias or a norm gain: one float per channel
+
+  struct Param {
+    uint32_t value, first_moment, second_moment;
+    uint32_t grad = UINT32_MAX;
+  };
+  std::vector<Param> params;
+  auto add_param = [&](const std::string& name, uint64_t bytes) {
+    Param p;
+    p.value = b.AddTensor(name, bytes, TensorKind::kParameter, true);
+    p.first_moment = b.AddTensor(name + ".exp_avg", bytes, TensorKind::kOptimizerState, true);
+    p.second_moment = b.AddTensor(name + ".exp_avg_sq", bytes, TensorKind::kOptimizerState, true);
+    params.push_back(p);
+    return params.size() - 1;
+  };
+  auto grad_of = [&](size_t p) {
+    Param& x = params[p];
+    if (x.grad == UINT32_MAX)
+      x.grad = b.AddTensor(b.tensor_name(x.value) + ".grad", b.tensor_bytes(x.value), TensorKind::kGradient);
+    return x.grad;
+  };
+  auto value = [&](size_t p) { return params[p].value; };
+
+  const size_t embedding = add_param("embedding.weight", static_cast<uint64_t>(base * 0.3 * jitter(b.rng())));
+  const size_t position = add_param("embedding.position", stream_bytes / 32 + 64);
+  struct Block {
+    size_t ln1_gain, ln1_bias, qkv, qkv_bias, proj, proj_bias, ln2_gain, ln2_bias, fc1, fc1_bias, fc2, fc2_bias;
+    uint32_t x, h1, qkv_out, probs, ctx, x2, h2, u, g;
+  };
+  std::vector<Block> blk(blocks);
+  for (int l = 0; l < blocks; ++l) {
+    const std::string n = "block" + std::to_string(l);
+    Block& k = blk[l];
+    k.ln1_gain = add_param(n + ".norm1.weight", kVectorBytes);
+    k.ln1_bias = add_param(n + ".norm1.bias", kVectorBytes);
+    k.qkv = add_param(n + ".attn.qkv.weight", static_cast<uint64_t>(base * 0.15 * jitter(b.rng())));
+    k.qkv_bias = add_param(n + ".attn.qkv.bias", 3 * kVectorBytes);
+    k.proj = add_param(n + ".attn.proj.weight", static_cast<uint64_t>(base * 0.05 * jitter(b.rng())));
+    k.proj_bias = add_param(n + ".attn.proj.bias", kVectorBytes);
+    k.ln2_gain = add_param(n + ".norm2.weight", kVectorBytes);
+    k.ln2_bias = add_param(n + ".norm2.bias", kVectorBytes);
+    k.fc1 = add_param(n + ".mlp.fc1.weight", static_cast<uint64_t>(base * 0.2 * jitter(b.rng())));
+    k.fc1_bias = add_param(n + ".mlp.fc1.bias", 4 * kVectorBytes);
+    k.fc2 = add_param(n + ".mlp.fc2.weight", static_cast<uint64_t>(base * 0.2 * jitter(b.rng())));
+    k.fc2_bias = add_param(n + ".mlp.fc2.bias", kVectorBytes);
+  }
+  const size_t final_gain = add_param("norm.weight", kVectorBytes);
+  const size_t final_bias = add_param("norm.bias", kVectorBytes);
+  const size_t head = add_param("head.weight", static_cast<uint64_t>(base * 0.3 * jitter(b.rng())));
+
+  // Forward. Norms and the softmax are memory bound, the projections are
+  // matrix products; each norm and the softmax write a scratch they read
+  // again in the same kernel.
+  const uint32_t tokens = b.AddTensor("input.tokens", stream_bytes / 64 + 64, TensorKind::kInput);
+  uint32_t x = b.AddTensor("embedding.out", stream_bytes, TensorKind::kActivation);
+  b.AddKernel("forward.embedding", {tokens, value(embedding), value(position)}, {x}, 0.8);
+  auto scratch = [&](const std::string& name, uint64_t bytes) {
+    return b.AddTensor(name, bytes, TensorKind::kTemporary);
+  };
+  for (int l = 0; l < blocks; ++l) {
+    const std::string n = "block" + std::to_string(l);
+    Block& k = blk[l];
+    k.x = x;
+    k.h1 = b.AddTensor(n + ".norm1.out", stream_bytes, TensorKind::kActivation);
+    uint32_t stats = scratch(n + ".norm1.stats", 512);
+    b.AddKernel("forward." + n + ".norm1", {x, value(k.ln1_gain), value(k.ln1_bias), stats}, {k.h1, stats}, 0.8);
+    k.qkv_out = b.AddTensor(n + ".attn.qkv.out", qkv_bytes, TensorKind::kActivation);
+    b.AddKernel("forward." + n + ".attn.qkv", {k.h1, value(k.qkv), value(k.qkv_bias)}, {k.qkv_out}, 3.0);
+    const uint64_t probs_bytes = static_cast<uint64_t>(base * 0.5 * jitter(b.rng()));
+    k.probs = b.AddTensor(n + ".attn.probs", probs_bytes, TensorKind::kActivation);
+    const uint32_t scores = scratch(n + ".attn.scores", probs_bytes);
+    b.AddKernel("forward." + n + ".attn.softmax", {k.qkv_out, scores}, {scores, k.probs}, 1.5);
+    k.ctx = b.AddTensor(n + ".attn.context", stream_bytes, TensorKind::kActivation);
+    b.AddKernel("forward." + n + ".attn.context", {k.probs, k.qkv_out}, {k.ctx}, 2.0);
+    k.x2 = b.AddTensor(n + ".attn.residual", stream_bytes, TensorKind::kActivation);
+    b.AddKernel("forward." + n + ".attn.proj", {k.ctx, value(k.proj), value(k.proj_bias), x}, {k.x2}, 3.0);
+    k.h2 = b.AddTensor(n + ".norm2.out", stream_bytes, TensorKind::kActivation);
+    stats = scratch(n + ".norm2.stats", 512);
+    b.AddKernel("forward." + n + ".norm2", {k.x2, value(k.ln2_gain), value(k.ln2_bias), stats}, {k.h2, stats}, 0.8);
+    k.u = b.AddTensor(n + ".mlp.fc1.out", hidden_bytes, TensorKind::kActivation);
+    b.AddKernel("forward." + n + ".mlp.fc1", {k.h2, value(k.fc1), value(k.fc1_bias)}, {k.u}, 3.0);
+    k.g = b.AddTensor(n + ".mlp.gelu.out", hidden_bytes, TensorKind::kActivation);
+    b.AddKernel("forward." + n + ".mlp.gelu", {k.u}, {k.g}, 0.8);
+    x = b.AddTensor(n + ".out", stream_bytes, TensorKind::kActivation);
+    b.AddKernel("forward." + n + ".mlp.fc2", {k.g, value(k.fc2), value(k.fc2_bias), k.x2}, {x}, 3.0);
+  }
+  const uint32_t final_out = b.AddTensor("norm.out", stream_bytes, TensorKind::kActivation);
+  uint32_t stats = scratch("norm.stats", 512);
+  b.AddKernel("forward.norm", {x, value(final_gain), value(final_bias), stats}, {final_out, stats}, 0.8);
+  const uint32_t logits = b.AddTensor("head.out", static_cast<uint64_t>(base * 0.4), TensorKind::kActivation);
+  b.AddKernel("forward.head", {final_out, value(head)}, {logits}, 3.0);
+  const uint32_t logits_grad = b.AddTensor("loss.grad", b.tensor_bytes(logits), TensorKind::kGradient);
+  b.AddKernel("loss", {logits}, {logits_grad}, 0.5);
+
+  // Backward. A residual's gradient flows past its block into the norm's
+  // backward, which adds it, so each block's incoming gradient is read twice.
+  uint32_t upstream = b.AddTensor("norm.out.grad", stream_bytes, TensorKind::kGradient);
+  b.AddKernel("backward.head", {logits_grad, final_out, value(head)}, {upstream, grad_of(head)}, 3.0);
+  uint32_t dx = b.AddTensor("norm.in.grad", stream_bytes, TensorKind::kGradient);
+  b.AddKernel("backward.norm", {upstream, x, value(final_gain)}, {dx, grad_of(final_gain), grad_of(final_bias)}, 0.8);
+  auto gradient = [&](const std::string& name, uint64_t bytes) {
+    return b.AddTensor(name, bytes, TensorKind::kGradient);
+  };
+  for (int l = blocks - 1; l >= 0; --l) {
+    const std::string n = "block" + std::to_string(l);
+    const Block& k = blk[l];
+    const uint32_t dg = gradient(n + ".mlp.gelu.out.grad", hidden_bytes);
+    b.AddKernel("backward." + n + ".mlp.fc2", {dx, k.g, value(k.fc2)}, {dg, grad_of(k.fc2), grad_of(k.fc2_bias)}, 3.0);
+    const uint32_t du = gradient(n + ".mlp.fc1.out.grad", hidden_bytes);
+    b.AddKernel("backward." + n + ".mlp.gelu", {dg, k.u}, {du}, 0.8);
+    const uint32_t dh2 = gradient(n + ".norm2.out.grad", stream_bytes);
+    b.AddKernel("backward." + n + ".mlp.fc1", {du, k.h2, value(k.fc1)}, {dh2, grad_of(k.fc1), grad_of(k.fc1_bias)}, 3.0);
+    const uint32_t dx2 = gradient(n + ".attn.residual.grad", stream_bytes);
+    b.AddKernel("backward." + n + ".norm2", {dh2, k.x2, value(k.ln2_gain), dx},
+                {dx2, grad_of(k.ln2_gain), grad_of(k.ln2_bias)}, 0.8);
+    const uint32_t dctx = gradient(n + ".attn.context.grad", stream_bytes);
+    b.AddKernel("backward." + n + ".attn.proj", {dx2, k.ctx, value(k.proj)},
+                {dctx, grad_of(k.proj), grad_of(k.proj_bias)}, 3.0);
+    const uint32_t dprobs = gradient(n + ".attn.probs.grad", b.tensor_bytes(k.probs));
+    const uint32_t dvalues = gradient(n + ".attn.values.grad", qkv_bytes);
+    b.AddKernel("backward." + n + ".attn.context", {dctx, k.probs, k.qkv_out}, {dprobs, dvalues}, 2.0);
+    const uint32_t dqkv = gradient(n + ".attn.qkv.out.grad", qkv_bytes);
+    b.AddKernel("backward." + n + ".attn.softmax", {dprobs, k.probs, k.qkv_out, dvalues}, {dqkv}, 1.5);
+    const uint32_t dh1 = gradient(n + ".norm1.out.grad", stream_bytes);
+    b.AddKernel("backward." + n + ".attn.qkv", {dqkv, k.h1, value(k.qkv)}, {dh1, grad_of(k.qkv), grad_of(k.qkv_bias)},
+                3.0);
+    const uint32_t dx_in = gradient(n + ".in.grad", stream_bytes);
+    b.AddKernel("backward." + n + ".norm1", {dh1, k.x, value(k.ln1_gain), dx2},
+                {dx_in, grad_of(k.ln1_gain), grad_of(k.ln1_bias)}, 0.8);
+    dx = dx_in;
+  }
+  b.AddKernel("backward.embedding", {dx, tokens}, {grad_of(embedding), grad_of(position)}, 0.8);
+
+  // AdamW, one step per block and one for the embedding, the final norm and
+  // the head together: every gradient is live from its backward kernel to
+  // its step.
+  auto step = [&](const std::string& name, const std::vector<size_t>& ps) {
+    std::vector<uint32_t> reads, writes;
+    for (size_t p : ps) {
+      const Param& x = params[p];
+      reads.insert(reads.end(), {x.grad, x.value, x.first_moment, x.second_moment});
+      writes.insert(writes.end(), {x.value, x.first_moment, x.second_moment});
+    }
+    b.AddKernel(name, reads, writes, 0.6);
+  };
+  for (int l = 0; l < blocks; ++l) {
+    const Block& k = blk[l];
+    step("optimizer.block" + std::to_string(l), {k.ln1_gain, k.ln1_bias, k.qkv, k.qkv_bias, k.proj, k.proj_bias,
+                                                 k.ln2_gain, k.ln2_bias, k.fc1, k.fc1_bias, k.fc2, k.fc2_bias});
+  }
+  step("optimizer.embedding", {embedding, position});
+  step("optimizer.head", {final_gain, final_bias, head});
+
+  const std::string source = "synthetic:transformer-like blocks=" + std::to_string(blocks) +
+                             " base_bytes=" + std::to_string(o.base_bytes) + " seed=" + std::to_string(o.seed);
+  return b.Build("transformer-like-" + std::to_string(blocks), source, o.batch_size);
+}
+
 }  // namespace
 
 SyntheticShape ParseSyntheticShape(const std::string& name) {
@@ -305,7 +481,8 @@ SyntheticShape ParseSyntheticShape(const std::string& name) {
   if (name == "mobilenet" || name == "mobilenet-like") return SyntheticShape::kMobilenetLike;
   if (name == "tiny") return SyntheticShape::kTiny;
   if (name == "rnn" || name == "rnn-like") return SyntheticShape::kRnnLike;
-  throw std::invalid_argument("unknown synthetic shape '" + name + "' (vgg, resnet, mobilenet, tiny, rnn)");
+  if (name == "transformer" || name == "transformer-like") return SyntheticShape::kTransformerLike;
+  throw std::invalid_argument("unknown synthetic shape '" + name + "' (vgg, resnet, mobilenet, tiny, rnn, transformer)");
 }
 
 const char* SyntheticShapeName(SyntheticShape shape) {
@@ -315,6 +492,7 @@ const char* SyntheticShapeName(SyntheticShape shape) {
     case SyntheticShape::kMobilenetLike: return "mobilenet-like";
     case SyntheticShape::kTiny: return "tiny";
     case SyntheticShape::kRnnLike: return "rnn-like";
+    case SyntheticShape::kTransformerLike: return "transformer-like";
   }
   return "unknown";
 }
@@ -327,6 +505,10 @@ Workload GenerateSynthetic(const SyntheticOptions& o) {
     // backward: at 4,096 steps the graph's live sets alone took 2.4 GB.
     if (o.layers > 1024) throw std::invalid_argument("synthetic: rnn takes at most 1024 steps");
     return GenerateRecurrent(o);
+  }
+  if (o.shape == SyntheticShape::kTransformerLike) {
+    if (o.layers > 1024) throw std::invalid_argument("synthetic: transformer takes at most 1024 blocks");
+    return GenerateTransformer(o);
   }
   Builder b(o.seed);
   const std::vector<Layer> layers = LayersFor(o, b.rng());

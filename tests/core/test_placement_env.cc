@@ -608,6 +608,61 @@ TEST(Synthetic, RecurrentShapeReusesEachWeightAtEveryStep) {
   EXPECT_THROW(GenerateSynthetic(o), std::invalid_argument);
 }
 
+// The transformer shape: AdamW keeps two states per parameter, each block's
+// attention probabilities live from the softmax to its backward, and a
+// weight's gradient from its backward kernel to the optimizer's step.
+TEST(Synthetic, TransformerShapeKeepsAttentionForBackwardAndTwoAdamStates) {
+  EXPECT_EQ(ParseSyntheticShape("transformer"), SyntheticShape::kTransformerLike);
+  EXPECT_EQ(ParseSyntheticShape(SyntheticShapeName(SyntheticShape::kTransformerLike)),
+            SyntheticShape::kTransformerLike);
+  SyntheticOptions o;
+  o.shape = SyntheticShape::kTransformerLike;
+  o.layers = 3;
+  Workload w = GenerateSynthetic(o);
+  ASSERT_TRUE(w.finalized());
+  EXPECT_EQ(GenerateSynthetic(o).Signature(), w.Signature());
+  // 9 forward and 9 backward kernels and one optimizer step per block; the
+  // embedding (forward, backward, step), the final norm, head and loss
+  // forward, their two backward kernels and one step.
+  EXPECT_EQ(w.num_kernels(), 3u * 19 + 3 + 3 + 2 + 1);
+  EXPECT_GT(MaxCostNs(w), MinCostNs(w));
+  auto find = [&](const std::string& name) {
+    for (uint32_t t = 0; t < w.num_tensors(); ++t)
+      if (w.tensors[t].name == name) return t;
+    ADD_FAILURE() << "no tensor " << name;
+    return 0u;
+  };
+  auto kernels_touching = [&](uint32_t tensor) {
+    size_t n = 0;
+    for (const Access& a : w.accesses) n += a.tensor == tensor;
+    return n;
+  };
+  size_t parameters = 0, states = 0;
+  for (const Tensor& t : w.tensors) {
+    parameters += t.kind == TensorKind::kParameter;
+    states += t.kind == TensorKind::kOptimizerState;
+  }
+  EXPECT_EQ(states, 2 * parameters);
+  const uint32_t qkv = find("block1.attn.qkv.weight");
+  EXPECT_TRUE(w.tensors[qkv].persistent);
+  EXPECT_EQ(kernels_touching(qkv), 3u);  // forward, backward, its step
+  const uint32_t probs = find("block1.attn.probs");
+  EXPECT_FALSE(w.tensors[probs].persistent);
+  EXPECT_EQ(w.kernels[w.tensors[probs].alloc_kernel].name, "forward.block1.attn.softmax");
+  EXPECT_EQ(w.kernels[w.tensors[probs].free_kernel].name, "backward.block1.attn.softmax");
+  const uint32_t grad = find("block2.mlp.fc1.weight.grad");
+  EXPECT_EQ(w.kernels[w.tensors[grad].alloc_kernel].name, "backward.block2.mlp.fc1");
+  EXPECT_EQ(w.kernels[w.tensors[grad].free_kernel].name, "optimizer.block2");
+  // The MLP's hidden activation is four times the residual stream's.
+  EXPECT_EQ(w.tensors[find("block0.mlp.fc1.out")].size_bytes, 4 * w.tensors[find("block0.out")].size_bytes);
+  size_t small = 0;
+  for (const Tensor& t : w.tensors) small += t.size_bytes < 4096;
+  EXPECT_GT(small, 0u);  // biases and norm gains
+  for (const Tensor& t : w.tensors) EXPECT_LE(t.alloc_kernel, t.free_kernel) << t.name;
+  o.layers = 1025;
+  EXPECT_THROW(GenerateSynthetic(o), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace tensortier
 
