@@ -28,6 +28,10 @@ TrainStats PlacementAgent::PretrainStep(std::mt19937_64&) {
 void PlacementAgent::SetLearningRate(double) {
   throw std::logic_error(name() + " does not change its learning rate");
 }
+
+void PlacementAgent::FoldWeightsIntoMean() { throw std::logic_error(name() + " keeps no mean of its weights"); }
+void PlacementAgent::LoadWeightMean() { throw std::logic_error(name() + " keeps no mean of its weights"); }
+void PlacementAgent::ClearWeightMean() { throw std::logic_error(name() + " keeps no mean of its weights"); }
 namespace {
 
 constexpr FileFrame kAgentCheckpointFrame{"TTAGNT", 1, "TensorTier agent checkpoint"};  // "TTAGNT01"

@@ -90,6 +90,20 @@ class PlacementAgent {
   // Throws std::invalid_argument for a step that is not positive and finite,
   // std::logic_error where the agent has no such setting.
   virtual void SetLearningRate(double learning_rate);
+  // Stochastic weight averaging (Izmailov et al., UAI 2018): a running mean
+  // of the policy's weights over the snapshots folded in, which corpus
+  // imitation offers as one more candidate policy: its greedy plan swings
+  // less from snapshot to snapshot than any one snapshot's. The mean is not
+  // part of SaveState. Agents without it return false and throw
+  // std::logic_error from the calls below.
+  virtual bool supports_weight_mean() const { return false; }
+  // mean += (weights - mean) / (folded + 1); the first fold copies.
+  virtual void FoldWeightsIntoMean();
+  virtual uint64_t weights_folded() const { return 0; }
+  // The policy's weights become the mean (the target network is left as it
+  // is: SyncTarget). Throws std::logic_error when nothing was folded.
+  virtual void LoadWeightMean();
+  virtual void ClearWeightMean();
 };
 
 // One fully connected layer of the network behind an agent's greedy action:

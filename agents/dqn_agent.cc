@@ -144,6 +144,8 @@ struct DqnAgent::Impl {
   torch::Tensor exp_avg_sq;
   torch::Tensor denom;       // Adam scratch
   int64_t adam_step = 0;
+  torch::Tensor weight_mean;  // flat, as online.flat (FoldWeightsIntoMean)
+  uint64_t weights_folded = 0;
 
   // Batch staging on the host: [states; next states], actions,
   // [reward; discount (gamma, or 0 at episode ends)].
@@ -563,6 +565,31 @@ void DqnAgent::SetLearningRate(double learning_rate) {
 void DqnAgent::SyncTarget() {
   torch::NoGradGuard no_grad;
   impl_->target.flat.copy_(impl_->online.flat);
+}
+
+void DqnAgent::FoldWeightsIntoMean() {
+  torch::NoGradGuard no_grad;
+  Impl& m = *impl_;
+  if (m.weights_folded == 0)
+    m.weight_mean = m.online.flat.clone();
+  else
+    m.weight_mean.add_(m.online.flat - m.weight_mean, 1.0 / static_cast<double>(m.weights_folded + 1));
+  ++m.weights_folded;
+}
+
+uint64_t DqnAgent::weights_folded() const { return impl_->weights_folded; }
+
+void DqnAgent::LoadWeightMean() {
+  Impl& m = *impl_;
+  if (m.weights_folded == 0) throw std::logic_error("DqnAgent::LoadWeightMean: no weights were folded into the mean");
+  torch::NoGradGuard no_grad;
+  m.online.flat.copy_(m.weight_mean);
+  m.Changed();
+}
+
+void DqnAgent::ClearWeightMean() {
+  impl_->weight_mean = torch::Tensor();
+  impl_->weights_folded = 0;
 }
 
 std::string DqnAgent::SerializeWeights() const {

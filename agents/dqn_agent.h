@@ -90,6 +90,12 @@ class DqnAgent : public PlacementAgent {
   void SyncTarget() override;
   void SetLearningRate(double learning_rate) override;
   uint64_t updates() const override { return updates_; }
+  // The online network's weights, averaged (PlacementAgent).
+  bool supports_weight_mean() const override { return true; }
+  void FoldWeightsIntoMean() override;
+  uint64_t weights_folded() const override;
+  void LoadWeightMean() override;
+  void ClearWeightMean() override;
 
   // The expert transitions (envs/demonstration.h) every later Update mixes
   // into its batch from uniform replay (config demo_fraction; prioritised

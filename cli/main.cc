@@ -602,6 +602,9 @@ int RunPretrain(const CorpusPretrainingOptions& o, bool force) {
               "--demonstrations none --self-imitation-rounds 10 --episodes 50)\n",
               CorpusMarkdown(r).c_str(), r.checkpoint_path.c_str(), r.seconds, r.checkpoint_path.c_str(),
               fractions.c_str(), MigrationModeName(o.env.mode), o.out_dir.c_str(), MigrationModeName(o.env.mode));
+  if (!r.weight_mean_checkpoint_path.empty())
+    std::printf("the mean of the rounds' weights, kept whether or not it was the best round: %s\n",
+                r.weight_mean_checkpoint_path.c_str());
   return 0;
 }
 

@@ -342,6 +342,11 @@ void AddPretrainOptions(CLI::App* cmd, CorpusPretrainingOptions& o) {
                   "DAgger labels that price the room: where the rollout's kept tensors crowd out a DRAM label, "
                   "the cheapest of them to evict are labelled slow")
       ->capture_default_str();
+  cmd->add_option("--weight-mean-from-round", o.imitation.weight_mean_from_round,
+                  "From this round on (DAgger rounds and polish chunks), average the network's weights; the mean "
+                  "competes with the rounds' snapshots on the (validation) score (-1: off)")
+      ->check(CLI::Range(-1, 100000))
+      ->capture_default_str();
   cmd->add_option("--max-seconds", o.imitation.max_seconds, "Stop imitating after this many seconds (0 = no limit)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

@@ -139,8 +139,15 @@ CorpusPretrainingResult PretrainOnCorpus(const CorpusPretrainingOptions& o,
                         else if (o.imitation.repeat_crowding_mistakes && !r.polish)
                           std::snprintf(room, sizeof room, ", %u DRAM labels clipped, %u mistakes that crowded them out repeated",
                                         r.clipped_labels, r.crowding_mistakes);
-                        std::snprintf(line, sizeof line, "%s %d: mean greedy plan %.1f%% of all-DRAM%s (%.0f s)%s",
-                                      r.polish ? "polish chunk" : (r.round == 0 ? "after pre-training, round" : "DAgger round"),
+                        char kind[96];
+                        if (r.weight_mean)
+                          std::snprintf(kind, sizeof kind, "mean of the weights of rounds %d-%d (%llu snapshots), round",
+                                        o.imitation.weight_mean_from_round, r.round - 1,
+                                        static_cast<unsigned long long>(r.weights_folded));
+                        else
+                          std::snprintf(kind, sizeof kind, "%s", r.polish ? "polish chunk"
+                                        : (r.round == 0 ? "after pre-training, round" : "DAgger round"));
+                        std::snprintf(line, sizeof line, "%s %d: mean greedy plan %.1f%% of all-DRAM%s (%.0f s)%s", kind,
                                       r.round, 100 * mean_relative, validated, r.seconds, room);
                         say(line);
                       });
@@ -159,6 +166,12 @@ CorpusPretrainingResult PretrainOnCorpus(const CorpusPretrainingOptions& o,
     MakeDirectories(o.out_dir + "/checkpoints");
     result.checkpoint_path = o.out_dir + "/checkpoints/dqn.ckpt";
     agent->SaveCheckpoint(result.checkpoint_path);
+    if (!im.weight_mean.empty()) {
+      result.weight_mean_checkpoint_path = o.out_dir + "/checkpoints/dqn-weight-mean.ckpt";
+      agent->LoadWeights(im.weight_mean);
+      agent->SyncTarget();
+      agent->SaveCheckpoint(result.weight_mean_checkpoint_path);
+    }
     WriteFileAtomically(o.out_dir + "/corpus.csv", Csv(result));
     WriteFileAtomically(o.out_dir + "/corpus.md", CorpusMarkdown(result));
   }

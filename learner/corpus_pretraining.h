@@ -67,6 +67,9 @@ struct CorpusWorkloadScore {
 struct CorpusPretrainingResult {
   std::vector<CorpusWorkloadScore> workloads;
   std::string checkpoint_path;
+  // The mean of the rounds' weights (--weight-mean-from-round), kept beside
+  // the best round's network whichever won: checkpoints/dqn-weight-mean.ckpt.
+  std::string weight_mean_checkpoint_path;
   int best_round = 0;
   uint64_t updates = 0;
   double imitation_seconds = 0;

@@ -118,6 +118,10 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
     throw std::invalid_argument("LearnFromPlans: polish_aggregate_share must be in [0, 1)");
   if (!(config.learning_rate_after >= 0) || !std::isfinite(config.learning_rate_after))
     throw std::invalid_argument("LearnFromPlans: learning_rate_after must be finite and >= 0");
+  if (config.weight_mean_from_round < -1)
+    throw std::invalid_argument("LearnFromPlans: weight_mean_from_round must be -1 (off) or a round >= 0");
+  if (config.weight_mean_from_round >= 0 && !agent.supports_weight_mean())
+    throw std::invalid_argument("LearnFromPlans: agent " + agent.name() + " keeps no mean of its weights");
   const auto start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
 
@@ -231,11 +235,17 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
     }
   };
   auto out_of_time = [&] { return config.max_seconds > 0 && elapsed() >= config.max_seconds; };
+  const bool averaging = config.weight_mean_from_round >= 0;
+  if (averaging) agent.ClearWeightMean();
+  auto fold = [&](int round) {
+    if (averaging && round >= config.weight_mean_from_round) agent.FoldWeightsIntoMean();
+  };
   for (int round = 0;; ++round) {
     ImitationRound r;
     r.round = round;
     const bool last = round >= config.dagger_rounds || out_of_time();
     roll_out(r, !last);
+    fold(r.round);
     if (!last) {
       size_t mistakes = 0;
       agent.SetDemonstrations(RoundSet(agent, pool, config.focus_on_mistakes, &mistakes));
@@ -280,6 +290,7 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
       r.round = static_cast<int>(corpus.tasks[0].rounds.size());
       r.polish = true;
       roll_out(r, false);
+      fold(r.round);
       for (size_t i = 0; i < tasks.size(); ++i) {
         ImitationRound& done_round = corpus.tasks[i].rounds.back();
         done_round.mistakes = mistakes[i];
@@ -287,6 +298,20 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
         done_round.seconds = elapsed();
       }
     }
+  }
+  if (averaging && agent.weights_folded() > 0) {
+    ImitationRound r;
+    r.round = static_cast<int>(corpus.tasks[0].rounds.size());
+    r.weight_mean = true;
+    r.weights_folded = agent.weights_folded();
+    agent.LoadWeightMean();
+    corpus.weight_mean = agent.SerializeWeights();
+    roll_out(r, false);
+    for (ImitationResult& t : corpus.tasks) {
+      t.rounds.back().demonstrations = pool.size();
+      t.rounds.back().seconds = elapsed();
+    }
+    agent.ClearWeightMean();
   }
   agent.LoadWeights(best_weights);
   agent.SyncTarget();

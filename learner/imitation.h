@@ -88,6 +88,12 @@ struct ImitationConfig {
   // enter the aggregate twice: the mistakes that cost the most, where
   // focus_on_mistakes repeats every mistake (session thirty-six).
   bool repeat_crowding_mistakes = false;
+  // From this round on (DAgger rounds and polish chunks alike), the weights
+  // each round evaluated are folded into a running mean
+  // (PlacementAgent::FoldWeightsIntoMean), and after the last round the mean
+  // is evaluated as one more round (ImitationRound::weight_mean) that
+  // competes with the snapshots for the best score. -1: off.
+  int weight_mean_from_round = -1;
 };
 
 struct ImitationRound {
@@ -100,6 +106,8 @@ struct ImitationRound {
   // expert's own states.
   size_t mistakes = 0;
   bool polish = false;           // a polish round (ImitationConfig::polish_updates)
+  bool weight_mean = false;      // the mean of the snapshots' weights (weight_mean_from_round)
+  uint64_t weights_folded = 0;   // weight_mean rounds: how many snapshots it averages
   uint32_t clipped_labels = 0;   // DRAM labels of the round's rollouts the MDP would clip
   uint32_t room_relabelled = 0;  // labels of the round's rollouts the room turned slow (room_labels)
   uint32_t crowding_mistakes = 0;  // states of the round's rollouts repeated (repeat_crowding_mistakes)
@@ -156,6 +164,9 @@ struct CorpusImitationResult {
   int best_round = 0;
   uint64_t updates = 0;
   double seconds = 0;
+  // The mean of the weights (weight_mean_from_round), whether it was the
+  // best round or not (PlacementAgent::SerializeWeights' blob; empty: off).
+  std::string weight_mean;
 };
 
 // `on_round` (progress) is told each round's mean of all-DRAM time / greedy

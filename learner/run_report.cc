@@ -358,7 +358,7 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
     for (const ImitationRound& r : result.imitation.rounds)
       rounds.push_back({{"round", r.round}, {"greedy_runtime_ns", r.greedy_cost_ns}, {"oom", r.greedy_oom},
                         {"demonstrations", r.demonstrations}, {"mistakes", r.mistakes}, {"polish", r.polish},
-                        {"seconds", r.seconds}});
+                        {"weight_mean", r.weight_mean}, {"seconds", r.seconds}});
     summary["imitation"] = {{"expert", result.imitation.expert},
                             {"expert_runtime_ns", result.imitation.expert_cost_ns},
                             {"best_round", result.imitation.best_round},

@@ -205,6 +205,46 @@ TEST(DqnAgent, SeedDecidesInitialWeights) {
   EXPECT_EQ(a.QValues(probes[0].data()).size(), 2u);
 }
 
+// The mean of two snapshots is the network whose every weight and bias is
+// the two snapshots' average; loading it leaves the target network alone and
+// the mean goes on averaging from where it was.
+TEST(DqnAgent, WeightMeanAveragesTheFoldedSnapshots) {
+  DqnAgent a(SmallConfig(21)), b(SmallConfig(22)), c(SmallConfig(23));
+  ASSERT_TRUE(a.supports_weight_mean());
+  EXPECT_THROW(a.LoadWeightMean(), std::logic_error);
+  const std::vector<DenseLayer> wa = a.GreedyNetwork(), wb = b.GreedyNetwork(), wc = c.GreedyNetwork();
+  a.FoldWeightsIntoMean();
+  a.LoadWeights(b.SerializeWeights());
+  a.FoldWeightsIntoMean();
+  EXPECT_EQ(a.weights_folded(), 2u);
+  a.LoadWeights(c.SerializeWeights());  // the policy moves on; the mean does not
+  a.LoadWeightMean();
+  auto expect_mean = [&](const std::vector<std::vector<DenseLayer>>& snapshots) {
+    const std::vector<DenseLayer> mean = a.GreedyNetwork();
+    ASSERT_EQ(mean.size(), wa.size());
+    for (size_t l = 0; l < mean.size(); ++l) {
+      for (size_t i = 0; i < mean[l].weight.size(); i += 97) {
+        double sum = 0;
+        for (const auto& s : snapshots) sum += s[l].weight[i];
+        EXPECT_NEAR(mean[l].weight[i], sum / snapshots.size(), 1e-6);
+      }
+      for (size_t i = 0; i < mean[l].bias.size(); ++i) {
+        double sum = 0;
+        for (const auto& s : snapshots) sum += s[l].bias[i];
+        EXPECT_NEAR(mean[l].bias[i], sum / snapshots.size(), 1e-6);
+      }
+    }
+  };
+  expect_mean({wa, wb});
+  a.LoadWeights(c.SerializeWeights());
+  a.FoldWeightsIntoMean();
+  a.LoadWeightMean();
+  expect_mean({wa, wb, wc});
+  a.ClearWeightMean();
+  EXPECT_EQ(a.weights_folded(), 0u);
+  EXPECT_THROW(a.LoadWeightMean(), std::logic_error);
+}
+
 TEST(DqnAgent, ActIsGreedyAtZeroEpsilonAndUniformAtOne) {
   DqnAgent agent(SmallConfig(4));
   std::mt19937_64 rng(1);

@@ -206,6 +206,10 @@ TEST(TrainingFlags, PretrainBindsTheCorpusOptionsAndTheSlotBudgetTakesUnits) {
   EXPECT_EQ(parse({"--room-labels", "false"}).imitation.room_labels, false);
   EXPECT_EQ(plain.imitation.repeat_crowding_mistakes, defaults.imitation.repeat_crowding_mistakes);
   EXPECT_EQ(parse({"--repeat-crowding-mistakes", "true"}).imitation.repeat_crowding_mistakes, true);
+  EXPECT_EQ(plain.imitation.weight_mean_from_round, defaults.imitation.weight_mean_from_round);
+  EXPECT_EQ(parse({"--weight-mean-from-round", "10"}).imitation.weight_mean_from_round, 10);
+  EXPECT_EQ(parse({"--weight-mean-from-round", "-1"}).imitation.weight_mean_from_round, -1);
+  EXPECT_THROW(parse({"--weight-mean-from-round", "-2"}), CLI::ParseError);
   EXPECT_EQ(plain.workloads, std::vector<std::string>{"synthetic:vgg:4"});
   EXPECT_EQ(parse({"--resident-slot-bytes", "1000"}).resident_slot_bytes, 1000u);
   EXPECT_EQ(parse({"--resident-slot-bytes", "256MiB"}).resident_slot_bytes, uint64_t{256} << 20);

@@ -561,6 +561,19 @@ TEST(Synthetic, ShapesAreValidAndDistinct) {
   EXPECT_THROW(ParseSyntheticShape("lenet"), std::invalid_argument);
 }
 
+uint32_t TensorNamed(const Workload& w, const std::string& name) {
+  for (uint32_t t = 0; t < w.num_tensors(); ++t)
+    if (w.tensors[t].name == name) return t;
+  ADD_FAILURE() << "no tensor " << name;
+  return 0u;
+}
+
+size_t KernelsTouching(const Workload& w, uint32_t tensor) {
+  size_t n = 0;
+  for (const Access& a : w.accesses) n += a.tensor == tensor;
+  return n;
+}
+
 // The recurrent shape: two cells unrolled over time, so each weight is read
 // by every step forward and backward, and its gradient is summed at every
 // step into one tensor live across the whole backward pass.
@@ -578,17 +591,8 @@ TEST(Synthetic, RecurrentShapeReusesEachWeightAtEveryStep) {
   // cell and the head's.
   EXPECT_EQ(w.num_kernels(), 2u * 6 * 5 + 3 + 2 + 3);
   EXPECT_GT(MaxCostNs(w), MinCostNs(w));
-  auto find = [&](const std::string& name) {
-    for (uint32_t t = 0; t < w.num_tensors(); ++t)
-      if (w.tensors[t].name == name) return t;
-    ADD_FAILURE() << "no tensor " << name;
-    return 0u;
-  };
-  auto kernels_touching = [&](uint32_t tensor) {
-    size_t n = 0;
-    for (const Access& a : w.accesses) n += a.tensor == tensor;
-    return n;
-  };
+  auto find = [&](const std::string& name) { return TensorNamed(w, name); };
+  auto kernels_touching = [&](uint32_t tensor) { return KernelsTouching(w, tensor); };
   const uint32_t weight = find("cell0.weight_hh");
   EXPECT_TRUE(w.tensors[weight].persistent);
   EXPECT_EQ(kernels_touching(weight), 2u * 6 + 1);  // every step, both passes, and the optimizer
@@ -626,17 +630,8 @@ TEST(Synthetic, TransformerShapeKeepsAttentionForBackwardAndTwoAdamStates) {
   // forward, their two backward kernels and one step.
   EXPECT_EQ(w.num_kernels(), 3u * 19 + 3 + 3 + 2 + 1);
   EXPECT_GT(MaxCostNs(w), MinCostNs(w));
-  auto find = [&](const std::string& name) {
-    for (uint32_t t = 0; t < w.num_tensors(); ++t)
-      if (w.tensors[t].name == name) return t;
-    ADD_FAILURE() << "no tensor " << name;
-    return 0u;
-  };
-  auto kernels_touching = [&](uint32_t tensor) {
-    size_t n = 0;
-    for (const Access& a : w.accesses) n += a.tensor == tensor;
-    return n;
-  };
+  auto find = [&](const std::string& name) { return TensorNamed(w, name); };
+  auto kernels_touching = [&](uint32_t tensor) { return KernelsTouching(w, tensor); };
   size_t parameters = 0, states = 0;
   for (const Tensor& t : w.tensors) {
     parameters += t.kind == TensorKind::kParameter;

@@ -261,6 +261,62 @@ TEST(Imitation, ACorpusNetworkImitatesEveryModelsExpertAndKeepsTheBestMeanRound)
   EXPECT_THROW(LearnFromCorpus(*agent, {{nullptr, {slow}, "none"}}, c, rng), std::invalid_argument);
 }
 
+// With weight_mean_from_round, the mean of the weights every round from that
+// one on evaluated is rolled out as one last round, which competes with the
+// snapshots: its plans are those of the network averaged from exactly those
+// snapshots, and the agent ends with the best of all of them.
+TEST(Imitation, TheMeanOfTheRoundsWeightsIsOneMoreRoundThatCompetes) {
+  Task resnet = ResnetTask();
+  Task vgg = VggTask(resnet.env);
+  PlacementEnv resnet_env(resnet.w, resnet.env), vgg_env(vgg.w, vgg.env);
+  auto agent = SmallDqn();
+  ImitationConfig c = ImitationSteps(200, 3, 150);
+  c.polish_updates = 300;
+  c.polish_chunk = 150;
+  c.weight_mean_from_round = 2;
+  std::vector<std::string> evaluated;  // the weights of rounds 2, 3, ... as they were rolled out
+  int mean_rounds = 0;
+  std::mt19937_64 rng(3);
+  const CorpusImitationResult r = LearnFromCorpus(
+      *agent, {{&resnet_env, {FirstTouchPlan(resnet.w, resnet.env.dram_limit_bytes)}, "resnet"},
+               {&vgg_env, {FirstTouchPlan(vgg.w, vgg.env.dram_limit_bytes)}, "vgg"}},
+      c, rng, [&](const ImitationRound& round, double, double) {
+        if (round.weight_mean) ++mean_rounds;
+        else if (round.round >= 2) evaluated.push_back(agent->SerializeWeights());
+      });
+  ASSERT_EQ(mean_rounds, 1);
+  const std::vector<ImitationRound>& rounds = r.tasks[0].rounds;
+  ASSERT_GE(rounds.size(), 6u);  // pre-training, 3 DAgger rounds, polish, the mean
+  const ImitationRound& mean = rounds.back();
+  EXPECT_TRUE(mean.weight_mean);
+  EXPECT_EQ(mean.round, static_cast<int>(rounds.size()) - 1);
+  EXPECT_EQ(mean.weights_folded, evaluated.size());
+  EXPECT_EQ(evaluated.size(), rounds.size() - 3);  // rounds 2 .. the last before the mean
+  for (size_t k = 0; k + 1 < rounds.size(); ++k) EXPECT_FALSE(rounds[k].weight_mean);
+  // The mean round's plans are those of the average of exactly those snapshots.
+  auto averaged = SmallDqn();
+  for (const std::string& w : evaluated) {
+    averaged->LoadWeights(w);
+    averaged->FoldWeightsIntoMean();
+  }
+  averaged->LoadWeightMean();
+  EXPECT_DOUBLE_EQ(Greedy(resnet_env, *averaged).cost.total_ns, r.tasks[0].rounds.back().greedy_cost_ns);
+  EXPECT_DOUBLE_EQ(Greedy(vgg_env, *averaged).cost.total_ns, r.tasks[1].rounds.back().greedy_cost_ns);
+  // The kept weights are the best of every round, the mean included.
+  const Workload* ws[] = {&resnet.w, &vgg.w};
+  auto mean_of = [&](size_t k) {
+    double m = 0;
+    for (size_t i = 0; i < 2; ++i) m += MinCostNs(*ws[i]) / r.tasks[i].rounds[k].greedy_cost_ns / 2;
+    return m;
+  };
+  for (size_t k = 0; k < rounds.size(); ++k) EXPECT_LE(mean_of(k), mean_of(r.best_round) * (1 + 1e-12)) << k;
+  EXPECT_DOUBLE_EQ(Greedy(resnet_env, *agent).cost.total_ns, r.tasks[0].best_cost_ns);
+  EXPECT_EQ(agent->weights_folded(), 0u);  // the mean is not kept past the phase
+  c.weight_mean_from_round = -2;
+  EXPECT_THROW(LearnFromCorpus(*agent, {{&vgg_env, {FirstTouchPlan(vgg.w, vgg.env.dram_limit_bytes)}, "vgg"}}, c, rng),
+               std::invalid_argument);
+}
+
 // A task whose environment comes with its decision slots released takes
 // turns: built for each episode, released after (a corpus's memory bounded,
 // CorpusPretrainingOptions::resident_slot_bytes). Nothing the network learns
