@@ -235,6 +235,13 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
     }
   };
   auto out_of_time = [&] { return config.max_seconds > 0 && elapsed() >= config.max_seconds; };
+  // Every task's newest round: the aggregate's size after it, and when it ended.
+  auto stamp_round = [&] {
+    for (ImitationResult& t : corpus.tasks) {
+      t.rounds.back().demonstrations = pool.size();
+      t.rounds.back().seconds = elapsed();
+    }
+  };
   const bool averaging = config.weight_mean_from_round >= 0;
   if (averaging) agent.ClearWeightMean();
   auto fold = [&](int round) {
@@ -253,10 +260,7 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
       corpus.updates += static_cast<uint64_t>(std::max(config.updates_per_round, 0));
       for (ImitationResult& t : corpus.tasks) t.rounds.back().mistakes = mistakes;
     }
-    for (ImitationResult& t : corpus.tasks) {
-      t.rounds.back().demonstrations = pool.size();
-      t.rounds.back().seconds = elapsed();
-    }
+    stamp_round();
     if (last) break;
   }
   // Polish: the experts' own states alone. Their labels are right (a DAgger
@@ -307,10 +311,7 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
     agent.LoadWeightMean();
     corpus.weight_mean = agent.SerializeWeights();
     roll_out(r, false);
-    for (ImitationResult& t : corpus.tasks) {
-      t.rounds.back().demonstrations = pool.size();
-      t.rounds.back().seconds = elapsed();
-    }
+    stamp_round();
     agent.ClearWeightMean();
   }
   agent.LoadWeights(best_weights);
