@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agents/dqn_agent.h"
+#include "agents/policy_portfolio.h"
 #include "cli/config_file.h"
 #include "cli/exit_codes.h"
 #include "cli/interrupt.h"
@@ -231,6 +232,25 @@ std::string ResolveInitCheckpoint(const std::string& path, AgentKind agent) {
   if (path.empty()) return path;
   std::error_code ec;
   std::string file = path;
+  // A portfolio: pretrain's run directory (its checkpoints/portfolio), or a
+  // directory of agent checkpoints.
+  for (const std::string& dir : {path + "/checkpoints/portfolio", path}) {
+    if (!std::filesystem::is_directory(dir, ec)) continue;
+    std::vector<std::string> members;
+    try {
+      members = PortfolioCheckpoints({dir});
+    } catch (const std::runtime_error&) {
+      continue;  // no .ckpt directly in it
+    }
+    for (const std::string& m : members) {
+      try {
+        LoadAgentCheckpoint(m);
+      } catch (const std::exception& e) {
+        throw InputError("--init " + m + ": " + e.what());
+      }
+    }
+    return dir;
+  }
   if (std::filesystem::is_directory(path, ec)) {
     const std::string stem = path + "/checkpoints/" + AgentKindName(agent);
     file.clear();
@@ -703,7 +723,7 @@ int Main(int argc, char** argv) {
   auto* exp = app.add_subcommand("export", "Export a trained policy as a compact lookup file for production hosts");
   exp->add_option("run_dir", export_opts.run_dir, "Run directory of train or learner")->check(CLI::ExistingDirectory);
   exp->add_option("--checkpoint", export_opts.checkpoint_path,
-                  "Checkpoint (default: the run's fastest evaluated policy, RUN_DIR/checkpoints/AGENT-fastest.ckpt, else its final AGENT.ckpt; AGENT dqn or sac, whichever the run wrote)");
+                  "Checkpoint (default: the run's fastest evaluated policy, RUN_DIR/checkpoints/AGENT-fastest.ckpt, else its final AGENT.ckpt; AGENT dqn or sac, whichever the run wrote); with --dram-fraction also a portfolio directory (pretrain's checkpoints/portfolio), whose member with the fastest greedy plan on --workload is exported");
   exp->add_option("--agent", export_opts.agent, "Agent family of the checkpoint (default: from the checkpoint's name)")
       ->check(CLI::IsMember({"dqn", "sac"}));
   exp->add_option("--workload", export_opts.workload, "Workload file or spec (default RUN_DIR/workload.ttwl)");
@@ -749,7 +769,9 @@ int Main(int argc, char** argv) {
                    "(the plan-time search from the network's episodes and from that ILP's plan, the faster), "
                    "heat+search, heat+ilp+search (the plan-time search "
                    "with heat order in the network's place), untrained-dqn, untrained-sac and their +search, +ilp, +ilp+search "
-                   "(the checkpoint's network with fresh weights: what training adds), learned (every agent of "
+                   "(the checkpoint's network with fresh weights: what training adds), dqn+portfolio, "
+                   "sac+portfolio (the fastest of --portfolio's networks' greedy plans, chosen at plan time), "
+                   "dqn+portfolio+search, sac+portfolio+search (the plan-time search from it), learned (every agent of "
                    "--checkpoint, greedy and searched), lookup:FILE (an exported lookup, as --lookup) [default: "
                    "all-slow first-touch sentinel autotm-sync deeptm-heuristic ca-lm learned]";
   }())->check(CLI::Validator(
@@ -759,7 +781,8 @@ int Main(int argc, char** argv) {
                   "sac+ilp", "learned", "dqn+ilp+measured", "sac+ilp+measured", "heat+ilp+measured",
                   "heat+search", "untrained-dqn", "untrained-sac", "untrained-dqn+search", "untrained-sac+search",
                   "untrained-dqn+ilp", "untrained-sac+ilp", "dqn+ilp+search", "sac+ilp+search", "heat+ilp+search",
-                  "untrained-dqn+ilp+search", "untrained-sac+ilp+search"};
+                  "untrained-dqn+ilp+search", "untrained-sac+ilp+search", "dqn+portfolio", "sac+portfolio",
+                  "dqn+portfolio+search", "sac+portfolio+search"};
               const std::vector<std::string>& baselines = PolicyNames();
               if (std::find(baselines.begin(), baselines.end(), name) != baselines.end() ||
                   std::find(learned.begin(), learned.end(), name) != learned.end() ||
@@ -776,6 +799,9 @@ int Main(int argc, char** argv) {
   bench->add_option("--checkpoint", bench_opts.checkpoints,
                     "[WORKLOAD=]FILE: agent checkpoint (RUN_DIR/checkpoints/dqn.ckpt or sac.ckpt, not a learner .ttckpt) for the policies dqn and sac, for every workload or the "
                     "one named (repeatable: one agent per model)");
+  bench->add_option("--portfolio", bench_opts.portfolio,
+                    "Networks of the policies dqn+portfolio and dqn+portfolio+search: agent checkpoints, or "
+                    "directories of them (pretrain's RUN_DIR/checkpoints/portfolio)");
   std::vector<std::string> bench_lookups;
   bench->add_option("--lookup", bench_lookups,
                     "Lookup file of `tensortier export` to evaluate beside the policies, as a host applies it: its "

@@ -155,8 +155,10 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
                   "Serve Prometheus metrics on HOST:PORT (port 0: any free one; 'off': none)")
       ->capture_default_str();
   cmd->add_option("--init", c.init_checkpoint,
-                  "Start from the network of another run: an agent checkpoint file, or a run directory (its "
-                  "checkpoints/AGENT-fastest.ckpt, else AGENT.ckpt); the hidden sizes come from it, DQN takes the "
+                  "Start from the network of another run: an agent checkpoint file, a run directory (pretrain's: "
+                  "its portfolio, checkpoints/portfolio/, whose member with the fastest greedy plan on this workload "
+                  "is taken; else checkpoints/AGENT-fastest.ckpt, else AGENT.ckpt), or a directory of checkpoints "
+                  "(a portfolio); the hidden sizes come from it, DQN takes the "
                   "whole Q-network, SAC its actor only; imitation, if any, starts from it; ignored with --resume");
   cmd->add_option("--resume", f.resume_dir,
                   "Continue the run in RUN_DIR from its newest good checkpoint (also its --out; the workload "
@@ -346,6 +348,12 @@ void AddPretrainOptions(CLI::App* cmd, CorpusPretrainingOptions& o) {
                   "From this round on (DAgger rounds and polish chunks), average the network's weights; the mean "
                   "competes with the rounds' snapshots on the (validation) score (-1: off)")
       ->check(CLI::Range(-1, 100000))
+      ->capture_default_str();
+  cmd->add_option("--portfolio-size", o.imitation.portfolio_size,
+                  "Rounds kept as the portfolio (checkpoints/portfolio/), the best scores first: on a model none "
+                  "of them saw, the fastest of their greedy plans is chosen at plan time (bench dqn+portfolio, "
+                  "train --init); 1: the best round alone")
+      ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmd->add_option("--max-seconds", o.imitation.max_seconds, "Stop imitating after this many seconds (0 = no limit)")
       ->check(CLI::NonNegativeNumber)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iomanip>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include <sstream>
 
 #include "agents/agent.h"
+#include "agents/policy_portfolio.h"
 #include "common/stats.h"
 #include "common/files.h"
 #include "common/log.h"
@@ -45,6 +47,11 @@ constexpr const char* kHeatIlpMeasured = "heat+ilp+measured";
 // DRAM action, decisions in heat order): what the network adds to it.
 constexpr const char* kHeatSearch = "heat+search";
 constexpr const char* kHeatIlpSearch = "heat+ilp+search";
+// "dqn+portfolio": the fastest of the portfolio's greedy plans (its members
+// are BenchmarkOptions::portfolio), "dqn+portfolio+search" the search from it
+// (agents/policy_portfolio.h); "sac+" the same for a portfolio of SAC actors.
+constexpr const char* kPortfolioSuffix = "+portfolio";
+constexpr const char* kPortfolioSearchSuffix = "+portfolio+search";
 // "untrained-dqn+search": the checkpoint's network as it was before training
 // (the same architecture and seed, fresh weights) in the same pipeline.
 constexpr const char* kUntrainedPrefix = "untrained-";
@@ -171,6 +178,48 @@ PlacementPlan LearnedPlan(const PlacementAgent& agent, const std::string& label,
   }
   plan = RunEpisode(placement, [&](const Observation& x) { return agent.Greedy(x.data()); }).plan;
   plan.produced_by = label;
+  return plan;
+}
+
+// "dqn+portfolio" and "dqn+portfolio+search" -> "dqn"; "" for other names.
+std::string PortfolioKind(const std::string& name) {
+  for (const char* suffix : {kPortfolioSearchSuffix, kPortfolioSuffix})
+    if (HasSuffix(name, suffix)) {
+      const std::string kind = name.substr(0, name.size() - std::string(suffix).size());
+      if (kind == "dqn" || kind == "sac") return kind;
+    }
+  return "";
+}
+
+// The portfolio's plan at a budget: every member's greedy episode, the
+// fastest kept, then (+search) the search that member's network guides from
+// it. The plan names the member it came from.
+PlacementPlan PortfolioPlan(const std::vector<PortfolioMember>& members, const std::string& name, const Workload& w,
+                            uint64_t dram_limit, const BenchmarkOptions& o) {
+  const std::string kind = PortfolioKind(name);
+  if (members.empty()) throw std::invalid_argument("policy " + name + " needs --portfolio (checkpoints or a directory of them)");
+  if (members[0].agent->name() != kind)
+    throw std::invalid_argument("policy " + name + ": --portfolio holds " + members[0].agent->name() + " networks");
+  PlacementEnv placement(w, PlanningEnv(o, dram_limit));
+  const PortfolioChoice choice = FastestGreedy(placement, members);
+  const PortfolioMember& chosen = members[choice.member];
+  const std::string member = std::filesystem::path(chosen.path).filename().string();
+  LogInfo("portfolio_choice")
+      .kv("workload", w.name)
+      .kv("policy", name)
+      .kv("members", members.size())
+      .kv("member", member)
+      .kv("greedy_runtime_ns", choice.greedy[choice.member].cost.total_ns)
+      .kv("primary_runtime_ns", choice.greedy[0].cost.total_ns)
+      .kv("seconds", choice.seconds);
+  PlacementPlan plan;
+  if (HasSuffix(name, kPortfolioSearchSuffix)) {
+    plan = SearchedPlan(placement, ScoresOf(*chosen.agent), name, w, o);
+  } else {
+    plan = choice.greedy[choice.member].plan;
+  }
+  plan.produced_by = name + " (" + member + ", " + std::to_string(choice.member + 1) + " of " +
+                     std::to_string(members.size()) + ")";
   return plan;
 }
 
@@ -531,6 +580,10 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
     agents = AgentsFor(w, o);
   }
   const std::map<std::string, lookup::Lookup> lookups = OpenLookups(w, o.policies);
+  std::vector<PortfolioMember> portfolio;
+  if (!o.portfolio.empty() &&
+      std::any_of(o.policies.begin(), o.policies.end(), [](const std::string& p) { return !PortfolioKind(p).empty(); }))
+    portfolio = LoadPortfolio(o.portfolio);
   // "learned" stands for every agent a checkpoint gives this workload: its
   // greedy plan and, unless the search is off, the search's.
   std::vector<std::string> policies;
@@ -577,7 +630,12 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
       row.backend = "cost-model";
       PlacementPlan plan;
       try {
-        if (IsLearnedPolicy(name)) {
+        if (!PortfolioKind(name).empty()) {
+          auto t0 = std::chrono::steady_clock::now();
+          plan = PortfolioPlan(portfolio, name, w, limit, o);
+          row.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          row.plan_source = plan.produced_by;
+        } else if (IsLearnedPolicy(name)) {
           const std::string kind = AgentKind(name), trained = TrainedKind(kind);
           auto it = agents.find(trained);
           if (it == agents.end())

@@ -49,6 +49,13 @@ struct BenchmarkOptions {
   // is trained per model, as DeepTM does). A checkpoint's kind (DQN or SAC)
   // comes from the file.
   std::vector<std::string> checkpoints;
+  // The networks of the policies "dqn+portfolio" (the fastest of their
+  // greedy plans on the workload and budget, by the cost model: a choice at
+  // plan time whose episodes are decision time) and "dqn+portfolio+search"
+  // (the plan-time search guided by the chosen network, from its episode):
+  // agent checkpoint files, or directories of them (pretrain's
+  // checkpoints/portfolio), agents/policy_portfolio.h.
+  std::vector<std::string> portfolio;
   bool measure = true;                // real iterations when the workload names a model
   std::string slow_tier = "auto";
   // Measured runs come in rounds: each runs all-slow and every plan once

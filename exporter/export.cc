@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "agents/policy_portfolio.h"
 #include "common/files.h"
 #include "envs/describe.h"
 #include "envs/workload_io.h"
@@ -138,6 +139,9 @@ std::string ExportReport::Summary() const {
   if (plan_section_bytes)
     os << "plan table      " << plan_tensors << " tensors, " << plan_migrations << " migrations ("
        << FormatBytes(static_cast<double>(plan_section_bytes)) << ")\n";
+  if (!portfolio_member.empty())
+    os << "portfolio       " << portfolio_member << " (of " << portfolio_members
+       << " members: its greedy plan is the fastest on this model)\n";
   if (generalised_section_bytes) {
     os << "generalised     " << policy << " -> " << quantiser.cells << " cells ("
        << FormatBytes(static_cast<double>(generalised_section_bytes)) << "); bins:";
@@ -200,6 +204,18 @@ ExportReport ExportLookup(const ExportOptions& o) {
   } else {
     plan = ReadPlanFile(plan_path);
   }
+  std::string portfolio_member;
+  size_t portfolio_members = 0;
+  if (without_plan && o.generalised && std::filesystem::is_directory(checkpoint)) {
+    std::vector<PortfolioMember> members = LoadPortfolio({checkpoint});
+    EnvConfig env = o.env;
+    env.dram_limit_bytes = plan.dram_limit_bytes;
+    env.mode = plan.mode;
+    PlacementEnv placement(w, env);
+    const PortfolioChoice choice = FastestGreedy(placement, members);
+    checkpoint = portfolio_member = members[choice.member].path;
+    portfolio_members = members.size();
+  }
   ExportOptions with_source = o;
   if (without_plan) with_source.plan_table = false;
   if (with_source.output_path.empty()) with_source.output_path = dir + "policy.ttlookup";
@@ -208,9 +224,14 @@ ExportReport ExportLookup(const ExportOptions& o) {
   with_source.workload = workload_spec;
   with_source.agent = family;
   if (o.generalised && !Exists(checkpoint)) throw std::runtime_error("export: no checkpoint at '" + checkpoint + "'");
+  auto from_portfolio = [&](ExportReport report) {
+    report.portfolio_member = portfolio_member;
+    report.portfolio_members = portfolio_members;
+    return report;
+  };
   if (o.generalised && family == "sac") {
     if (!o.hidden.empty()) throw std::invalid_argument("export: --hidden applies to DQN checkpoints only");
-    return ExportLookupFrom(*SacAgent::FromCheckpoint(checkpoint, "cpu"), w, plan, with_source);
+    return from_portfolio(ExportLookupFrom(*SacAgent::FromCheckpoint(checkpoint, "cpu"), w, plan, with_source));
   }
   std::unique_ptr<DqnAgent> agent;
   if (o.generalised) {
@@ -222,7 +243,7 @@ ExportReport ExportLookup(const ExportOptions& o) {
       return c;
     }());
   }
-  return ExportLookupFrom(*agent, w, plan, with_source);
+  return from_portfolio(ExportLookupFrom(*agent, w, plan, with_source));
 }
 
 ExportReport ExportLookupFrom(const DqnAgent& agent, const Workload& w, const PlacementPlan& plan,

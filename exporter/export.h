@@ -38,6 +38,9 @@ struct ExportOptions {
   // With no plan and no run directory (a network of `pretrain`, which has no
   // plan of its own): the generalised lookup alone, rolled out on `workload`
   // at dram_fraction x its peak live bytes in this mode. 0: a plan is needed.
+  // Then checkpoint_path may be a portfolio (a directory of checkpoints,
+  // pretrain's checkpoints/portfolio): the member whose greedy plan is the
+  // fastest on `workload` there is exported (agents/policy_portfolio.h).
   double dram_fraction = 0;
   MigrationMode mode = MigrationMode::kSync;
   // DQN Q-network hidden sizes; empty = the checkpoint's own (it records
@@ -94,6 +97,9 @@ struct ExportReport {
   uint32_t plan_tensors = 0;
   uint32_t plan_migrations = 0;
   std::string policy;  // "dqn 15-128-128-2", "sac 15-128-128-2" (the actor)
+  // From a portfolio: the member exported, and of how many.
+  std::string portfolio_member;
+  size_t portfolio_members = 0;
   QuantiserStats quantiser;
   // Fidelity, measured through the host runtime on the written file.
   uint64_t eval_states = 0;      // states of the greedy evaluation episodes

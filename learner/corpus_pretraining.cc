@@ -172,6 +172,19 @@ CorpusPretrainingResult PretrainOnCorpus(const CorpusPretrainingOptions& o,
       agent->SyncTarget();
       agent->SaveCheckpoint(result.weight_mean_checkpoint_path);
     }
+    if (im.portfolio.size() > 1) {
+      result.portfolio_dir = o.out_dir + "/checkpoints/portfolio";
+      MakeDirectories(result.portfolio_dir);
+      for (size_t rank = 0; rank < im.portfolio.size(); ++rank) {
+        const CorpusImitationResult::PortfolioRound& p = im.portfolio[rank];
+        char name[64];
+        std::snprintf(name, sizeof name, "/rank-%02zu-round-%03d.ckpt", rank, p.round);
+        agent->LoadWeights(p.weights);
+        agent->SyncTarget();
+        agent->SaveCheckpoint(result.portfolio_dir + name);
+        result.portfolio.push_back({p.round, p.mean_relative, p.validation_relative});
+      }
+    }
     WriteFileAtomically(o.out_dir + "/corpus.csv", Csv(result));
     WriteFileAtomically(o.out_dir + "/corpus.md", CorpusMarkdown(result));
   }
@@ -202,6 +215,17 @@ std::string CorpusMarkdown(const CorpusPretrainingResult& r) {
          "the best mean greedy plan"
       << (validated ? " on the validation workloads" : "") << " (round " << r.best_round << ", " << r.updates
       << " updates, " << static_cast<int>(r.imitation_seconds + 0.5) << " s of imitation).\n";
+  if (!r.portfolio.empty()) {
+    out << "\nPortfolio (" << r.portfolio_dir << ", best first; on a model none saw, the fastest member's greedy "
+        << "plan is chosen at plan time: bench --portfolio, train --init):";
+    char member[96];
+    for (const CorpusPortfolioMember& m : r.portfolio) {
+      std::snprintf(member, sizeof member, " round %d (%.1f%%%s)", m.round,
+                    100 * (validated ? m.validation_relative : m.mean_relative), validated ? " validation" : "");
+      out << member;
+    }
+    out << ".\n";
+  }
   return out.str();
 }
 

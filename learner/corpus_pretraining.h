@@ -6,6 +6,7 @@
 // that a model the network never saw is placed with no training, or
 // fine-tuned from it. The run directory:
 //   checkpoints/dqn.ckpt   the network (the corpus round with the best mean greedy plan)
+//   checkpoints/portfolio/ the best rounds' networks (ImitationConfig::portfolio_size), rank 0 the same as dqn.ckpt
 //   corpus.csv, corpus.md  per workload: its expert, the expert's plan and the network's greedy plan
 #pragma once
 
@@ -64,12 +65,24 @@ struct CorpusWorkloadScore {
   double baselines_seconds = 0;         // to compute the experts' plans
 };
 
+// A round the portfolio kept (ImitationConfig::portfolio_size), written as
+// checkpoints/portfolio/rank-NN-round-RRR.ckpt.
+struct CorpusPortfolioMember {
+  int round = 0;
+  double mean_relative = 0;        // the corpus's mean greedy plan, all-DRAM time / the plan's
+  double validation_relative = 0;  // the validation workloads' (0: none)
+};
+
 struct CorpusPretrainingResult {
   std::vector<CorpusWorkloadScore> workloads;
   std::string checkpoint_path;
   // The mean of the rounds' weights (--weight-mean-from-round), kept beside
   // the best round's network whichever won: checkpoints/dqn-weight-mean.ckpt.
   std::string weight_mean_checkpoint_path;
+  // The portfolio's directory (empty when it holds one network: the
+  // checkpoint above) and its members, best first; rank 0 is the checkpoint.
+  std::string portfolio_dir;
+  std::vector<CorpusPortfolioMember> portfolio;
   int best_round = 0;
   uint64_t updates = 0;
   double imitation_seconds = 0;

@@ -118,6 +118,7 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
     throw std::invalid_argument("LearnFromPlans: polish_aggregate_share must be in [0, 1)");
   if (!(config.learning_rate_after >= 0) || !std::isfinite(config.learning_rate_after))
     throw std::invalid_argument("LearnFromPlans: learning_rate_after must be finite and >= 0");
+  if (config.portfolio_size < 1) throw std::invalid_argument("LearnFromPlans: portfolio_size must be >= 1");
   if (config.weight_mean_from_round < -1)
     throw std::invalid_argument("LearnFromPlans: weight_mean_from_round must be -1 (off) or a round >= 0");
   if (config.weight_mean_from_round >= 0 && !agent.supports_weight_mean())
@@ -180,6 +181,21 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
   rollout_labels.mark_crowding = config.repeat_crowding_mistakes;
   std::string best_weights;
   CorpusScore best_score;
+  // The portfolio: the best-scored rounds, best first (a stable order: an
+  // earlier round stays ahead of a later one with the same score).
+  std::vector<std::pair<CorpusScore, CorpusImitationResult::PortfolioRound>> portfolio;
+  auto keep_in_portfolio = [&](int round, const CorpusScore& score, double learned_relative,
+                             double validation_relative) {
+    auto at = std::find_if(portfolio.begin(), portfolio.end(), [&](const auto& p) { return score.Beats(p.first); });
+    if (static_cast<int>(at - portfolio.begin()) >= config.portfolio_size) return;
+    CorpusImitationResult::PortfolioRound kept;
+    kept.round = round;
+    kept.mean_relative = learned_relative;
+    kept.validation_relative = validation_relative;
+    kept.weights = agent.SerializeWeights();
+    portfolio.insert(at, {score, std::move(kept)});
+    if (static_cast<int>(portfolio.size()) > config.portfolio_size) portfolio.pop_back();
+  };
   // Rolls the current policy out on every task, labelled by its expert: the
   // evaluation of these weights (kept when they are the best so far) and, in
   // a DAgger round, the next round's data, each task's added to the pool as
@@ -224,6 +240,7 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
       on_round(told, learned.mean_relative, validation.mean_relative);
     }
     const CorpusScore& score = validated ? validation : learned;
+    keep_in_portfolio(r.round, score, learned.mean_relative, validated ? validation.mean_relative : 0);
     if (best_weights.empty() || score.Beats(best_score)) {
       best_weights = agent.SerializeWeights();
       best_score = score;
@@ -318,6 +335,7 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
   agent.SyncTarget();
   if (config.learning_rate_after > 0) agent.SetLearningRate(config.learning_rate_after);
   agent.SetDemonstrations(std::move(pool));
+  for (auto& [score, kept] : portfolio) corpus.portfolio.push_back(std::move(kept));
   corpus.seconds = elapsed();
   for (size_t i = 0; i < tasks.size(); ++i) {
     ImitationResult& t = corpus.tasks[i];

@@ -94,6 +94,14 @@ struct ImitationConfig {
   // is evaluated as one more round (ImitationRound::weight_mean) that
   // competes with the snapshots for the best score. -1: off.
   int weight_mean_from_round = -1;
+  // LearnFromCorpus keeps the weights of this many rounds, those with the
+  // best scores (the validation tasks' where there are any), the best first:
+  // a portfolio whose members' greedy plans a model none of them saw
+  // chooses among by its own cost model (agents/policy_portfolio.h): the
+  // eight best-validated rounds of a corpus, within 2 points of each other
+  // on its validation tasks, were 13 apart on a row GRU none saw
+  // (docs/results/learning.md, session thirty-eight). 1: the best round alone.
+  int portfolio_size = 8;
 };
 
 struct ImitationRound {
@@ -167,6 +175,15 @@ struct CorpusImitationResult {
   // The mean of the weights (weight_mean_from_round), whether it was the
   // best round or not (PlacementAgent::SerializeWeights' blob; empty: off).
   std::string weight_mean;
+  // ImitationConfig::portfolio_size rounds' weights, the best score first
+  // (portfolio[0] is best_round's, the agent's weights at the end).
+  struct PortfolioRound {
+    int round = 0;
+    double mean_relative = 0;        // the score it was ranked by
+    double validation_relative = 0;  // 0 without validation tasks
+    std::string weights;             // PlacementAgent::SerializeWeights
+  };
+  std::vector<PortfolioRound> portfolio;
 };
 
 // `on_round` (progress) is told each round's mean of all-DRAM time / greedy

@@ -120,7 +120,9 @@ struct LearnerConfig {
   // family must be this run's; the hidden sizes come from the checkpoint,
   // every other setting from this config. DQN takes the whole Q-network;
   // SAC only its actor (the critics start fresh). Imitation, when there are
-  // expert_plans, starts from these weights. Ignored on a resume.
+  // expert_plans, starts from these weights. A directory is a portfolio of
+  // checkpoints: the member with the fastest greedy plan on this workload
+  // (learner/starting_policy.h). Ignored on a resume.
   std::string init_checkpoint;
   uint32_t checkpoints_kept = 2;
   bool keep_batch_log = false;           // fill LearnerResult::batches (tests)

@@ -1,10 +1,12 @@
 #include "learner/starting_policy.h"
 
+#include <filesystem>
 #include <random>
 #include <stdexcept>
 #include <utility>
 
 #include "agents/agent_kind.h"
+#include "agents/policy_portfolio.h"
 #include "common/log.h"
 #include "learner/checkpoint_store.h"
 #include "learner/imitation.h"
@@ -12,13 +14,30 @@
 namespace tensortier {
 namespace {
 
+// The network config.init_checkpoint names: the checkpoint, or of a
+// portfolio (a directory of them) the member whose greedy plan is the
+// fastest on this workload (agents/policy_portfolio.h). `path` gets the file.
+std::unique_ptr<PlacementAgent> InitialNetwork(const LearnerConfig& config, std::string& path) {
+  path = config.init_checkpoint;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) return LoadAgentCheckpoint(path);
+  std::vector<PortfolioMember> members = LoadPortfolio({path});
+  PlacementEnv env(config.workload, config.env);
+  const PortfolioChoice choice = FastestGreedy(env, members);
+  path = members[choice.member].path;
+  LogInfo("initialized_from_portfolio").kv("portfolio", config.init_checkpoint).kv("members", members.size())
+      .kv("member", path).kv("greedy_runtime_ns", choice.greedy[choice.member].cost.total_ns)
+      .kv("first_member_runtime_ns", choice.greedy[0].cost.total_ns).kv("seconds", choice.seconds);
+  return std::move(members[choice.member].agent);
+}
+
 // A fresh agent, or one with the network of config.init_checkpoint.
-std::unique_ptr<PlacementAgent> FirstAgent(LearnerConfig& config) {
+std::unique_ptr<PlacementAgent> FirstAgent(LearnerConfig& config, std::string& init_file) {
   if (config.init_checkpoint.empty()) return BuildAgent(config);
   const std::string& path = config.init_checkpoint;
   std::unique_ptr<PlacementAgent> from;
   try {
-    from = LoadAgentCheckpoint(path);
+    from = InitialNetwork(config, init_file);
   } catch (const std::exception& e) {
     throw CheckpointError("--init " + path + ": " + e.what());
   }
@@ -47,7 +66,8 @@ std::unique_ptr<PlacementAgent> BuildAgent(LearnerConfig& config) {
 
 StartingPolicy StartPolicy(LearnerConfig& config, LearnerResult& result) {
   StartingPolicy start;
-  start.agent = FirstAgent(config);
+  std::string init_file;
+  start.agent = FirstAgent(config, init_file);
   PlacementAgent& agent = *start.agent;
   PlacementEnv env(config.workload, config.env);
   auto hold = [&](EpisodeSummary greedy, const std::string& phase) {
@@ -56,9 +76,9 @@ StartingPolicy StartPolicy(LearnerConfig& config, LearnerResult& result) {
   };
   if (!config.init_checkpoint.empty()) {
     EpisodeSummary greedy = RunEpisode(env, [&](const Observation& o) { return agent.Greedy(o.data()); });
-    result.initialized_from = config.init_checkpoint;
+    result.initialized_from = init_file;
     result.initialized_runtime_ns = greedy.oom ? 0 : greedy.cost.total_ns;
-    LogInfo("initialized").kv("checkpoint", config.init_checkpoint).kv("agent", agent.name())
+    LogInfo("initialized").kv("checkpoint", init_file).kv("agent", agent.name())
         .kv("greedy_runtime_ns", greedy.cost.total_ns).kv("oom", greedy.oom);
     hold(std::move(greedy), "init");
   }

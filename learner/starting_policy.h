@@ -33,7 +33,10 @@ struct StartingPolicy {
 // Runs the phases `config` asks for and records them in `result`
 // (initialized_from and its runtime, imitation, self_imitation). With
 // init_checkpoint, config's hidden sizes become the checkpoint's so that
-// checkpoints and workers agree. Throws CheckpointError
+// checkpoints and workers agree; an init_checkpoint that is a directory is
+// a portfolio (agents/policy_portfolio.h: pretrain's checkpoints/portfolio),
+// and the run starts from the member whose greedy plan is the fastest on
+// the workload (initialized_from names it). Throws CheckpointError
 // (learner/checkpoint_store.h) for a checkpoint that cannot be read, and
 // std::invalid_argument for one of another agent family and for phases the
 // agent cannot run.

@@ -210,6 +210,10 @@ TEST(TrainingFlags, PretrainBindsTheCorpusOptionsAndTheSlotBudgetTakesUnits) {
   EXPECT_EQ(parse({"--weight-mean-from-round", "10"}).imitation.weight_mean_from_round, 10);
   EXPECT_EQ(parse({"--weight-mean-from-round", "-1"}).imitation.weight_mean_from_round, -1);
   EXPECT_THROW(parse({"--weight-mean-from-round", "-2"}), CLI::ParseError);
+  EXPECT_EQ(plain.imitation.portfolio_size, defaults.imitation.portfolio_size);
+  EXPECT_EQ(parse({"--portfolio-size", "3"}).imitation.portfolio_size, 3);
+  EXPECT_EQ(parse({"--portfolio-size", "1"}).imitation.portfolio_size, 1);
+  EXPECT_THROW(parse({"--portfolio-size", "0"}), CLI::ParseError);
   EXPECT_EQ(plain.workloads, std::vector<std::string>{"synthetic:vgg:4"});
   EXPECT_EQ(parse({"--resident-slot-bytes", "1000"}).resident_slot_bytes, 1000u);
   EXPECT_EQ(parse({"--resident-slot-bytes", "256MiB"}).resident_slot_bytes, uint64_t{256} << 20);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -264,6 +265,61 @@ TEST(Benchmark, TheSearchFromTheGuidedIlpsPlanKeepsTheFasterStart) {
   EXPECT_LE(rows[2].predicted_ns, rows[0].predicted_ns * (1 + 1e-9));
   EXPECT_LE(rows[4].predicted_ns, rows[3].predicted_ns * (1 + 1e-9));
   EXPECT_GT(rows[2].decision_seconds, 0);
+}
+
+// dqn+portfolio: the fastest of the members' greedy plans, named by its
+// member; dqn+portfolio+search: the search that member guides, from it.
+TEST(Benchmark, ThePortfolioKeepsItsFastestMembersPlanAndSearchesFromIt) {
+  const Workload w = LoadWorkloadSpec("synthetic:resnet:3");
+  const std::string dir = TempPath("portfolio");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::vector<std::string> paths;
+  for (uint64_t seed : {1, 2, 3}) {
+    DqnConfig config;
+    config.seed = seed;
+    config.device = "cpu";
+    paths.push_back(dir + "/member-" + std::to_string(seed) + ".ckpt");
+    MakeAgent("dqn", config.ToJson())->SaveCheckpoint(paths.back());
+  }
+  BenchmarkOptions o;
+  o.dram_fractions = {0.3};
+  o.measure = false;
+  o.search.max_seconds = 20;
+  o.policies = {"dqn"};
+  std::vector<double> member_ns;
+  for (const std::string& p : paths) {
+    o.checkpoints = {p};
+    member_ns.push_back(RunBenchmark(w, o).at(0).predicted_ns);
+  }
+  ASSERT_FALSE(member_ns[0] == member_ns[1] && member_ns[1] == member_ns[2]) << "the members should place differently";
+  const size_t fastest = std::min_element(member_ns.begin(), member_ns.end()) - member_ns.begin();
+  o.checkpoints.clear();
+  o.portfolio = {dir};
+  o.policies = {"dqn+portfolio", "dqn+portfolio+search"};
+  const std::vector<BenchmarkRow> rows = RunBenchmark(w, o);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const BenchmarkRow& r : rows) {
+    EXPECT_TRUE(r.note.empty()) << r.policy << ": " << r.note;
+    EXPECT_NE(r.plan_source.find("member-" + std::to_string(fastest + 1) + ".ckpt"), std::string::npos) << r.plan_source;
+    EXPECT_NE(r.plan_source.find(" of 3)"), std::string::npos) << r.plan_source;
+    EXPECT_GT(r.decision_seconds, 0);
+  }
+  EXPECT_DOUBLE_EQ(rows[0].predicted_ns, member_ns[fastest]);
+  EXPECT_LE(rows[1].predicted_ns, rows[0].predicted_ns * (1 + 1e-9));
+  // The same search guided by that member alone.
+  o.portfolio.clear();
+  o.checkpoints = {paths[fastest]};
+  o.policies = {"dqn+search"};
+  EXPECT_DOUBLE_EQ(RunBenchmark(w, o).at(0).predicted_ns, rows[1].predicted_ns);
+  // No portfolio: the row says what is missing; a portfolio of another family is refused by name.
+  o.policies = {"dqn+portfolio", "sac+portfolio"};
+  std::vector<BenchmarkRow> missing = RunBenchmark(w, o);
+  EXPECT_NE(missing.at(0).note.find("--portfolio"), std::string::npos) << missing[0].note;
+  o.portfolio = {dir};
+  missing = RunBenchmark(w, o);
+  EXPECT_TRUE(missing.at(0).note.empty()) << missing[0].note;
+  EXPECT_NE(missing.at(1).note.find("holds dqn networks"), std::string::npos) << missing[1].note;
 }
 
 TEST(Benchmark, LearnedPolicyWithoutCheckpointIsAClearError) {

@@ -2,6 +2,7 @@
 // the same command lines a user types.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -219,12 +220,38 @@ TEST(Fleet, PretrainWritesANetworkThatPlacesAnUnseenModel) {
                           "\"resnet-like-4@0.4\",0,0.4,", "\"mobilenet-like-3@0.2\",1,0.2,", "\"mobilenet-like-3@0.4\",1,0.4,"})
     EXPECT_NE(csv.find(row), std::string::npos) << row << "\n" << csv;
   EXPECT_NE(ReadFile(dir + "/p.log").find("validation"), std::string::npos) << ReadFile(dir + "/p.log");
-  ChildProcess b({"bench", "--workload", "synthetic:mobilenet:4", "--policies", "first-touch", "dqn",
-                  "--checkpoint", dir + "/run/checkpoints/dqn.ckpt", "--dram-fractions", "0.2", "--cost-model-only",
-                  "--out", dir + "/bench"},
+  // The portfolio: the best rounds, ranked, the first the same network as dqn.ckpt.
+  std::vector<std::string> members;
+  for (const auto& entry : fs::directory_iterator(dir + "/run/checkpoints/portfolio"))
+    members.push_back(entry.path().filename().string());
+  std::sort(members.begin(), members.end());
+  ASSERT_GE(members.size(), 2u);
+  EXPECT_LE(members.size(), 8u);
+  EXPECT_EQ(members[0].rfind("rank-00-round-", 0), 0u) << members[0];
+  EXPECT_NE(ReadFile(dir + "/run/corpus.md").find("Portfolio ("), std::string::npos) << ReadFile(dir + "/run/corpus.md");
+  ChildProcess b({"bench", "--workload", "synthetic:mobilenet:4", "--policies", "first-touch", "dqn", "dqn+portfolio",
+                  "--checkpoint", dir + "/run/checkpoints/dqn.ckpt", "--portfolio", dir + "/run/checkpoints/portfolio",
+                  "--dram-fractions", "0.2", "--cost-model-only", "--out", dir + "/bench"},
                  dir + "/b.log");
   ASSERT_EQ(b.Wait(std::chrono::seconds(120)), 0) << ReadFile(dir + "/b.log");
   EXPECT_NE(ReadFile(dir + "/b.log").find("dqn "), std::string::npos) << ReadFile(dir + "/b.log");
+  double greedy_ns = 0, portfolio_ns = 0;
+  for (const auto& row : ReadCsv(dir + "/bench/bench.csv")) {
+    if (row.size() < 6) continue;
+    if (row[1] == "dqn") greedy_ns = std::stod(row[5]);
+    if (row[1] == "dqn+portfolio") portfolio_ns = std::stod(row[5]);
+  }
+  ASSERT_GT(greedy_ns, 0);
+  EXPECT_GT(portfolio_ns, 0);
+  EXPECT_LE(portfolio_ns, greedy_ns * (1 + 1e-9)) << "the kept round is one of the portfolio's members";
+  // Fine-tuning from the run directory starts from the member fastest on the model.
+  ChildProcess t({"train", "--workload", "synthetic:mobilenet:4", "--init", dir + "/run", "--demonstrations", "none",
+                  "--episodes", "2", "--workers", "1", "--cost-model-only", "--ilp-seconds", "0", "--out",
+                  dir + "/fine-tune"},
+                 dir + "/t.log");
+  ASSERT_EQ(t.Wait(std::chrono::seconds(180)), 0) << ReadFile(dir + "/t.log");
+  EXPECT_NE(ReadFile(dir + "/fine-tune/train.log").find("initialized_from_portfolio"), std::string::npos)
+      << ReadFile(dir + "/t.log");
   // Its file for hosts, with no plan of its own: the network and the cells,
   // keyed by a DRAM fraction of the workload it is rolled out on; a host's
   // plan for the unseen model comes from it.
@@ -249,6 +276,27 @@ TEST(Fleet, PretrainWritesANetworkThatPlacesAnUnseenModel) {
   }
   EXPECT_FALSE(network_ns.empty());
   EXPECT_EQ(file_ns, network_ns);
+  // From the portfolio: the member fastest on the model goes into the file.
+  ChildProcess pe({"export", "--checkpoint", dir + "/run/checkpoints/portfolio", "--workload", "synthetic:mobilenet:4",
+                   "--dram-fraction", "0.2", "--out", dir + "/portfolio.ttlookup"},
+                  dir + "/pe.log");
+  ASSERT_EQ(pe.Wait(std::chrono::seconds(120)), 0) << ReadFile(dir + "/pe.log");
+  EXPECT_NE(ReadFile(dir + "/pe.log").find("portfolio       " + dir + "/run/checkpoints/portfolio/rank-"),
+            std::string::npos)
+      << ReadFile(dir + "/pe.log");
+  ChildProcess pl({"bench", "--workload", "synthetic:mobilenet:4", "--policies", "dqn+portfolio",
+                   "lookup:" + dir + "/portfolio.ttlookup", "--portfolio", dir + "/run/checkpoints/portfolio",
+                   "--dram-fractions", "0.2", "--cost-model-only", "--out", dir + "/bench_portfolio"},
+                  dir + "/pl.log");
+  ASSERT_EQ(pl.Wait(std::chrono::seconds(120)), 0) << ReadFile(dir + "/pl.log");
+  std::string chosen_ns, exported_ns;
+  for (const auto& row : ReadCsv(dir + "/bench_portfolio/bench.csv")) {
+    if (row.size() < 6) continue;
+    if (row[1] == "dqn+portfolio") chosen_ns = row[5];
+    if (row[1].rfind("lookup:", 0) == 0) exported_ns = row[5];
+  }
+  EXPECT_FALSE(chosen_ns.empty());
+  EXPECT_EQ(exported_ns, chosen_ns);
   ChildProcess used({"pretrain", "--workloads", "synthetic:vgg:4", "--out", dir + "/run"}, dir + "/used.log");
   EXPECT_EQ(used.Wait(std::chrono::seconds(60)), 2);
   EXPECT_NE(ReadFile(dir + "/used.log").find("is not empty"), std::string::npos) << ReadFile(dir + "/used.log");

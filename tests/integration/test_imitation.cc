@@ -3,6 +3,7 @@
 // No sockets: these parts are tested alone.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <random>
@@ -404,6 +405,57 @@ TEST(Imitation, AValidationTaskChoosesTheRoundKeptAndIsNotLearnedFrom) {
   EXPECT_DOUBLE_EQ(r.tasks[1].best_cost_ns, fastest);
   // Every task a validation task: refused.
   EXPECT_THROW(LearnFromCorpus(*agent, {held_out}, c, rng), std::invalid_argument);
+}
+
+// The portfolio is the rounds with the best validation scores, best first
+// (ties: the earlier round first), each with the weights that round rolled
+// out; its first member is the round kept. A portfolio of one is the kept
+// round alone, and a portfolio of none is refused.
+TEST(Imitation, ThePortfolioKeepsTheBestScoredRoundsWeightsBestFirst) {
+  Task resnet = ResnetTask();
+  Task vgg = VggTask(resnet.env);
+  PlacementEnv resnet_env(resnet.w, resnet.env), vgg_env(vgg.w, vgg.env);
+  ImitationConfig c = ImitationSteps(50, 6, 60);
+  c.polish_updates = 1000;
+  c.polish_chunk = 500;
+  c.portfolio_size = 4;
+  ImitationTask learned{&resnet_env, {FirstTouchPlan(resnet.w, resnet.env.dram_limit_bytes)}, "resnet"};
+  ImitationTask held_out{&vgg_env, {}, "vgg"};
+  held_out.validation = true;
+  auto agent = SmallDqn();
+  std::vector<std::string> rolled_out;  // each round's weights, in round order
+  std::mt19937_64 rng(1);
+  const CorpusImitationResult r = LearnFromCorpus(
+      *agent, {learned, held_out}, c, rng,
+      [&](const ImitationRound&, double, double) { rolled_out.push_back(agent->SerializeWeights()); });
+  const std::vector<ImitationRound>& rounds = r.tasks[1].rounds;
+  ASSERT_GE(rounds.size(), 5u);
+  ASSERT_EQ(r.portfolio.size(), 4u);
+  EXPECT_EQ(r.portfolio[0].round, r.best_round);
+  EXPECT_EQ(r.portfolio[0].weights, agent->SerializeWeights());
+  // The rounds in the order the portfolio ranks them: validation score, then round.
+  std::vector<int> ranked(rounds.size());
+  for (size_t k = 0; k < ranked.size(); ++k) ranked[k] = static_cast<int>(k);
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [&](int a, int b) { return rounds[a].greedy_cost_ns < rounds[b].greedy_cost_ns * (1 - 1e-12); });
+  for (size_t m = 0; m < r.portfolio.size(); ++m) {
+    const auto& member = r.portfolio[m];
+    EXPECT_EQ(member.round, ranked[m]) << m;
+    EXPECT_EQ(member.weights, rolled_out[member.round]) << m;
+    EXPECT_NEAR(member.validation_relative, MinCostNs(vgg.w) / rounds[member.round].greedy_cost_ns, 1e-9) << m;
+    EXPECT_NEAR(member.mean_relative, MinCostNs(resnet.w) / r.tasks[0].rounds[member.round].greedy_cost_ns, 1e-9) << m;
+    auto replayed = SmallDqn();
+    replayed->LoadWeights(member.weights);
+    EXPECT_DOUBLE_EQ(Greedy(vgg_env, *replayed).cost.total_ns, rounds[member.round].greedy_cost_ns) << m;
+  }
+  c.portfolio_size = 1;
+  auto alone = SmallDqn();
+  std::mt19937_64 rng_alone(1);
+  const CorpusImitationResult one = LearnFromCorpus(*alone, {learned, held_out}, c, rng_alone);
+  ASSERT_EQ(one.portfolio.size(), 1u);
+  EXPECT_EQ(one.portfolio[0].round, one.best_round);
+  c.portfolio_size = 0;
+  EXPECT_THROW(LearnFromCorpus(*alone, {learned, held_out}, c, rng_alone), std::invalid_argument);
 }
 
 TEST(RunReport, TheFinalPlanNamesItsSourceAndTheVerdictNamesWhatBeatsIt) {

@@ -3,7 +3,10 @@
 // weights it ended on.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <memory>
+#include <vector>
 #include <string>
 
 #include "agents/agent.h"
@@ -72,6 +75,34 @@ TEST(StartingPolicy, InitThenImitationThenSelfImitationEachLeaveACandidate) {
   EXPECT_EQ(result.self_imitation.rounds.size(), 1u);
   // The agent ends with the last phase's weights.
   EXPECT_EQ(start.agent->SerializeWeights(), start.candidates[2].weights);
+  std::filesystem::remove_all(dir);
+}
+
+// A directory of checkpoints is a portfolio: the run starts from the
+// member whose greedy plan is the fastest on its workload, and says which.
+TEST(StartingPolicy, APortfolioStartsFromItsFastestMemberOnThisWorkload) {
+  const std::string dir = testing::TempDir("starting-policy-portfolio");
+  LearnerConfig c = SmallRun();
+  std::vector<std::unique_ptr<PlacementAgent>> members;
+  std::vector<double> greedy_ns;
+  PlacementEnv env(c.workload, c.env);
+  for (uint64_t seed : {21, 22, 23, 24}) {
+    DqnConfig config = SmallDqn(seed);
+    config.observation_size = kObservationSize;
+    members.push_back(MakeAgent("dqn", config.ToJson()));
+    members.back()->SaveCheckpoint(dir + "/member-" + std::to_string(seed) + ".ckpt");
+    greedy_ns.push_back(
+        RunEpisode(env, [&](const Observation& o) { return members.back()->Greedy(o.data()); }).cost.total_ns);
+  }
+  const size_t fastest = std::min_element(greedy_ns.begin(), greedy_ns.end()) - greedy_ns.begin();
+  ASSERT_LT(greedy_ns[fastest], *std::max_element(greedy_ns.begin(), greedy_ns.end())) << "members should differ";
+  c.init_checkpoint = dir;
+  LearnerResult result;
+  StartingPolicy start = StartPolicy(c, result);
+  ASSERT_EQ(start.candidates.size(), 1u);
+  EXPECT_EQ(result.initialized_from, dir + "/member-" + std::to_string(21 + fastest) + ".ckpt");
+  EXPECT_EQ(start.candidates[0].weights, members[fastest]->SerializeWeights());
+  EXPECT_DOUBLE_EQ(result.initialized_runtime_ns, greedy_ns[fastest]);
   std::filesystem::remove_all(dir);
 }
 
