@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <iomanip>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -203,7 +202,9 @@ PlacementPlan PortfolioPlan(const std::vector<PortfolioMember>& members, const s
   PlacementEnv placement(w, PlanningEnv(o, dram_limit));
   const PortfolioChoice choice = FastestGreedy(placement, members);
   const PortfolioMember& chosen = members[choice.member];
-  const std::string member = std::filesystem::path(chosen.path).filename().string();
+  // The path as given: a portfolio may span several directories (pretrain
+  // runs of several seeds) whose file names repeat.
+  const std::string& member = chosen.path;
   LogInfo("portfolio_choice")
       .kv("workload", w.name)
       .kv("policy", name)
