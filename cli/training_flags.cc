@@ -355,6 +355,11 @@ void AddPretrainOptions(CLI::App* cmd, CorpusPretrainingOptions& o) {
                   "train --init); 1: the best round alone")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
+  cmd->add_option("--seeds", o.seeds,
+                  "Imitate from this many seeds (--seed, +1, ...) on the same experts: the best seed's network is "
+                  "kept, and the portfolio holds every seed's best rounds (each seed adds one imitation's time)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   cmd->add_option("--max-seconds", o.imitation.max_seconds, "Stop imitating after this many seconds (0 = no limit)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

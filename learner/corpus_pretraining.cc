@@ -43,6 +43,7 @@ CorpusPretrainingResult PretrainOnCorpus(const CorpusPretrainingOptions& o,
   if (o.workloads.empty()) throw std::invalid_argument("pretrain: no workload (--workloads)");
   if (o.experts.empty()) throw std::invalid_argument("pretrain: no expert policy (--demonstrations)");
   if (o.dram_fractions.empty()) throw std::invalid_argument("pretrain: no DRAM fraction (--dram-fractions)");
+  if (o.seeds < 1) throw std::invalid_argument("pretrain: --seeds must be at least 1");
   for (double f : o.dram_fractions)
     if (!(f > 0 && f <= 1)) throw std::invalid_argument("pretrain: every DRAM fraction must be in (0, 1]");
   auto say = [&](const std::string& line) {
@@ -114,44 +115,75 @@ CorpusPretrainingResult PretrainOnCorpus(const CorpusPretrainingOptions& o,
     workloads.push_back(std::move(w));
   }
 
-  DqnConfig dqn = o.dqn;
-  dqn.observation_size = kObservationSize;
-  dqn.num_actions = 2;
-  std::unique_ptr<PlacementAgent> agent = MakeAgent("dqn", dqn.ToJson());
-  std::mt19937_64 rng(dqn.seed ^ 0x1d7a7e5eedull);
   {
     char held[160];
     std::snprintf(held, sizeof held, "decision slots: %.0f MB held throughout, %zu of %zu workloads build theirs for each rollout",
                   static_cast<double>(resident_slot_bytes) / 1e6, result.tasks_taking_turns, tasks.size());
     say(held);
   }
-  say("imitating on " + std::to_string(tasks.size()) + " workloads");
+  // One imitation per seed, on the same tasks and experts: the network kept
+  // is the seed whose best round scored best, and the portfolio holds every
+  // seed's best rounds.
+  const bool validated = !o.validation_workloads.empty();
+  std::unique_ptr<PlacementAgent> agent;
+  CorpusImitationResult im;
+  double kept_score = 0;
+  struct SeedRound {
+    uint64_t seed;
+    size_t rank;
+    CorpusImitationResult::PortfolioRound round;
+  };
+  std::vector<SeedRound> portfolio;
   const auto imitation_start = Clock::now();
-  CorpusImitationResult im =
-      LearnFromCorpus(*agent, tasks, o.imitation, rng,
-                      [&](const ImitationRound& r, double mean_relative, double validation_relative) {
-                        char line[280], validated[64] = "", room[96] = "";
-                        if (!o.validation_workloads.empty())
-                          std::snprintf(validated, sizeof validated, ", validation %.1f%%", 100 * validation_relative);
-                        if (o.imitation.room_labels && !r.polish)
-                          std::snprintf(room, sizeof room, ", %u DRAM labels clipped, %u kept tensors labelled slow for room",
-                                        r.clipped_labels, r.room_relabelled);
-                        else if (o.imitation.repeat_crowding_mistakes && !r.polish)
-                          std::snprintf(room, sizeof room, ", %u DRAM labels clipped, %u mistakes that crowded them out repeated",
-                                        r.clipped_labels, r.crowding_mistakes);
-                        char kind[96];
-                        if (r.weight_mean)
-                          std::snprintf(kind, sizeof kind, "mean of the weights of rounds %d-%d (%llu snapshots), round",
-                                        o.imitation.weight_mean_from_round, r.round - 1,
-                                        static_cast<unsigned long long>(r.weights_folded));
-                        else
-                          std::snprintf(kind, sizeof kind, "%s", r.polish ? "polish chunk"
-                                        : (r.round == 0 ? "after pre-training, round" : "DAgger round"));
-                        std::snprintf(line, sizeof line, "%s %d: mean greedy plan %.1f%% of all-DRAM%s (%.0f s)%s", kind,
-                                      r.round, 100 * mean_relative, validated, r.seconds, room);
-                        say(line);
-                      });
+  for (int s = 0; s < o.seeds; ++s) {
+    DqnConfig dqn = o.dqn;
+    dqn.seed = o.dqn.seed + static_cast<uint64_t>(s);
+    dqn.observation_size = kObservationSize;
+    dqn.num_actions = 2;
+    std::unique_ptr<PlacementAgent> seed_agent = MakeAgent("dqn", dqn.ToJson());
+    std::mt19937_64 rng(dqn.seed ^ 0x1d7a7e5eedull);
+    const std::string prefix = o.seeds > 1 ? "seed " + std::to_string(dqn.seed) + ", " : "";
+    say(prefix + "imitating on " + std::to_string(tasks.size()) + " workloads");
+    CorpusImitationResult seed_im =
+        LearnFromCorpus(*seed_agent, tasks, o.imitation, rng,
+                        [&](const ImitationRound& r, double mean_relative, double validation_relative) {
+                          char line[280], shown[64] = "", room[96] = "";
+                          if (validated)
+                            std::snprintf(shown, sizeof shown, ", validation %.1f%%", 100 * validation_relative);
+                          if (o.imitation.room_labels && !r.polish)
+                            std::snprintf(room, sizeof room, ", %u DRAM labels clipped, %u kept tensors labelled slow for room",
+                                          r.clipped_labels, r.room_relabelled);
+                          else if (o.imitation.repeat_crowding_mistakes && !r.polish)
+                            std::snprintf(room, sizeof room, ", %u DRAM labels clipped, %u mistakes that crowded them out repeated",
+                                          r.clipped_labels, r.crowding_mistakes);
+                          char kind[96];
+                          if (r.weight_mean)
+                            std::snprintf(kind, sizeof kind, "mean of the weights of rounds %d-%d (%llu snapshots), round",
+                                          o.imitation.weight_mean_from_round, r.round - 1,
+                                          static_cast<unsigned long long>(r.weights_folded));
+                          else
+                            std::snprintf(kind, sizeof kind, "%s", r.polish ? "polish chunk"
+                                          : (r.round == 0 ? "after pre-training, round" : "DAgger round"));
+                          std::snprintf(line, sizeof line, "%s %d: mean greedy plan %.1f%% of all-DRAM%s (%.0f s)%s", kind,
+                                        r.round, 100 * mean_relative, shown, r.seconds, room);
+                          say(prefix + line);
+                        });
+    for (size_t rank = 0; rank < seed_im.portfolio.size(); ++rank)
+      portfolio.push_back({dqn.seed, rank, std::move(seed_im.portfolio[rank])});
+    const CorpusImitationResult::PortfolioRound& best = portfolio[portfolio.size() - seed_im.portfolio.size()].round;
+    const double score = validated ? best.validation_relative : best.mean_relative;
+    if (!agent || score > kept_score) {
+      agent = std::move(seed_agent);
+      im = std::move(seed_im);
+      kept_score = score;
+      result.kept_seed = dqn.seed;
+    }
+    // The aggregate goes with the agent; the kept network needs none of it
+    // while the next seed builds its own.
+    if (o.seeds > 1) agent->SetDemonstrations({});
+  }
   result.imitation_seconds = Since(imitation_start);
+  result.seeds = o.seeds;
   result.best_round = im.best_round;
   result.updates = im.updates;
   for (size_t i = 0; i < tasks.size(); ++i) {
@@ -172,17 +204,20 @@ CorpusPretrainingResult PretrainOnCorpus(const CorpusPretrainingOptions& o,
       agent->SyncTarget();
       agent->SaveCheckpoint(result.weight_mean_checkpoint_path);
     }
-    if (im.portfolio.size() > 1) {
+    if (portfolio.size() > 1) {
       result.portfolio_dir = o.out_dir + "/checkpoints/portfolio";
       MakeDirectories(result.portfolio_dir);
-      for (size_t rank = 0; rank < im.portfolio.size(); ++rank) {
-        const CorpusImitationResult::PortfolioRound& p = im.portfolio[rank];
-        char name[64];
-        std::snprintf(name, sizeof name, "/rank-%02zu-round-%03d.ckpt", rank, p.round);
-        agent->LoadWeights(p.weights);
+      for (const SeedRound& m : portfolio) {
+        char name[96];
+        if (o.seeds > 1)
+          std::snprintf(name, sizeof name, "/seed-%llu-rank-%02zu-round-%03d.ckpt",
+                        static_cast<unsigned long long>(m.seed), m.rank, m.round.round);
+        else
+          std::snprintf(name, sizeof name, "/rank-%02zu-round-%03d.ckpt", m.rank, m.round.round);
+        agent->LoadWeights(m.round.weights);
         agent->SyncTarget();
         agent->SaveCheckpoint(result.portfolio_dir + name);
-        result.portfolio.push_back({p.round, p.mean_relative, p.validation_relative});
+        result.portfolio.push_back({m.seed, m.round.round, m.round.mean_relative, m.round.validation_relative});
       }
     }
     WriteFileAtomically(o.out_dir + "/corpus.csv", Csv(result));
@@ -214,13 +249,16 @@ std::string CorpusMarkdown(const CorpusPretrainingResult& r) {
   out << "\nPercentages: all-DRAM iteration time / the plan's, cost model. The network is the corpus round with "
          "the best mean greedy plan"
       << (validated ? " on the validation workloads" : "") << " (round " << r.best_round << ", " << r.updates
-      << " updates, " << static_cast<int>(r.imitation_seconds + 0.5) << " s of imitation).\n";
+      << " updates, " << static_cast<int>(r.imitation_seconds + 0.5) << " s of imitation"
+      << (r.seeds > 1 ? ", seed " + std::to_string(r.kept_seed) + " of " + std::to_string(r.seeds) + " seeds" : "")
+      << ").\n";
   if (!r.portfolio.empty()) {
     out << "\nPortfolio (" << r.portfolio_dir << ", best first; on a model none saw, the fastest member's greedy "
         << "plan is chosen at plan time: bench --portfolio, train --init):";
     char member[96];
     for (const CorpusPortfolioMember& m : r.portfolio) {
-      std::snprintf(member, sizeof member, " round %d (%.1f%%%s)", m.round,
+      std::snprintf(member, sizeof member, " %sround %d (%.1f%%%s)",
+                    r.seeds > 1 ? ("seed " + std::to_string(m.seed) + " ").c_str() : "", m.round,
                     100 * (validated ? m.validation_relative : m.mean_relative), validated ? " validation" : "");
       out << member;
     }

@@ -51,6 +51,14 @@ struct CorpusPretrainingOptions {
   // (docs/results/learning.md, session thirty-four).
   uint64_t resident_slot_bytes = uint64_t{2} << 30;
   std::string out_dir;
+  // Imitations from this many seeds (dqn.seed, +1, ...) on the same tasks and
+  // experts, each the whole of LearnFromCorpus: the network kept is the best
+  // seed's best round, and the portfolio holds every seed's best rounds. The
+  // best member differs from model to model and seed to seed: four seeds'
+  // portfolios together cleared Sentinel on five unseen models where one
+  // seed's cleared three to five (docs/results/learning.md, session
+  // thirty-eight). Each seed adds one imitation's time.
+  int seeds = 1;
 };
 
 struct CorpusWorkloadScore {
@@ -66,8 +74,10 @@ struct CorpusWorkloadScore {
 };
 
 // A round the portfolio kept (ImitationConfig::portfolio_size), written as
-// checkpoints/portfolio/rank-NN-round-RRR.ckpt.
+// checkpoints/portfolio/rank-NN-round-RRR.ckpt (seed-S-rank-NN-round-RRR.ckpt
+// with several seeds).
 struct CorpusPortfolioMember {
+  uint64_t seed = 0;
   int round = 0;
   double mean_relative = 0;        // the corpus's mean greedy plan, all-DRAM time / the plan's
   double validation_relative = 0;  // the validation workloads' (0: none)
@@ -83,7 +93,9 @@ struct CorpusPretrainingResult {
   // checkpoint above) and its members, best first; rank 0 is the checkpoint.
   std::string portfolio_dir;
   std::vector<CorpusPortfolioMember> portfolio;
-  int best_round = 0;
+  int best_round = 0;                   // of the kept seed
+  uint64_t kept_seed = 0;
+  int seeds = 1;
   uint64_t updates = 0;
   double imitation_seconds = 0;
   double seconds = 0;

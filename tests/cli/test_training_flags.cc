@@ -214,6 +214,9 @@ TEST(TrainingFlags, PretrainBindsTheCorpusOptionsAndTheSlotBudgetTakesUnits) {
   EXPECT_EQ(parse({"--portfolio-size", "3"}).imitation.portfolio_size, 3);
   EXPECT_EQ(parse({"--portfolio-size", "1"}).imitation.portfolio_size, 1);
   EXPECT_THROW(parse({"--portfolio-size", "0"}), CLI::ParseError);
+  EXPECT_EQ(plain.seeds, defaults.seeds);
+  EXPECT_EQ(parse({"--seeds", "4"}).seeds, 4);
+  EXPECT_THROW(parse({"--seeds", "0"}), CLI::ParseError);
   EXPECT_EQ(plain.workloads, std::vector<std::string>{"synthetic:vgg:4"});
   EXPECT_EQ(parse({"--resident-slot-bytes", "1000"}).resident_slot_bytes, 1000u);
   EXPECT_EQ(parse({"--resident-slot-bytes", "256MiB"}).resident_slot_bytes, uint64_t{256} << 20);

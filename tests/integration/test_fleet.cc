@@ -209,7 +209,7 @@ TEST(Fleet, PretrainWritesANetworkThatPlacesAnUnseenModel) {
   const std::string dir = TempDir("pretrain");
   ChildProcess p({"pretrain", "--workloads", "synthetic:vgg:4", "synthetic:resnet:4", "--validation-workloads",
                   "synthetic:mobilenet:3", "--dram-fractions", "0.2", "0.4", "--dagger-rounds", "2", "--polish-updates",
-                  "1500", "--out", dir + "/run"},
+                  "1500", "--seeds", "2", "--portfolio-size", "3", "--out", dir + "/run"},
                  dir + "/p.log");
   ASSERT_EQ(p.Wait(std::chrono::seconds(120)), 0) << ReadFile(dir + "/p.log");
   EXPECT_TRUE(fs::exists(dir + "/run/checkpoints/dqn.ckpt"));
@@ -220,14 +220,16 @@ TEST(Fleet, PretrainWritesANetworkThatPlacesAnUnseenModel) {
                           "\"resnet-like-4@0.4\",0,0.4,", "\"mobilenet-like-3@0.2\",1,0.2,", "\"mobilenet-like-3@0.4\",1,0.4,"})
     EXPECT_NE(csv.find(row), std::string::npos) << row << "\n" << csv;
   EXPECT_NE(ReadFile(dir + "/p.log").find("validation"), std::string::npos) << ReadFile(dir + "/p.log");
-  // The portfolio: the best rounds, ranked, the first the same network as dqn.ckpt.
+  // The portfolio: each seed's three best rounds, ranked.
   std::vector<std::string> members;
   for (const auto& entry : fs::directory_iterator(dir + "/run/checkpoints/portfolio"))
     members.push_back(entry.path().filename().string());
   std::sort(members.begin(), members.end());
-  ASSERT_GE(members.size(), 2u);
-  EXPECT_LE(members.size(), 8u);
-  EXPECT_EQ(members[0].rfind("rank-00-round-", 0), 0u) << members[0];
+  ASSERT_EQ(members.size(), 6u);
+  EXPECT_EQ(members[0].rfind("seed-1-rank-00-round-", 0), 0u) << members[0];
+  EXPECT_EQ(members[3].rfind("seed-2-rank-00-round-", 0), 0u) << members[3];
+  EXPECT_NE(ReadFile(dir + "/p.log").find("seed 2, DAgger round 1:"), std::string::npos) << ReadFile(dir + "/p.log");
+  EXPECT_NE(ReadFile(dir + "/run/corpus.md").find(" of 2 seeds)"), std::string::npos) << ReadFile(dir + "/run/corpus.md");
   EXPECT_NE(ReadFile(dir + "/run/corpus.md").find("Portfolio ("), std::string::npos) << ReadFile(dir + "/run/corpus.md");
   ChildProcess b({"bench", "--workload", "synthetic:mobilenet:4", "--policies", "first-touch", "dqn", "dqn+portfolio",
                   "--checkpoint", dir + "/run/checkpoints/dqn.ckpt", "--portfolio", dir + "/run/checkpoints/portfolio",
@@ -281,7 +283,7 @@ TEST(Fleet, PretrainWritesANetworkThatPlacesAnUnseenModel) {
                    "--dram-fraction", "0.2", "--out", dir + "/portfolio.ttlookup"},
                   dir + "/pe.log");
   ASSERT_EQ(pe.Wait(std::chrono::seconds(120)), 0) << ReadFile(dir + "/pe.log");
-  EXPECT_NE(ReadFile(dir + "/pe.log").find("portfolio       " + dir + "/run/checkpoints/portfolio/rank-"),
+  EXPECT_NE(ReadFile(dir + "/pe.log").find("portfolio       " + dir + "/run/checkpoints/portfolio/seed-"),
             std::string::npos)
       << ReadFile(dir + "/pe.log");
   ChildProcess pl({"bench", "--workload", "synthetic:mobilenet:4", "--policies", "dqn+portfolio",

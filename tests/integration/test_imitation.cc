@@ -458,6 +458,35 @@ TEST(Imitation, ThePortfolioKeepsTheBestScoredRoundsWeightsBestFirst) {
   EXPECT_THROW(LearnFromCorpus(*alone, {learned, held_out}, c, rng_alone), std::invalid_argument);
 }
 
+// The environments carry nothing from one imitation to the next: the same
+// agent seed and rng on the same tasks learn the same weights a second time
+// (pretrain --seeds runs one imitation per seed on the same tasks).
+TEST(Imitation, ASecondImitationOnTheSameTasksLearnsTheSame) {
+  Task resnet = ResnetTask();
+  Task vgg = VggTask(resnet.env);
+  PlacementEnv resnet_env(resnet.w, resnet.env), vgg_env(vgg.w, vgg.env);
+  vgg_env.ReleaseDecisionSlots();  // one task taking turns, as past pretrain's slot budget
+  ImitationConfig c = ImitationSteps(50, 3, 60);
+  c.polish_updates = 300;
+  c.polish_chunk = 150;
+  ImitationTask learned{&resnet_env, {FirstTouchPlan(resnet.w, resnet.env.dram_limit_bytes)}, "resnet"};
+  ImitationTask held_out{&vgg_env, {}, "vgg"};
+  held_out.validation = true;
+  auto learn = [&] {
+    auto agent = SmallDqn();
+    std::mt19937_64 rng(5);
+    const CorpusImitationResult r = LearnFromCorpus(*agent, {learned, held_out}, c, rng);
+    std::vector<double> costs;
+    for (const ImitationResult& t : r.tasks)
+      for (const ImitationRound& round : t.rounds) costs.push_back(round.greedy_cost_ns);
+    return std::make_pair(agent->SerializeWeights(), costs);
+  };
+  const auto first = learn();
+  const auto second = learn();
+  EXPECT_EQ(first.second, second.second);
+  EXPECT_EQ(first.first, second.first);
+}
+
 TEST(RunReport, TheFinalPlanNamesItsSourceAndTheVerdictNamesWhatBeatsIt) {
   Task t = ResnetTask();
   const PlacementPlan slow = PlacementPlan::Uniform(t.w, Tier::kSlow, t.env.dram_limit_bytes);
