@@ -236,18 +236,15 @@ std::string ResolveInitCheckpoint(const std::string& path, AgentKind agent) {
   // directory of agent checkpoints.
   for (const std::string& dir : {path + "/checkpoints/portfolio", path}) {
     if (!std::filesystem::is_directory(dir, ec)) continue;
-    std::vector<std::string> members;
     try {
-      members = PortfolioCheckpoints({dir});
+      PortfolioCheckpoints({dir});
     } catch (const std::runtime_error&) {
       continue;  // no .ckpt directly in it
     }
-    for (const std::string& m : members) {
-      try {
-        LoadAgentCheckpoint(m);
-      } catch (const std::exception& e) {
-        throw InputError("--init " + m + ": " + e.what());
-      }
+    try {
+      LoadPortfolio({dir});  // every member loads, all of one family
+    } catch (const std::exception& e) {
+      throw InputError("--init " + dir + ": " + e.what());
     }
     return dir;
   }

@@ -179,10 +179,11 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
   RolloutLabels rollout_labels;
   rollout_labels.price_room = config.room_labels;
   rollout_labels.mark_crowding = config.repeat_crowding_mistakes;
-  std::string best_weights;
+  bool scored = false;
   CorpusScore best_score;
   // The portfolio: the best-scored rounds, best first (a stable order: an
-  // earlier round stays ahead of a later one with the same score).
+  // earlier round stays ahead of a later one with the same score). Its
+  // first member is the best round's weights, the ones the agent ends with.
   std::vector<std::pair<CorpusScore, CorpusImitationResult::PortfolioRound>> portfolio;
   auto keep_in_portfolio = [&](int round, const CorpusScore& score, double learned_relative,
                              double validation_relative) {
@@ -241,8 +242,8 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
     }
     const CorpusScore& score = validated ? validation : learned;
     keep_in_portfolio(r.round, score, learned.mean_relative, validated ? validation.mean_relative : 0);
-    if (best_weights.empty() || score.Beats(best_score)) {
-      best_weights = agent.SerializeWeights();
+    if (!scored || score.Beats(best_score)) {
+      scored = true;
       best_score = score;
       corpus.best_round = r.round;
       for (size_t i = 0; i < tasks.size(); ++i) {
@@ -331,7 +332,7 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
     stamp_round();
     agent.ClearWeightMean();
   }
-  agent.LoadWeights(best_weights);
+  agent.LoadWeights(portfolio.front().second.weights);
   agent.SyncTarget();
   if (config.learning_rate_after > 0) agent.SetLearningRate(config.learning_rate_after);
   agent.SetDemonstrations(std::move(pool));
