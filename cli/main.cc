@@ -799,6 +799,11 @@ int Main(int argc, char** argv) {
   bench->add_option("--portfolio", bench_opts.portfolio,
                     "Networks of the policies dqn+portfolio and dqn+portfolio+search: agent checkpoints, or "
                     "directories of them (pretrain's RUN_DIR/checkpoints/portfolio)");
+  bench->add_option("--portfolio-search-starts", bench_opts.portfolio_search_starts,
+                    "dqn+portfolio+search: search from this many members' greedy plans (the fastest first, each "
+                    "guided by its own network, in turn while --search-seconds lasts) and keep the fastest result")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   std::vector<std::string> bench_lookups;
   bench->add_option("--lookup", bench_lookups,
                     "Lookup file of `tensortier export` to evaluate beside the policies, as a host applies it: its "

@@ -1,6 +1,7 @@
 #include "evaluation/benchmark.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <iomanip>
 #include <map>
@@ -118,10 +119,10 @@ EnvConfig PlanningEnv(const BenchmarkOptions& o, uint64_t dram_limit) {
 
 // The plan-time search that `scores` guide, named `name` in the log and on
 // the plan; from `starting_plans` too where given.
-PlacementPlan SearchedPlan(PlacementEnv& placement, const ActionScores& scores, const std::string& name,
-                           const Workload& w, const BenchmarkOptions& o,
-                           const std::vector<PlacementPlan>& starting_plans = {}) {
-  PlanSearchResult searched = SearchPlan(placement, scores, o.search, starting_plans);
+PlanSearchResult LoggedSearch(PlacementEnv& placement, const ActionScores& scores, const std::string& name,
+                              const Workload& w, const PlanSearchOptions& options,
+                              const std::vector<PlacementPlan>& starting_plans = {}) {
+  PlanSearchResult searched = SearchPlan(placement, scores, options, starting_plans);
   LogInfo("plan_search")
       .kv("workload", w.name)
       .kv("policy", name)
@@ -144,7 +145,13 @@ PlacementPlan SearchedPlan(PlacementEnv& placement, const ActionScores& scores, 
       .kv("copies_moved", searched.copies_moved)
       .kv("copy_schedule_saved_ns", searched.copy_schedule_saved_ns)
       .kv("seconds", searched.seconds);
-  PlacementPlan plan = std::move(searched.best.plan);
+  return searched;
+}
+
+PlacementPlan SearchedPlan(PlacementEnv& placement, const ActionScores& scores, const std::string& name,
+                           const Workload& w, const BenchmarkOptions& o,
+                           const std::vector<PlacementPlan>& starting_plans = {}) {
+  PlacementPlan plan = LoggedSearch(placement, scores, name, w, o.search, starting_plans).best.plan;
   plan.produced_by = name;
   return plan;
 }
@@ -192,7 +199,12 @@ std::string PortfolioKind(const std::string& name) {
 
 // The portfolio's plan at a budget: every member's greedy episode, the
 // fastest kept, then (+search) the search that member's network guides from
-// it. The plan names the member it came from.
+// it, or, with portfolio_search_starts > 1, the searches from that many of
+// the fastest members' episodes in turn, each guided by its own network,
+// while the search's time limit lasts, the fastest result kept: the first
+// search has the whole limit, as with one start, so more starts never lose
+// (a search on a small model stops by itself in seconds). The plan names
+// the member it came from.
 PlacementPlan PortfolioPlan(const std::vector<PortfolioMember>& members, const std::string& name, const Workload& w,
                             uint64_t dram_limit, const BenchmarkOptions& o) {
   const std::string kind = PortfolioKind(name);
@@ -213,14 +225,54 @@ PlacementPlan PortfolioPlan(const std::vector<PortfolioMember>& members, const s
       .kv("greedy_runtime_ns", choice.greedy[choice.member].cost.total_ns)
       .kv("primary_runtime_ns", choice.greedy[0].cost.total_ns)
       .kv("seconds", choice.seconds);
-  PlacementPlan plan;
-  if (HasSuffix(name, kPortfolioSearchSuffix)) {
-    plan = SearchedPlan(placement, ScoresOf(*chosen.agent), name, w, o);
-  } else {
-    plan = choice.greedy[choice.member].plan;
+  if (!HasSuffix(name, kPortfolioSearchSuffix)) {
+    PlacementPlan plan = choice.greedy[choice.member].plan;
+    plan.produced_by = name + " (" + member + ", " + std::to_string(choice.member + 1) + " of " +
+                       std::to_string(members.size()) + ")";
+    return plan;
   }
-  plan.produced_by = name + " (" + member + ", " + std::to_string(choice.member + 1) + " of " +
-                     std::to_string(members.size()) + ")";
+  if (o.portfolio_search_starts < 1)
+    throw std::invalid_argument("policy " + name + ": portfolio_search_starts must be at least 1");
+  // The members by their greedy episodes, fastest first (the chosen one
+  // leads: the first of equals, as FastestGreedy takes).
+  std::vector<size_t> order(members.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const EpisodeSummary &x = choice.greedy[a], &y = choice.greedy[b];
+    return x.oom != y.oom ? !x.oom : x.cost.total_ns < y.cost.total_ns;
+  });
+  std::iter_swap(order.begin(), std::find(order.begin(), order.end(), choice.member));
+  const size_t starts = std::min(members.size(), static_cast<size_t>(o.portfolio_search_starts));
+  const auto search_start = std::chrono::steady_clock::now();
+  EpisodeSummary best;
+  size_t best_member = choice.member;
+  size_t searched = 0;
+  for (size_t k = 0; k < starts; ++k) {
+    PlanSearchOptions options = o.search;
+    if (options.max_seconds > 0 && k > 0) {
+      const double left = options.max_seconds -
+                          std::chrono::duration<double>(std::chrono::steady_clock::now() - search_start).count();
+      if (left <= 0) break;
+      options.max_seconds = left;
+    }
+    PlanSearchResult result = LoggedSearch(placement, ScoresOf(*members[order[k]].agent), name, w, options);
+    ++searched;
+    if (k == 0 || FasterEpisode(result.best, best)) {
+      best = std::move(result.best);
+      best_member = order[k];
+    }
+  }
+  LogInfo("portfolio_search")
+      .kv("workload", w.name)
+      .kv("policy", name)
+      .kv("searches", searched)
+      .kv("member", members[best_member].path)
+      .kv("runtime_ns", best.cost.total_ns)
+      .kv("seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - search_start).count());
+  PlacementPlan plan = std::move(best.plan);
+  plan.produced_by = name + " (" + members[best_member].path + ", " + std::to_string(best_member + 1) + " of " +
+                     std::to_string(members.size()) + (searched > 1 ? ", best of " + std::to_string(searched) + " searches" : "") +
+                     ")";
   return plan;
 }
 

@@ -56,6 +56,12 @@ struct BenchmarkOptions {
   // agent checkpoint files, or directories of them (pretrain's
   // checkpoints/portfolio), agents/policy_portfolio.h.
   std::vector<std::string> portfolio;
+  // "dqn+portfolio+search" searches from this many members' greedy plans in
+  // turn, the fastest first, each guided by its own network, while the
+  // search's time limit (search.max_seconds, for all of them) lasts, and
+  // keeps the fastest result (8: every member of a default portfolio; 1: the
+  // chosen member's alone).
+  int portfolio_search_starts = 8;
   bool measure = true;                // real iterations when the workload names a model
   std::string slow_tier = "auto";
   // Measured runs come in rounds: each runs all-slow and every plan once

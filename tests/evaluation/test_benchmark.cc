@@ -283,7 +283,7 @@ TEST(Benchmark, ThePortfolioKeepsItsFastestMembersPlanAndSearchesFromIt) {
     MakeAgent("dqn", config.ToJson())->SaveCheckpoint(paths.back());
   }
   BenchmarkOptions o;
-  o.dram_fractions = {0.3};
+  o.dram_fractions = {0.4};
   o.measure = false;
   o.search.max_seconds = 20;
   o.policies = {"dqn"};
@@ -296,6 +296,7 @@ TEST(Benchmark, ThePortfolioKeepsItsFastestMembersPlanAndSearchesFromIt) {
   const size_t fastest = std::min_element(member_ns.begin(), member_ns.end()) - member_ns.begin();
   o.checkpoints.clear();
   o.portfolio = {dir};
+  o.portfolio_search_starts = 1;
   o.policies = {"dqn+portfolio", "dqn+portfolio+search"};
   const std::vector<BenchmarkRow> rows = RunBenchmark(w, o);
   ASSERT_EQ(rows.size(), 2u);
@@ -312,6 +313,30 @@ TEST(Benchmark, ThePortfolioKeepsItsFastestMembersPlanAndSearchesFromIt) {
   o.checkpoints = {paths[fastest]};
   o.policies = {"dqn+search"};
   EXPECT_DOUBLE_EQ(RunBenchmark(w, o).at(0).predicted_ns, rows[1].predicted_ns);
+  // Searches from every member, each guided by its own network: the fastest
+  // of the three searches, named (the default searches from up to 8).
+  std::vector<double> searched_ns;
+  for (const std::string& p : paths) {
+    o.checkpoints = {p};
+    searched_ns.push_back(RunBenchmark(w, o).at(0).predicted_ns);
+  }
+  o.checkpoints.clear();
+  o.portfolio = {dir};
+  o.portfolio_search_starts = 3;
+  o.policies = {"dqn+portfolio+search"};
+  const BenchmarkRow multi = RunBenchmark(w, o).at(0);
+  EXPECT_TRUE(multi.note.empty()) << multi.note;
+  EXPECT_DOUBLE_EQ(multi.predicted_ns, *std::min_element(searched_ns.begin(), searched_ns.end()));
+  // Here another member's search beats the chosen member's (its greedy plan
+  // is the fastest, its search's result is not).
+  EXPECT_LT(multi.predicted_ns, rows[1].predicted_ns);
+  EXPECT_NE(multi.plan_source.find("best of 3 searches"), std::string::npos) << multi.plan_source;
+  bool named = false;
+  for (size_t i = 0; i < paths.size(); ++i)
+    named |= searched_ns[i] == multi.predicted_ns &&
+             multi.plan_source.find("member-" + std::to_string(i + 1) + ".ckpt") != std::string::npos;
+  EXPECT_TRUE(named) << multi.plan_source;
+  o.portfolio.clear();
   // No portfolio: the row says what is missing; a portfolio of another family is refused by name.
   o.policies = {"dqn+portfolio", "sac+portfolio"};
   std::vector<BenchmarkRow> missing = RunBenchmark(w, o);

@@ -232,20 +232,26 @@ TEST(Fleet, PretrainWritesANetworkThatPlacesAnUnseenModel) {
   EXPECT_NE(ReadFile(dir + "/run/corpus.md").find(" of 2 seeds)"), std::string::npos) << ReadFile(dir + "/run/corpus.md");
   EXPECT_NE(ReadFile(dir + "/run/corpus.md").find("Portfolio ("), std::string::npos) << ReadFile(dir + "/run/corpus.md");
   ChildProcess b({"bench", "--workload", "synthetic:mobilenet:4", "--policies", "first-touch", "dqn", "dqn+portfolio",
-                  "--checkpoint", dir + "/run/checkpoints/dqn.ckpt", "--portfolio", dir + "/run/checkpoints/portfolio",
+                  "dqn+portfolio+search", "--checkpoint", dir + "/run/checkpoints/dqn.ckpt", "--portfolio",
+                  dir + "/run/checkpoints/portfolio", "--portfolio-search-starts", "2", "--search-seconds", "30",
                   "--dram-fractions", "0.2", "--cost-model-only", "--out", dir + "/bench"},
                  dir + "/b.log");
   ASSERT_EQ(b.Wait(std::chrono::seconds(120)), 0) << ReadFile(dir + "/b.log");
   EXPECT_NE(ReadFile(dir + "/b.log").find("dqn "), std::string::npos) << ReadFile(dir + "/b.log");
-  double greedy_ns = 0, portfolio_ns = 0;
+  double greedy_ns = 0, portfolio_ns = 0, searched_ns = 0;
   for (const auto& row : ReadCsv(dir + "/bench/bench.csv")) {
     if (row.size() < 6) continue;
     if (row[1] == "dqn") greedy_ns = std::stod(row[5]);
     if (row[1] == "dqn+portfolio") portfolio_ns = std::stod(row[5]);
+    if (row[1] == "dqn+portfolio+search") searched_ns = std::stod(row[5]);
   }
   ASSERT_GT(greedy_ns, 0);
   EXPECT_GT(portfolio_ns, 0);
   EXPECT_LE(portfolio_ns, greedy_ns * (1 + 1e-9)) << "the kept round is one of the portfolio's members";
+  EXPECT_GT(searched_ns, 0);
+  EXPECT_LE(searched_ns, portfolio_ns * (1 + 1e-9)) << "the search starts from the chosen member's plan";
+  EXPECT_NE(ReadFile(dir + "/bench/bench.csv").find("best of 2 searches"), std::string::npos)
+      << ReadFile(dir + "/bench/bench.csv");
   // Fine-tuning from the run directory starts from the member fastest on the model.
   ChildProcess t({"train", "--workload", "synthetic:mobilenet:4", "--init", dir + "/run", "--demonstrations", "none",
                   "--episodes", "2", "--workers", "1", "--cost-model-only", "--ilp-seconds", "0", "--out",
