@@ -403,6 +403,7 @@ TrainStats DqnAgent::Update(Replay& replay, std::mt19937_64& rng) {
 
 TrainStats DqnAgent::Update(const std::vector<const Transition*>& sample,
                             const std::vector<float>& importance_weights, std::vector<double>* abs_td_errors) {
+  InitTorchThreads();  // this thread may not be the one that made the agent
   Impl& m = *impl_;
   const int64_t batch = m.batch;
   const int64_t obs = config_.observation_size;

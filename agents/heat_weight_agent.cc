@@ -169,6 +169,7 @@ TrainStats HeatWeightAgent::Update(const ContinuousReplay& replay, std::mt19937_
 }
 
 TrainStats HeatWeightAgent::Update(const std::vector<const ContinuousTransition*>& batch) {
+  InitTorchThreads();  // this thread may not be the one that made the agent
   const char* who = "HeatWeightAgent::Update";
   if (batch.empty()) throw std::invalid_argument(std::string(who) + ": empty batch");
   Impl& m = *impl_;

@@ -331,6 +331,7 @@ TrainStats SacAgent::Update(Replay& replay, std::mt19937_64& rng) {
 
 TrainStats SacAgent::Update(const std::vector<const Transition*>& batch, const std::vector<float>& importance_weights,
                             std::vector<double>* td_errors) {
+  InitTorchThreads();  // this thread may not be the one that made the agent
   const char* who = "SacAgent::Update";
   if (batch.empty()) throw std::invalid_argument(std::string(who) + ": empty batch");
   if (!importance_weights.empty() && importance_weights.size() != batch.size())

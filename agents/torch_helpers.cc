@@ -5,6 +5,8 @@
 #include <limits>
 #include <sstream>
 
+#include <ATen/Parallel.h>
+
 namespace tensortier {
 namespace agents_internal {
 namespace {
@@ -93,7 +95,15 @@ bool ValidDevice(const std::string& device) {
          std::all_of(device.begin() + 5, device.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
+void InitTorchThreads() {
+  thread_local bool done = false;
+  if (done) return;
+  at::init_num_threads();
+  done = true;
+}
+
 torch::Device ResolveDevice(const char* who, const std::string& name) {
+  InitTorchThreads();
   if (name == "cpu") return torch::Device(torch::kCPU);
   if (name == "auto")
     return torch::cuda::is_available() ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);

@@ -90,7 +90,18 @@ bool ValidDevice(const std::string& device);
 void CheckDevice(const char* who, const std::string& device);  // BadConfig unless ValidDevice
 // Throws std::runtime_error (prefixed by `who`) when CUDA is asked for and
 // missing, or the device index does not exist. `name` must be ValidDevice.
+// Calls InitTorchThreads first: an agent is made before its first update.
 torch::Device ResolveDevice(const char* who, const std::string& name);
+
+// LibTorch sets a thread's OpenMP thread count (the BLAS library's, when it
+// is built with OpenMP) on that thread's first parallel operation, lazily;
+// the matrix products before it run on OpenMP's default threads and sum in
+// another order. So the first network a process trained differed in its
+// last bits from the same network trained after another, and the greedy
+// plans then drifted apart (pretrain --seeds' second seed against the same
+// seed alone; docs/results/learning.md, session thirty-nine). Once per
+// thread, before its first update (at::init_num_threads).
+void InitTorchThreads();
 
 // ---------------------------------------------------------------------------
 // Networks: Linear-ReLU-...-Linear of layer widths `shape`.

@@ -229,6 +229,25 @@ TEST(Fleet, PretrainWritesANetworkThatPlacesAnUnseenModel) {
   EXPECT_EQ(members[0].rfind("seed-1-rank-00-round-", 0), 0u) << members[0];
   EXPECT_EQ(members[3].rfind("seed-2-rank-00-round-", 0), 0u) << members[3];
   EXPECT_NE(ReadFile(dir + "/p.log").find("seed 2, DAgger round 1:"), std::string::npos) << ReadFile(dir + "/p.log");
+  // The second seed learns what it learns alone, bit for bit (before
+  // InitTorchThreads, a process's first imitation summed its first matrix
+  // products on other threads than the ones after it).
+  ChildProcess alone({"pretrain", "--workloads", "synthetic:vgg:4", "synthetic:resnet:4", "--validation-workloads",
+                      "synthetic:mobilenet:3", "--dram-fractions", "0.2", "0.4", "--dagger-rounds", "2",
+                      "--polish-updates", "1500", "--seed", "2", "--portfolio-size", "3", "--out", dir + "/alone"},
+                     dir + "/alone.log");
+  ASSERT_EQ(alone.Wait(std::chrono::seconds(120)), 0) << ReadFile(dir + "/alone.log");
+  std::vector<std::string> alone_members;
+  for (const auto& entry : fs::directory_iterator(dir + "/alone/checkpoints/portfolio"))
+    alone_members.push_back(entry.path().filename().string());
+  std::sort(alone_members.begin(), alone_members.end());
+  ASSERT_EQ(alone_members.size(), 3u);
+  for (size_t i = 0; i < alone_members.size(); ++i) {
+    EXPECT_EQ(members[3 + i], "seed-2-" + alone_members[i]);
+    EXPECT_TRUE(ReadFile(dir + "/run/checkpoints/portfolio/" + members[3 + i]) ==
+                ReadFile(dir + "/alone/checkpoints/portfolio/" + alone_members[i]))
+        << members[3 + i] << " differs from " << alone_members[i] << " of the run of seed 2 alone";
+  }
   EXPECT_NE(ReadFile(dir + "/run/corpus.md").find(" of 2 seeds)"), std::string::npos) << ReadFile(dir + "/run/corpus.md");
   EXPECT_NE(ReadFile(dir + "/run/corpus.md").find("Portfolio ("), std::string::npos) << ReadFile(dir + "/run/corpus.md");
   ChildProcess b({"bench", "--workload", "synthetic:mobilenet:4", "--policies", "first-touch", "dqn", "dqn+portfolio",
