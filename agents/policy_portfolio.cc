@@ -65,4 +65,44 @@ PortfolioChoice FastestGreedy(PlacementEnv& env, const std::vector<PortfolioMemb
   return FastestGreedy(env, policies);
 }
 
+PortfolioSearch SearchFromFastest(PlacementEnv& env, const std::vector<PortfolioMember>& members,
+                                  const PortfolioChoice& choice, const PlanSearchOptions& options, int starts,
+                                  const std::function<void(const PlanSearchResult&)>& on_search) {
+  if (starts < 1) throw std::invalid_argument("SearchFromFastest: starts must be at least 1");
+  if (choice.greedy.size() != members.size() || choice.member >= members.size())
+    throw std::invalid_argument("SearchFromFastest: the choice is of " + std::to_string(choice.greedy.size()) +
+                                " members, the portfolio has " + std::to_string(members.size()));
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  // The members by their greedy episodes, fastest first; the chosen one
+  // leads (the first of equals, as FastestGreedy takes).
+  std::vector<size_t> order(members.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const EpisodeSummary &x = choice.greedy[a], &y = choice.greedy[b];
+    return x.oom != y.oom ? !x.oom : x.cost.total_ns < y.cost.total_ns;
+  });
+  std::iter_swap(order.begin(), std::find(order.begin(), order.end(), choice.member));
+  const size_t n = std::min(members.size(), static_cast<size_t>(starts));
+  PortfolioSearch result;
+  for (size_t k = 0; k < n; ++k) {
+    PlanSearchOptions o = options;
+    if (o.max_seconds > 0 && k > 0) {
+      const double left = o.max_seconds - elapsed();
+      if (left <= 0) break;
+      o.max_seconds = left;
+    }
+    PlanSearchResult searched = SearchPlan(env, ScoresOf(*members[order[k]].agent), o);
+    ++result.searches;
+    if (on_search) on_search(searched);
+    if (k == 0 || FasterEpisode(searched.best, result.best.best)) {
+      result.best = std::move(searched);
+      result.member = order[k];
+    }
+  }
+  result.seconds = elapsed();
+  return result;
+}
+
 }  // namespace tensortier

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,5 +49,25 @@ struct PortfolioChoice {
 // for no policy, and what the scores throw.
 PortfolioChoice FastestGreedy(PlacementEnv& env, const std::vector<ActionScores>& policies);
 PortfolioChoice FastestGreedy(PlacementEnv& env, const std::vector<PortfolioMember>& members);
+
+struct PortfolioSearch {
+  size_t member = 0;        // the member whose search found `best`
+  size_t searches = 0;      // searches run
+  PlanSearchResult best;    // that search's result
+  double seconds = 0;       // all the searches'
+};
+
+// The plan-time search from several members: the `starts` members with the
+// fastest greedy episodes in `choice` (choice.member first), in turn, each
+// guided by its own network, while options.max_seconds lasts (the first
+// search has all of it, so more starts never end below one), the fastest
+// result kept. The members' searches end in different places, and the
+// fastest greedy plan does not make the fastest search (docs/results/
+// learning.md, session thirty-nine). `on_search` sees each search, for logs.
+// Throws std::invalid_argument for starts < 1 or a choice of other members,
+// and what the scores throw.
+PortfolioSearch SearchFromFastest(PlacementEnv& env, const std::vector<PortfolioMember>& members,
+                                  const PortfolioChoice& choice, const PlanSearchOptions& options, int starts,
+                                  const std::function<void(const PlanSearchResult&)>& on_search = {});
 
 }  // namespace tensortier

@@ -210,6 +210,12 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
                   "plan needed; fine-tunes an --init network on a new model)")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
+  cmd->add_option("--init-search-starts", c.self_imitation.portfolio_search_starts,
+                  "With --init a portfolio and --self-imitation-rounds: the first round's search also starts from "
+                  "the best of the searches from this many of its members' greedy plans, each guided by its own "
+                  "network (1: the chosen member's network alone)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   // One flag for both: the labels of DAgger rounds on the baselines' plans
   // and of self-imitation's rounds on the network's own searched plans.
   cmd->add_option_function<bool>(
@@ -292,7 +298,7 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
       {"SAC", {"--sac-lr", "--sac-alpha-lr", "--sac-tau", "--sac-target-entropy-scale", "--sac-reward-scale"}},
       {"Replay and exploration", {"--replay", "--samples-per-insert", "--exploration", "--apex-epsilon", "--apex-alpha"}},
       {"Baselines and imitation", {"--demonstrations", "--baselines", "--solver-seconds", "--dagger-rounds",
-                                   "--polish-updates", "--self-imitation-rounds", "--room-labels",
+                                   "--polish-updates", "--self-imitation-rounds", "--init-search-starts", "--room-labels",
                                    "--lr-after-imitation"}},
       {"Evaluation, convergence and the final search",
        {"--eval-every", "--converge-window", "--converge-tolerance", "--search-rollouts",

@@ -119,10 +119,7 @@ EnvConfig PlanningEnv(const BenchmarkOptions& o, uint64_t dram_limit) {
 
 // The plan-time search that `scores` guide, named `name` in the log and on
 // the plan; from `starting_plans` too where given.
-PlanSearchResult LoggedSearch(PlacementEnv& placement, const ActionScores& scores, const std::string& name,
-                              const Workload& w, const PlanSearchOptions& options,
-                              const std::vector<PlacementPlan>& starting_plans = {}) {
-  PlanSearchResult searched = SearchPlan(placement, scores, options, starting_plans);
+void LogSearch(const PlanSearchResult& searched, const std::string& name, const Workload& w) {
   LogInfo("plan_search")
       .kv("workload", w.name)
       .kv("policy", name)
@@ -145,13 +142,14 @@ PlanSearchResult LoggedSearch(PlacementEnv& placement, const ActionScores& score
       .kv("copies_moved", searched.copies_moved)
       .kv("copy_schedule_saved_ns", searched.copy_schedule_saved_ns)
       .kv("seconds", searched.seconds);
-  return searched;
 }
 
 PlacementPlan SearchedPlan(PlacementEnv& placement, const ActionScores& scores, const std::string& name,
                            const Workload& w, const BenchmarkOptions& o,
                            const std::vector<PlacementPlan>& starting_plans = {}) {
-  PlacementPlan plan = LoggedSearch(placement, scores, name, w, o.search, starting_plans).best.plan;
+  PlanSearchResult searched = SearchPlan(placement, scores, o.search, starting_plans);
+  LogSearch(searched, name, w);
+  PlacementPlan plan = std::move(searched.best.plan);
   plan.produced_by = name;
   return plan;
 }
@@ -231,48 +229,20 @@ PlacementPlan PortfolioPlan(const std::vector<PortfolioMember>& members, const s
                        std::to_string(members.size()) + ")";
     return plan;
   }
-  if (o.portfolio_search_starts < 1)
-    throw std::invalid_argument("policy " + name + ": portfolio_search_starts must be at least 1");
-  // The members by their greedy episodes, fastest first (the chosen one
-  // leads: the first of equals, as FastestGreedy takes).
-  std::vector<size_t> order(members.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const EpisodeSummary &x = choice.greedy[a], &y = choice.greedy[b];
-    return x.oom != y.oom ? !x.oom : x.cost.total_ns < y.cost.total_ns;
-  });
-  std::iter_swap(order.begin(), std::find(order.begin(), order.end(), choice.member));
-  const size_t starts = std::min(members.size(), static_cast<size_t>(o.portfolio_search_starts));
-  const auto search_start = std::chrono::steady_clock::now();
-  EpisodeSummary best;
-  size_t best_member = choice.member;
-  size_t searched = 0;
-  for (size_t k = 0; k < starts; ++k) {
-    PlanSearchOptions options = o.search;
-    if (options.max_seconds > 0 && k > 0) {
-      const double left = options.max_seconds -
-                          std::chrono::duration<double>(std::chrono::steady_clock::now() - search_start).count();
-      if (left <= 0) break;
-      options.max_seconds = left;
-    }
-    PlanSearchResult result = LoggedSearch(placement, ScoresOf(*members[order[k]].agent), name, w, options);
-    ++searched;
-    if (k == 0 || FasterEpisode(result.best, best)) {
-      best = std::move(result.best);
-      best_member = order[k];
-    }
-  }
+  const PortfolioSearch searched = SearchFromFastest(
+      placement, members, choice, o.search, o.portfolio_search_starts,
+      [&](const PlanSearchResult& r) { LogSearch(r, name, w); });
   LogInfo("portfolio_search")
       .kv("workload", w.name)
       .kv("policy", name)
-      .kv("searches", searched)
-      .kv("member", members[best_member].path)
-      .kv("runtime_ns", best.cost.total_ns)
-      .kv("seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - search_start).count());
-  PlacementPlan plan = std::move(best.plan);
-  plan.produced_by = name + " (" + members[best_member].path + ", " + std::to_string(best_member + 1) + " of " +
-                     std::to_string(members.size()) + (searched > 1 ? ", best of " + std::to_string(searched) + " searches" : "") +
-                     ")";
+      .kv("searches", searched.searches)
+      .kv("member", members[searched.member].path)
+      .kv("runtime_ns", searched.best.best.cost.total_ns)
+      .kv("seconds", searched.seconds);
+  PlacementPlan plan = searched.best.best.plan;
+  plan.produced_by = name + " (" + members[searched.member].path + ", " + std::to_string(searched.member + 1) + " of " +
+                     std::to_string(members.size()) +
+                     (searched.searches > 1 ? ", best of " + std::to_string(searched.searches) + " searches" : "") + ")";
   return plan;
 }
 

@@ -357,7 +357,7 @@ ImitationResult LearnFromPlans(PlacementAgent& agent, PlacementEnv& env, const s
 }
 
 SelfImitationResult LearnFromOwnSearches(PlacementAgent& agent, PlacementEnv& env, const SelfImitationConfig& config,
-                                         std::mt19937_64& rng) {
+                                         std::mt19937_64& rng, const std::vector<PlacementPlan>& first_starts) {
   if (config.rounds < 0) throw std::invalid_argument("LearnFromOwnSearches: rounds must be >= 0");
   if (!agent.supports_demonstrations())
     throw std::invalid_argument("LearnFromOwnSearches: agent " + agent.name() + " does not learn from demonstrations");
@@ -368,7 +368,8 @@ SelfImitationResult LearnFromOwnSearches(PlacementAgent& agent, PlacementEnv& en
   result.start_cost_ns = CostOf(result.best_greedy);
   std::string best_weights = agent.SerializeWeights();
   for (int round = 0; round < config.rounds; ++round) {
-    PlanSearchResult searched = SearchPlan(env, ScoresOf(agent), config.search);
+    PlanSearchResult searched =
+        SearchPlan(env, ScoresOf(agent), config.search, round == 0 ? first_starts : std::vector<PlacementPlan>{});
     // The episode's own plan: the MDP cannot say when a copy starts.
     PlacementPlan target = std::move(searched.best_episode_plan);
     target.produced_by = agent.name() + "-own-search";

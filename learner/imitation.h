@@ -206,6 +206,11 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
 struct SelfImitationConfig {
   int rounds = 0;  // 0: none
   PlanSearchOptions search{64, 16, 120};
+  // With a portfolio to start from (train --init DIR): the first round's
+  // search also starts from the best of the searches from this many of its
+  // members' greedy plans (agents/policy_portfolio.h SearchFromFastest);
+  // 1: from the chosen member's network alone.
+  int portfolio_search_starts = 8;
   ImitationConfig imitation = Small();
 
   static ImitationConfig Small() {
@@ -235,7 +240,9 @@ struct SelfImitationResult {
 // plan was the fastest, those it started with included, so it never ends
 // worse than it began. Throws std::invalid_argument for an agent that does
 // not learn from demonstrations or rounds < 0.
+// `first_starts`: plans the first round's search also starts from (SearchPlan's
+// starting_plans), e.g. the best of a portfolio's searches.
 SelfImitationResult LearnFromOwnSearches(PlacementAgent& agent, PlacementEnv& env, const SelfImitationConfig& config,
-                                         std::mt19937_64& rng);
+                                         std::mt19937_64& rng, const std::vector<PlacementPlan>& first_starts = {});
 
 }  // namespace tensortier

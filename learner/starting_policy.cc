@@ -17,7 +17,12 @@ namespace {
 // The network config.init_checkpoint names: the checkpoint, or of a
 // portfolio (a directory of them) the member whose greedy plan is the
 // fastest on this workload (agents/policy_portfolio.h). `path` gets the file.
-std::unique_ptr<PlacementAgent> InitialNetwork(const LearnerConfig& config, std::string& path) {
+// With a portfolio and self-imitation rounds, `first_starts` gets the plan of
+// the best of the searches from its fastest members
+// (SelfImitationConfig::portfolio_search_starts above 1), for the first
+// round's search to start from.
+std::unique_ptr<PlacementAgent> InitialNetwork(const LearnerConfig& config, std::string& path,
+                                               std::vector<PlacementPlan>& first_starts) {
   path = config.init_checkpoint;
   std::error_code ec;
   if (!std::filesystem::is_directory(path, ec)) return LoadAgentCheckpoint(path);
@@ -28,16 +33,26 @@ std::unique_ptr<PlacementAgent> InitialNetwork(const LearnerConfig& config, std:
   LogInfo("initialized_from_portfolio").kv("portfolio", config.init_checkpoint).kv("members", members.size())
       .kv("member", path).kv("greedy_runtime_ns", choice.greedy[choice.member].cost.total_ns)
       .kv("first_member_runtime_ns", choice.greedy[0].cost.total_ns).kv("seconds", choice.seconds);
+  const SelfImitationConfig& si = config.self_imitation;
+  if (si.rounds > 0 && si.portfolio_search_starts > 1 && members.size() > 1) {
+    PortfolioSearch searched = SearchFromFastest(env, members, choice, si.search, si.portfolio_search_starts);
+    LogInfo("portfolio_search").kv("searches", searched.searches).kv("member", members[searched.member].path)
+        .kv("runtime_ns", searched.best.best.cost.total_ns).kv("seconds", searched.seconds);
+    PlacementPlan plan = std::move(searched.best.best_episode_plan);
+    plan.produced_by = "portfolio-search";
+    first_starts.push_back(std::move(plan));
+  }
   return std::move(members[choice.member].agent);
 }
 
 // A fresh agent, or one with the network of config.init_checkpoint.
-std::unique_ptr<PlacementAgent> FirstAgent(LearnerConfig& config, std::string& init_file) {
+std::unique_ptr<PlacementAgent> FirstAgent(LearnerConfig& config, std::string& init_file,
+                                           std::vector<PlacementPlan>& first_starts) {
   if (config.init_checkpoint.empty()) return BuildAgent(config);
   const std::string& path = config.init_checkpoint;
   std::unique_ptr<PlacementAgent> from;
   try {
-    from = InitialNetwork(config, init_file);
+    from = InitialNetwork(config, init_file, first_starts);
   } catch (const std::exception& e) {
     throw CheckpointError("--init " + path + ": " + e.what());
   }
@@ -67,7 +82,8 @@ std::unique_ptr<PlacementAgent> BuildAgent(LearnerConfig& config) {
 StartingPolicy StartPolicy(LearnerConfig& config, LearnerResult& result) {
   StartingPolicy start;
   std::string init_file;
-  start.agent = FirstAgent(config, init_file);
+  std::vector<PlacementPlan> first_starts;
+  start.agent = FirstAgent(config, init_file, first_starts);
   PlacementAgent& agent = *start.agent;
   PlacementEnv env(config.workload, config.env);
   auto hold = [&](EpisodeSummary greedy, const std::string& phase) {
@@ -90,7 +106,7 @@ StartingPolicy StartPolicy(LearnerConfig& config, LearnerResult& result) {
   }
   if (config.self_imitation.rounds > 0) {
     std::mt19937_64 rng(config.dqn.seed ^ 0x5e1f5ea4c4ull);
-    result.self_imitation = LearnFromOwnSearches(agent, env, config.self_imitation, rng);
+    result.self_imitation = LearnFromOwnSearches(agent, env, config.self_imitation, rng, first_starts);
     hold(result.self_imitation.best_greedy, "self-imitation");
   }
   return start;

@@ -102,10 +102,11 @@ TEST(TrainingFlags, EveryFlagLandsInItsField) {
                                  "--apex-alpha", "5", "--eval-every", "6", "--converge-window", "4",
                                  "--converge-tolerance", "0.02", "--workload", "synthetic:tiny", "--dram-fraction",
                                  "0.5", "--out", "run", "--polish-updates", "4500", "--self-imitation-rounds", "3",
-                                 "--room-labels", "true", "--init", "runs/other"});
+                                 "--init-search-starts", "2", "--room-labels", "true", "--init", "runs/other"});
   const LearnerConfig& c = f.learner;
   EXPECT_EQ(c.imitation.polish_updates, 4500);
   EXPECT_EQ(c.self_imitation.rounds, 3);
+  EXPECT_EQ(c.self_imitation.portfolio_search_starts, 2);
   EXPECT_TRUE(c.imitation.room_labels);  // one flag, both phases' labels
   EXPECT_TRUE(c.self_imitation.imitation.room_labels);
   EXPECT_EQ(c.init_checkpoint, "runs/other");  // main.cc's BuildLearnerConfig resolves a run directory

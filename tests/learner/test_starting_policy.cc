@@ -11,6 +11,7 @@
 
 #include "agents/agent.h"
 #include "envs/first_touch.h"
+#include "envs/plan_search.h"
 #include "learner/checkpoint_store.h"
 #include "learner/starting_policy.h"
 #include "tests/common/imitation_steps.h"
@@ -103,6 +104,40 @@ TEST(StartingPolicy, APortfolioStartsFromItsFastestMemberOnThisWorkload) {
   EXPECT_EQ(result.initialized_from, dir + "/member-" + std::to_string(21 + fastest) + ".ckpt");
   EXPECT_EQ(start.candidates[0].weights, members[fastest]->SerializeWeights());
   EXPECT_DOUBLE_EQ(result.initialized_runtime_ns, greedy_ns[fastest]);
+  std::filesystem::remove_all(dir);
+}
+
+// With self-imitation, the first round's search also starts from the best of
+// the searches from the portfolio's members, each guided by its own network.
+TEST(StartingPolicy, SelfImitationFromAPortfolioStartsFromTheBestOfItsMembersSearches) {
+  const std::string dir = testing::TempDir("starting-policy-portfolio-search");
+  LearnerConfig c = SmallRun();
+  c.self_imitation.rounds = 1;
+  c.self_imitation.search = {8, 4, 0};
+  c.self_imitation.imitation = c.imitation;
+  PlacementEnv env(c.workload, c.env);
+  std::vector<double> searched_ns;
+  for (uint64_t seed : {21, 22, 23, 24}) {
+    DqnConfig config = SmallDqn(seed);
+    config.observation_size = kObservationSize;
+    std::unique_ptr<PlacementAgent> member = MakeAgent("dqn", config.ToJson());
+    member->SaveCheckpoint(dir + "/member-" + std::to_string(seed) + ".ckpt");
+    searched_ns.push_back(SearchPlan(env, ScoresOf(*member), c.self_imitation.search).best.cost.total_ns);
+  }
+  const double best_ns = *std::min_element(searched_ns.begin(), searched_ns.end());
+  c.init_checkpoint = dir;
+  auto first_round_ns = [&](int starts) {
+    LearnerConfig run = c;
+    run.self_imitation.portfolio_search_starts = starts;
+    LearnerResult result;
+    StartPolicy(run, result);
+    EXPECT_EQ(result.self_imitation.rounds.size(), 1u);
+    return result.self_imitation.rounds.at(0).searched_cost_ns;
+  };
+  const double one = first_round_ns(1), four = first_round_ns(4);
+  EXPECT_LE(four, best_ns * (1 + 1e-9));
+  // Here the chosen member's network alone searches to a slower plan.
+  EXPECT_LT(four, one);
   std::filesystem::remove_all(dir);
 }
 
