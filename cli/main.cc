@@ -802,7 +802,7 @@ int Main(int argc, char** argv) {
   bench->add_option("--portfolio-search-starts", bench_opts.portfolio_search_starts,
                     "dqn+portfolio+search: search from this many members' greedy plans (the fastest first, each "
                     "guided by its own network, in turn while --search-seconds lasts) and keep the fastest result")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   std::vector<std::string> bench_lookups;
   bench->add_option("--lookup", bench_lookups,
