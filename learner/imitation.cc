@@ -367,9 +367,9 @@ SelfImitationResult LearnFromOwnSearches(PlacementAgent& agent, PlacementEnv& en
   result.best_greedy = RunEpisode(env, [&](const Observation& o) { return agent.Greedy(o.data()); });
   result.start_cost_ns = CostOf(result.best_greedy);
   std::string best_weights = agent.SerializeWeights();
+  const std::vector<PlacementPlan> no_starts;
   for (int round = 0; round < config.rounds; ++round) {
-    PlanSearchResult searched =
-        SearchPlan(env, ScoresOf(agent), config.search, round == 0 ? first_starts : std::vector<PlacementPlan>{});
+    PlanSearchResult searched = SearchPlan(env, ScoresOf(agent), config.search, round == 0 ? first_starts : no_starts);
     // The episode's own plan: the MDP cannot say when a copy starts.
     PlacementPlan target = std::move(searched.best_episode_plan);
     target.produced_by = agent.name() + "-own-search";

@@ -21,13 +21,12 @@ namespace {
 // the best of the searches from its fastest members
 // (SelfImitationConfig::portfolio_search_starts above 1), for the first
 // round's search to start from.
-std::unique_ptr<PlacementAgent> InitialNetwork(const LearnerConfig& config, std::string& path,
+std::unique_ptr<PlacementAgent> InitialNetwork(const LearnerConfig& config, PlacementEnv& env, std::string& path,
                                                std::vector<PlacementPlan>& first_starts) {
   path = config.init_checkpoint;
   std::error_code ec;
   if (!std::filesystem::is_directory(path, ec)) return LoadAgentCheckpoint(path);
   std::vector<PortfolioMember> members = LoadPortfolio({path});
-  PlacementEnv env(config.workload, config.env);
   const PortfolioChoice choice = FastestGreedy(env, members);
   path = members[choice.member].path;
   LogInfo("initialized_from_portfolio").kv("portfolio", config.init_checkpoint).kv("members", members.size())
@@ -45,14 +44,15 @@ std::unique_ptr<PlacementAgent> InitialNetwork(const LearnerConfig& config, std:
   return std::move(members[choice.member].agent);
 }
 
-// A fresh agent, or one with the network of config.init_checkpoint.
-std::unique_ptr<PlacementAgent> FirstAgent(LearnerConfig& config, std::string& init_file,
+// A fresh agent, or one with the network of config.init_checkpoint (a
+// portfolio's members are played in `env`, the run's workload and budget).
+std::unique_ptr<PlacementAgent> FirstAgent(LearnerConfig& config, PlacementEnv& env, std::string& init_file,
                                            std::vector<PlacementPlan>& first_starts) {
   if (config.init_checkpoint.empty()) return BuildAgent(config);
   const std::string& path = config.init_checkpoint;
   std::unique_ptr<PlacementAgent> from;
   try {
-    from = InitialNetwork(config, init_file, first_starts);
+    from = InitialNetwork(config, env, init_file, first_starts);
   } catch (const std::exception& e) {
     throw CheckpointError("--init " + path + ": " + e.what());
   }
@@ -83,9 +83,9 @@ StartingPolicy StartPolicy(LearnerConfig& config, LearnerResult& result) {
   StartingPolicy start;
   std::string init_file;
   std::vector<PlacementPlan> first_starts;
-  start.agent = FirstAgent(config, init_file, first_starts);
-  PlacementAgent& agent = *start.agent;
   PlacementEnv env(config.workload, config.env);
+  start.agent = FirstAgent(config, env, init_file, first_starts);
+  PlacementAgent& agent = *start.agent;
   auto hold = [&](EpisodeSummary greedy, const std::string& phase) {
     greedy.plan.produced_by = agent.name() + "-" + phase;
     start.candidates.push_back({std::move(greedy), agent.SerializeWeights()});
