@@ -664,6 +664,10 @@ int Main(int argc, char** argv) {
                  "slow-tier uses to DRAM and evict tensors kept through their gap over its kernel until they free its "
                  "size (0: none)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--search-window-replays", o.search.max_window_replays,
+                 "Plan-time search: when no other move improves, episodes that keep one tensor in the slow tier over a "
+                 "stretch of its uses and in DRAM elsewhere, or the other way round (0: none)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--search-cyclic-replays", o.search.max_cyclic_replays,
                  "Plan-time search, after the rollouts: each persistent tensor the plan ends in another tier than it "
                  "starts kept in its starting or its last tier all the iteration (0: none)")

@@ -881,6 +881,12 @@ int Main(int argc, char** argv) {
                     "they free its size (0: none)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  bench->add_option("--search-window-replays", bench_opts.search.max_window_replays,
+                    "every *+search policy: when no other move improves, episodes that keep one tensor in the slow "
+                    "tier over a stretch of its uses and in DRAM elsewhere, or the other way round, the costliest "
+                    "tensors first (0: none)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   bool bench_cost_model_only = false;
   bench->add_flag("--cost-model-only", bench_cost_model_only, "Do not run real iterations");
   std::optional<double> bench_exposure;

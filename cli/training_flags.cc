@@ -276,6 +276,12 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
                   "they free its size (0 = none)")
       ->check(CLI::Range(0, 100000000))
       ->capture_default_str();
+  cmd->add_option("--search-window-replays", c.plan_search.max_window_replays,
+                  "Plan-time search, when no other move improves: episodes that keep one tensor in the slow tier "
+                  "over a stretch of its uses and in DRAM elsewhere, or the other way round, the costliest tensors "
+                  "first (0 = none)")
+      ->check(CLI::Range(0, 100000000))
+      ->capture_default_str();
   cmd->add_option("--ilp-seconds", c.plan_ilp.time_limit_seconds,
                   "Before the search: AutoTM's ILP with the same network's surest decisions fixed, from its greedy "
                   "plan (CBC solves the rest; the search then starts from the faster of the two; 0 = none)")
@@ -304,6 +310,7 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
        {"--eval-every", "--converge-window", "--converge-tolerance", "--search-rollouts",
         "--search-replays", "--search-replays-per-improvement", "--search-cyclic-replays",
         "--search-blocker-replays", "--search-pair-replays", "--search-room-replays", "--search-tensor-replays",
+        "--search-window-replays",
         "--no-copy-schedule", "--ilp-seconds", "--ilp-fixed-shares"}},
       {"Fleet and metrics", {"--heartbeat-ms", "--metrics-address"}},
   });

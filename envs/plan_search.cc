@@ -144,16 +144,92 @@ Episode Play(PlacementEnv& env, const ActionScores& scores, const Episode& base,
 // only its decisions at the kernels that touch it (PlacementEnv::
 // decision_holds_until is the next kernel), its keep-or-evict decisions in
 // between left to the incumbent and the policy.
+//
+// Or (window) a stretch: the slow tier at the tensor's decisions from
+// kernel `from` on that hold no further than kernel `to` (its uses in
+// there, the gaps between them), DRAM at every other (or the other way
+// round, inside_slow false): evicted after one use and fetched back for a
+// later one, or fetched for one stretch of uses only. The row GRU's
+// recurrent weights are read every ~46 kernels in the forward pass and
+// every ~9 in the backward pass, where the memory peaks; AutoTM-sync keeps
+// five of them in DRAM for the forward pass, evicts them over the backward
+// pass and fetches them back for the optimizer's update, where the
+// fine-tuned network keeps them in the slow tier all the iteration (102
+// slow-tier reads; 66.7% of all-DRAM against AutoTM-sync's 68.0%;
+// docs/results/learning.md). No flip or whole-tensor pin reaches that
+// plan one decision at a time: each of its steps alone costs a copy.
 struct Pin {
   uint32_t tensor = ~uint32_t{0};  // none
   uint8_t action = 0;
   bool at_uses = false;
+  bool window = false;
+  bool inside_slow = true;
+  uint32_t from = 0, to = 0;
 
   bool Applies(const PlacementEnv& env, uint64_t key) const {
     return static_cast<uint32_t>(key) == tensor &&
            (!at_uses || env.decision_holds_until() == env.current_kernel() + 1);
   }
+  uint8_t Action(const PlacementEnv& env) const {
+    if (!window) return action;
+    const bool inside = env.current_kernel() >= from && env.decision_holds_until() <= to;
+    return inside == inside_slow ? 1 : 0;
+  }
 };
+
+// The window pins worth trying for tensor t: stretches between two of its
+// boundaries (the iteration's start and end; after a use, where it can be
+// evicted, and at the next use, where it can be fetched), each with the
+// slow tier inside and DRAM outside and the other way round. A tensor of
+// more than `max_gaps` gaps between uses has the boundaries of its
+// `max_gaps` longest only (the windows grow as their square). One of two
+// uses or fewer has none: its windows are pins.
+std::vector<Pin> WindowPins(const Workload& w, uint32_t t, size_t max_gaps) {
+  const std::vector<uint32_t>& uses = w.kernels_of_tensor(t);
+  if (uses.size() < 3 || max_gaps == 0) return {};
+  std::vector<std::pair<uint32_t, size_t>> gaps;  // (length, index of the use after it)
+  for (size_t i = 1; i < uses.size(); ++i) gaps.push_back({uses[i] - uses[i - 1], i});
+  std::sort(gaps.begin(), gaps.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  std::vector<uint32_t> ends = {0, static_cast<uint32_t>(w.num_kernels())};
+  for (size_t g = 0; g < gaps.size() && g < max_gaps; ++g) {
+    ends.push_back(uses[gaps[g].second - 1] + 1);
+    ends.push_back(uses[gaps[g].second]);
+  }
+  std::sort(ends.begin(), ends.end());
+  ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+  std::vector<Pin> pins;
+  for (size_t i = 0; i < ends.size(); ++i)
+    for (size_t j = i + 1; j < ends.size(); ++j) {
+      if (i == 0 && j + 1 == ends.size()) continue;  // the whole iteration: a pin
+      for (bool inside_slow : {true, false}) {
+        Pin p{t};
+        p.window = true;
+        p.inside_slow = inside_slow;
+        p.from = ends[i];
+        p.to = ends[j];
+        pins.push_back(p);
+      }
+    }
+  return pins;
+}
+
+// Tensors of three uses or more, the costliest in `plan` first (the
+// slow-tier penalties and copies the cost model charges them): the
+// window replays' order.
+std::vector<uint32_t> WindowTensors(const Workload& w, const PlacementPlan& plan) {
+  CostReport cost;
+  TensorLedger ledger;
+  EvaluateValidPlan(w, plan, cost, nullptr, &ledger);
+  std::vector<std::pair<double, uint32_t>> costly;
+  for (uint32_t t = 0; t < w.num_tensors(); ++t) {
+    const double ns = ledger.slow_penalty_ns[t] + ledger.copy_ns[t];
+    if (w.kernels_of_tensor(t).size() >= 3 && ns > 0 && !w.tensors[t].pinned_dram) costly.push_back({ns, t});
+  }
+  std::sort(costly.begin(), costly.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  std::vector<uint32_t> order;
+  for (const auto& c : costly) order.push_back(c.second);
+  return order;
+}
 
 // How a replay plays: resumed at `base`'s last checkpoint before the first
 // step it can change and ended where it rejoins `base` (PlacementEnv::
@@ -234,7 +310,7 @@ Episode Replay(PlacementEnv& env, const ActionScores& scores, const Episode& bas
       e.checkpoints.emplace_back(e.keys.size(), env.TakeCheckpoint());
     uint8_t a;
     if (pin.Applies(env, key)) {
-      a = pin.action;
+      a = pin.Action(env);
       const bool same = it != step_of.end() && base.actions[it->second] == a;
       e.gaps.push_back(same ? base.gaps[it->second] : std::numeric_limits<float>::infinity());
       e.deviates.push_back(same ? base.deviates[it->second] : 1);
@@ -663,6 +739,20 @@ PlanSearchResult SearchOnce(PlacementEnv& env, const ActionScores& scores, const
       if (try_replay({}, pin)) {
         ++result.tensor_improvements;
         improved = true;
+      }
+    }
+    if (improved || incumbent.summary.oom) {  // an episode that ran out of memory has no whole plan to price
+      searching = improved;
+      continue;
+    }
+    for (uint32_t t : WindowTensors(env.workload(), incumbent.summary.plan)) {
+      for (const Pin& pin : WindowPins(env.workload(), t, static_cast<size_t>(std::max(options.window_gaps, 0)))) {
+        if (result.window_replays >= options.max_window_replays || out_of_time()) break;
+        ++result.window_replays;
+        if (try_replay({}, pin)) {
+          ++result.window_improvements;
+          improved = true;
+        }
       }
     }
     searching = improved;

@@ -60,6 +60,15 @@ struct PlanSearchOptions {
   // all-DRAM, Inception-v3 48.84 -> 48.95% (docs/results/learning.md,
   // session twenty-two). 0 = none.
   int max_tensor_replays = 8000;
+  // When none of the moves above improves: for each tensor of three uses or
+  // more, the costliest first (its slow-tier penalties and copies), window
+  // replays: the slow tier over a stretch of its uses and DRAM elsewhere, or
+  // the other way round, between boundaries at its longest gaps between
+  // uses (`window_gaps` of them) and the iteration's ends: evicted over the
+  // memory peak and fetched back after it, or fetched for a stretch of close
+  // uses. 0 = none.
+  int max_window_replays = 20000;
+  int window_gaps = 16;
   // Before the tensor replays, in passes over the incumbent's
   // `room_uses_per_pass` costliest slow-tier uses: replays that take DRAM
   // there and evict the DRAM choices kept through their gap over that
@@ -141,6 +150,8 @@ struct PlanSearchResult {
   int tensor_improvements = 0;
   int room_replays = 0;         // a slow-tier use taken to DRAM with room made over its kernel
   int room_improvements = 0;
+  int window_replays = 0;       // a tensor in one tier over a stretch of its uses and in the other elsewhere
+  int window_improvements = 0;
   // Steps the environment took in the replays, and the steps of the
   // episodes they made: shortened replays walk a fraction of them.
   int64_t replay_steps = 0;

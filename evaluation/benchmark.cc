@@ -138,6 +138,8 @@ void LogSearch(const PlanSearchResult& searched, const std::string& name, const 
       .kv("tensor_improvements", searched.tensor_improvements)
       .kv("room_replays", searched.room_replays)
       .kv("room_improvements", searched.room_improvements)
+      .kv("window_replays", searched.window_replays)
+      .kv("window_improvements", searched.window_improvements)
       .kv("improvements", searched.improvements)
       .kv("copies_moved", searched.copies_moved)
       .kv("copy_schedule_saved_ns", searched.copy_schedule_saved_ns)

@@ -345,6 +345,8 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
                               {"tensor_improvements", result.search.tensor_improvements},
                               {"room_replays", result.search.room_replays},
                               {"room_improvements", result.search.room_improvements},
+                              {"window_replays", result.search.window_replays},
+                              {"window_improvements", result.search.window_improvements},
                               {"replay_steps", result.search.replay_steps},
                               {"replay_episode_steps", result.search.replay_episode_steps},
                               {"shortening_mismatches", result.search.shortening_mismatches},

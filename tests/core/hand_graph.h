@@ -2,6 +2,7 @@
 // (tests/core/test_cost_model.cc derives every number from it).
 #pragma once
 
+#include <algorithm>
 #include <string>
 
 #include "envs/workload.h"
@@ -104,6 +105,37 @@ inline Workload RoomGraph() {
   return w;
 }
 enum RoomTensor : uint32_t { kRoomA = 0, kRoomB = 1, kRoomY = 3 };
+
+// A recurrent layer's weights in small: W (400 B persistent, tensor 0) read
+// at k1, k3 and k5 (the forward pass), at k10-k12 (the backward pass) and
+// written at k14 (the update); a 650 B temporary Zk (tensor 1 + k) at each
+// of k0-k9 and a 700 B one Yk (tensors 11-13) at each of k10-k12. With a
+// 1,000 B DRAM limit every kernel is a bottleneck. W costs 200 ns a use
+// from the slow tier, Y 500, Z 10; a copy of W 250 ns either way. So a
+// fetch and an eviction around one use of W cost more than they save, W
+// kept in DRAM over the backward pass costs the Ys 1,500 ns, and the
+// fastest plan keeps W in DRAM over the forward pass, evicts it over the
+// backward pass and fetches it for the update: the slow tier over k6-k13.
+inline Workload WindowGraph() {
+  Workload w;
+  w.name = "window";
+  for (int k = 0; k < 15; ++k) w.kernels.push_back({"k" + std::to_string(k), 100});
+  w.tensors.push_back({"W", 400, TensorKind::kParameter, 0, 14, true});
+  for (uint32_t k = 0; k < 10; ++k) w.tensors.push_back({"Z" + std::to_string(k), 650, TensorKind::kTemporary, k, k, false});
+  for (uint32_t k = 10; k < 13; ++k) w.tensors.push_back({"Y" + std::to_string(k), 700, TensorKind::kTemporary, k, k, false});
+  for (uint32_t k : {1, 3, 5, 10, 11, 12}) w.accesses.push_back({k, 0, 1, 0, 200});
+  w.accesses.push_back({14, 0, 1, 1, 200});
+  for (uint32_t k = 0; k < 10; ++k) w.accesses.push_back({k, 1 + k, 0, 1, 10});
+  for (uint32_t k = 10; k < 13; ++k) w.accesses.push_back({k, 1 + k, 0, 1, 500});
+  std::sort(w.accesses.begin(), w.accesses.end(), [](const Access& a, const Access& b) {
+    return a.kernel != b.kernel ? a.kernel < b.kernel : a.tensor < b.tensor;
+  });
+  w.device.dram_to_slow_bytes_per_second = 1.6e9;
+  w.device.slow_to_dram_bytes_per_second = 1.6e9;
+  w.Finalize();
+  return w;
+}
+constexpr uint32_t kWindowWeights = 0;
 constexpr uint32_t kLongGapSecond = 7;
 
 }  // namespace tensortier::testing

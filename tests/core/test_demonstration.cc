@@ -38,6 +38,7 @@ PlanSearchOptions OnePhase() {
   o.max_blocker_replays = 0;
   o.max_tensor_replays = 0;
   o.max_room_replays = 0;
+  o.max_window_replays = 0;
   return o;
 }
 
@@ -330,6 +331,7 @@ TEST(PlanSearch, ABiasShiftsThePolicysPreferenceAndTheFasterEpisodeIsKept) {
   o.max_blocker_replays = 0;
   o.max_tensor_replays = 0;
   o.max_room_replays = 0;
+  o.max_window_replays = 0;
   o.max_rollouts = 2;  // the greedy episode and one biased
   o.max_replays = 0;
   o.max_pair_replays = 0;
@@ -589,6 +591,42 @@ TEST(PlanSearch, RoomReplaysEvictSeveralTensorsToMakeRoomForALargeOne) {
     EXPECT_EQ(tiers[9][t], Tier::kDram) << t;
   }
   EXPECT_NEAR(EvaluatePlan(w, with.best.plan).total_ns, with.best.cost.total_ns, 1e-9 * with.best.cost.total_ns);
+}
+
+// A policy that keeps the weights W in the slow tier (testing::WindowGraph):
+// every flip, pin, pair and room move of W costs copies that one use does
+// not pay back; the window that evicts W over the backward pass only does.
+TEST(PlanSearch, WindowReplaysEvictATensorOverAStretchOfItsUsesOnly) {
+  for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
+    SCOPED_TRACE(mode == MigrationMode::kSync ? "sync" : "async");
+    Workload w = testing::WindowGraph();
+    EnvConfig c = RoomConfig();
+    c.mode = mode;
+    PlacementEnv env(w, c);
+    ActionScores weights_slow = [&env](const Observation&) {
+      return env.current_tensor() == testing::kWindowWeights ? std::make_pair(0.0f, 1.0f) : std::make_pair(1.0f, 0.0f);
+    };
+    PlanSearchOptions o = OnePhase();
+    o.max_replays = 100000;
+    o.max_pair_replays = 100000;
+    o.max_blocker_replays = 500;
+    o.max_cyclic_replays = 100;
+    o.max_tensor_replays = 1000;
+    o.max_room_replays = 100;
+    o.schedule_async_copies = false;
+    const PlanSearchResult without = SearchPlan(env, weights_slow, o);
+    EXPECT_EQ(without.window_replays, 0);
+    o.max_window_replays = 1000;
+    const PlanSearchResult with = SearchPlan(env, weights_slow, o);
+    EXPECT_GE(with.window_improvements, 1);
+    EXPECT_LE(with.window_replays, 1000);
+    EXPECT_LT(with.best.cost.total_ns, without.best.cost.total_ns - 100);  // the premise: the other moves stop short
+    const auto tiers = with.best.plan.TierTimeline(w);
+    // (Async, the eviction may start under k5: W is read there from the copy still in DRAM.)
+    for (uint32_t k : {1, 3, 14}) EXPECT_EQ(tiers[k][testing::kWindowWeights], Tier::kDram) << k;
+    for (uint32_t k : {10, 11, 12}) EXPECT_EQ(tiers[k][testing::kWindowWeights], Tier::kSlow) << k;
+    EXPECT_NEAR(EvaluatePlan(w, with.best.plan).total_ns, with.best.cost.total_ns, 1e-9 * with.best.cost.total_ns);
+  }
 }
 
 TEST(PlanSearch, ANonFiniteScoreIsAnError) {
