@@ -166,13 +166,13 @@ struct Pin {
   bool inside_slow = true;
   uint32_t from = 0, to = 0;
 
-  bool Applies(const PlacementEnv& env, uint64_t key) const {
-    return static_cast<uint32_t>(key) == tensor &&
-           (!at_uses || env.decision_holds_until() == env.current_kernel() + 1);
+  // Of a decision at `kernel` (DecisionKey's) that holds until `holds_until`.
+  bool Applies(uint64_t key, uint64_t holds_until) const {
+    return static_cast<uint32_t>(key) == tensor && (!at_uses || holds_until == (key >> 32) + 1);
   }
-  uint8_t Action(const PlacementEnv& env) const {
+  uint8_t Action(uint64_t key, uint64_t holds_until) const {
     if (!window) return action;
-    const bool inside = env.current_kernel() >= from && env.decision_holds_until() <= to;
+    const bool inside = (key >> 32) >= from && holds_until <= to;
     return inside == inside_slow ? 1 : 0;
   }
 };
@@ -270,11 +270,17 @@ Episode Replay(PlacementEnv& env, const ActionScores& scores, const Episode& bas
       if (it != step_of.end()) first = std::min(first, it->second);
     }
     if (pin.tensor != Pin{}.tensor) {
-      for (size_t i = 0; i < first; ++i)
-        if (static_cast<uint32_t>(base.keys[i]) == pin.tensor) first = i;
-      // A dead tensor decides nothing more; a persistent one lives to the end.
-      const Tensor& t = env.workload().tensors.at(pin.tensor);
-      if (!t.persistent) rejoin_after = t.free_kernel;
+      // Up to the pinned tensor's first decision in base that the pin takes
+      // otherwise, the replay is base; after its last, base's decisions of
+      // it are the pin's, so where the state is base's again the replay may
+      // rejoin it (a window changes a few of a persistent tensor's many).
+      rejoin_after = 0;
+      for (size_t i = 0; i < base.keys.size(); ++i)
+        if (pin.Applies(base.keys[i], base.holds_until[i]) &&
+            pin.Action(base.keys[i], base.holds_until[i]) != base.actions[i]) {
+          first = std::min(first, i);
+          rejoin_after = base.keys[i] >> 32;
+        }
     } else {
       rejoin_after = 0;
       for (uint64_t f : flips) rejoin_after = std::max(rejoin_after, f >> 32);
@@ -309,8 +315,8 @@ Episode Replay(PlacementEnv& env, const ActionScores& scores, const Episode& bas
         (e.checkpoints.empty() || e.keys.size() - e.checkpoints.back().first >= kCheckpointEverySteps))
       e.checkpoints.emplace_back(e.keys.size(), env.TakeCheckpoint());
     uint8_t a;
-    if (pin.Applies(env, key)) {
-      a = pin.Action(env);
+    if (pin.Applies(key, env.decision_holds_until())) {
+      a = pin.Action(key, env.decision_holds_until());
       const bool same = it != step_of.end() && base.actions[it->second] == a;
       e.gaps.push_back(same ? base.gaps[it->second] : std::numeric_limits<float>::infinity());
       e.deviates.push_back(same ? base.deviates[it->second] : 1);

@@ -510,6 +510,7 @@ TEST(PlanSearch, ShortenedReplaysFindWhatWholeReplaysFind) {
       o.max_cyclic_replays = 30;
       o.max_blocker_replays = 60;
       o.max_tensor_replays = 60;
+      o.max_window_replays = 200;
       o.shortened_replays = false;
       const PlanSearchResult whole = SearchPlan(env, scores, o);
       o.shortened_replays = true;
@@ -527,6 +528,9 @@ TEST(PlanSearch, ShortenedReplaysFindWhatWholeReplaysFind) {
       EXPECT_EQ(shortened.blocker_replays, whole.blocker_replays);
       EXPECT_EQ(shortened.cyclic_replays, whole.cyclic_replays);
       EXPECT_EQ(shortened.tensor_replays, whole.tensor_replays);
+      EXPECT_GT(whole.window_replays, 0);
+      EXPECT_EQ(shortened.window_replays, whole.window_replays);
+      EXPECT_EQ(shortened.window_improvements, whole.window_improvements);
       EXPECT_EQ(shortened.deviations, whole.deviations);
       // Whole replays walk every step of their episodes; shortened ones fewer.
       EXPECT_EQ(whole.replay_steps, whole.replay_episode_steps);
@@ -626,6 +630,14 @@ TEST(PlanSearch, WindowReplaysEvictATensorOverAStretchOfItsUsesOnly) {
     for (uint32_t k : {1, 3, 14}) EXPECT_EQ(tiers[k][testing::kWindowWeights], Tier::kDram) << k;
     for (uint32_t k : {10, 11, 12}) EXPECT_EQ(tiers[k][testing::kWindowWeights], Tier::kSlow) << k;
     EXPECT_NEAR(EvaluatePlan(w, with.best.plan).total_ns, with.best.cost.total_ns, 1e-9 * with.best.cost.total_ns);
+    // A window replay resumes at the first decision it changes and may rejoin
+    // the incumbent after its last: the same search as whole replays.
+    o.shortened_replays = false;
+    const PlanSearchResult whole = SearchPlan(env, weights_slow, o);
+    EXPECT_TRUE(whole.best.plan == with.best.plan);
+    EXPECT_EQ(whole.window_replays, with.window_replays);
+    EXPECT_LT(with.replay_steps, whole.replay_steps);
+    EXPECT_EQ(with.shortening_mismatches, 0);
   }
 }
 
