@@ -106,6 +106,8 @@ inline Workload RoomGraph() {
 }
 enum RoomTensor : uint32_t { kRoomA = 0, kRoomB = 1, kRoomY = 3 };
 
+constexpr uint32_t kLongGapSecond = 7;
+
 // A recurrent layer's weights in small: W (400 B persistent, tensor 0) read
 // at k1, k3 and k5 (the forward pass), at k10-k12 (the backward pass) and
 // written at k14 (the update); a 650 B temporary Zk (tensor 1 + k) at each
@@ -136,6 +138,5 @@ inline Workload WindowGraph() {
   return w;
 }
 constexpr uint32_t kWindowWeights = 0;
-constexpr uint32_t kLongGapSecond = 7;
 
 }  // namespace tensortier::testing
