@@ -747,17 +747,16 @@ PlanSearchResult SearchOnce(PlacementEnv& env, const ActionScores& scores, const
         improved = true;
       }
     }
-    if (improved || incumbent.summary.oom) {  // an episode that ran out of memory has no whole plan to price
-      searching = improved;
-      continue;
-    }
-    for (uint32_t t : WindowTensors(env.workload(), incumbent.summary.plan)) {
-      for (const Pin& pin : WindowPins(env.workload(), t, static_cast<size_t>(std::max(options.window_gaps, 0)))) {
-        if (result.window_replays >= options.max_window_replays || out_of_time()) break;
-        ++result.window_replays;
-        if (try_replay({}, pin)) {
-          ++result.window_improvements;
-          improved = true;
+    // (An episode that ran out of memory has no whole plan to price.)
+    if (!improved && !incumbent.summary.oom) {
+      for (uint32_t t : WindowTensors(env.workload(), incumbent.summary.plan)) {
+        for (const Pin& pin : WindowPins(env.workload(), t, static_cast<size_t>(std::max(options.window_gaps, 0)))) {
+          if (result.window_replays >= options.max_window_replays || out_of_time()) break;
+          ++result.window_replays;
+          if (try_replay({}, pin)) {
+            ++result.window_improvements;
+            improved = true;
+          }
         }
       }
     }
