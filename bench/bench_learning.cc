@@ -668,6 +668,11 @@ int Main(int argc, char** argv) {
                  "Plan-time search: when no other move improves, episodes that keep one tensor in the slow tier over a "
                  "stretch of its uses and in DRAM elsewhere, or the other way round (0: none)")
       ->check(CLI::NonNegativeNumber);
+  app.add_flag_callback("--no-window-pricing", [&o] { o.search.price_windows = false; },
+                        "Plan-time search: play every window replay instead of skipping those priced at no gain");
+  app.add_option("--search-move-turn-share", o.search.move_turn_share,
+                 "Plan-time search: each move's pass is a turn of at most this share of the time limit (0: to its end)")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--search-cyclic-replays", o.search.max_cyclic_replays,
                  "Plan-time search, after the rollouts: each persistent tensor the plan ends in another tier than it "
                  "starts kept in its starting or its last tier all the iteration (0: none)")

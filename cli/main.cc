@@ -887,6 +887,16 @@ int Main(int argc, char** argv) {
                     "tensors first (0: none)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  bench->add_flag_callback("--no-window-pricing", [&bench_opts] { bench_opts.search.price_windows = false; },
+                           "every *+search policy: play every window replay, in order, instead of pricing each "
+                           "first (the tensor's own reads and copies, the clipped requests where it frees DRAM) and "
+                           "skipping those priced at no gain");
+  bench->add_option("--search-move-turn-share", bench_opts.search.move_turn_share,
+                    "every *+search policy: each pass of single flips, room, tensor or window replays is a turn of at "
+                    "most this share of --search-seconds; one cut short goes on at its next turn (0: a pass runs to "
+                    "its end)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   bool bench_cost_model_only = false;
   bench->add_flag("--cost-model-only", bench_cost_model_only, "Do not run real iterations");
   std::optional<double> bench_exposure;

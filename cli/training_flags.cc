@@ -282,6 +282,15 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
                   "first (0 = none)")
       ->check(CLI::Range(0, 100000000))
       ->capture_default_str();
+  cmd->add_option("--search-move-turn-share", c.plan_search.move_turn_share,
+                  "Plan-time search: each pass of single flips, room, tensor or window replays is a turn of at most "
+                  "this share of its time limit; one cut short goes on at its next turn (0 = a pass runs to its end)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_flag_callback("--no-window-pricing", [&c] { c.plan_search.price_windows = false; },
+                         "Plan-time search: play every window replay, in order, instead of pricing each first (the "
+                         "tensor's own reads and copies, the clipped requests where it frees DRAM) and skipping those "
+                         "priced at no gain");
   cmd->add_option("--ilp-seconds", c.plan_ilp.time_limit_seconds,
                   "Before the search: AutoTM's ILP with the same network's surest decisions fixed, from its greedy "
                   "plan (CBC solves the rest; the search then starts from the faster of the two; 0 = none)")
@@ -310,7 +319,7 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
        {"--eval-every", "--converge-window", "--converge-tolerance", "--search-rollouts",
         "--search-replays", "--search-replays-per-improvement", "--search-cyclic-replays",
         "--search-blocker-replays", "--search-pair-replays", "--search-room-replays", "--search-tensor-replays",
-        "--search-window-replays",
+        "--search-window-replays", "--no-window-pricing", "--search-move-turn-share",
         "--no-copy-schedule", "--ilp-seconds", "--ilp-fixed-shares"}},
       {"Fleet and metrics", {"--heartbeat-ms", "--metrics-address"}},
   });

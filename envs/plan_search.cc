@@ -231,6 +231,56 @@ std::vector<uint32_t> WindowTensors(const Workload& w, const PlacementPlan& plan
   return order;
 }
 
+// An optimistic price of a window replay before it is played, on the
+// incumbent `e`: what the pinned tensor's own slow-tier reads and copies
+// would save (its DRAM requests assumed granted; a copy the window adds
+// priced at the least it can cost, in async mode the exposed share of one
+// under a long kernel), plus, over the kernels where the window frees the
+// tensor's DRAM, all that the incumbent's clipped DRAM requests there cost
+// (the request's slow-tier read and two copies of its tensor). `steps` are
+// the incumbent's steps of the pinned tensor in order, `clipped` its steps
+// whose DRAM choice was clipped. A window priced at no gain can improve the
+// plan only through decisions the incumbent never met; on ResNet-152 83% of
+// the windows are priced so, and one of the 19 that improved
+// (docs/results/learning.md, session forty-one).
+double WindowGainBoundNs(const Workload& w, MigrationMode mode, const Episode& e, const Pin& pin,
+                         const std::vector<size_t>& steps, const std::vector<size_t>& clipped) {
+  const Tensor& tensor = w.tensors.at(pin.tensor);
+  const double added_copy_share = mode == MigrationMode::kAsync ? w.device.async_copy_exposure : 1.0;
+  auto incumbent_slow = [&](size_t i) -> bool { return e.actions[i] != 0 || e.clipped[i]; };
+  auto window_slow = [&](size_t i) -> bool { return pin.Action(e.keys[i], e.holds_until[i]) != 0; };
+  // The tensor's slow-tier reads and copies with its tier at each step.
+  auto own_ns = [&](auto slow_at, double copy_share) {
+    double ns = 0;
+    bool first = false, last = false;
+    for (size_t n = 0; n < steps.size(); ++n) {
+      const size_t i = steps[n];
+      const bool slow = slow_at(i);
+      if (slow && e.holds_until[i] == (e.keys[i] >> 32) + 1)
+        if (const Access* a = w.FindAccess(e.keys[i] >> 32, pin.tensor)) ns += a->slow_penalty_ns;
+      if (n == 0) first = slow;
+      else if (slow != last) ns += copy_share * CopyTimeNs(w, tensor.size_bytes, slow ? Tier::kSlow : Tier::kDram);
+      last = slow;
+    }
+    if (tensor.persistent && !steps.empty() && last != first)  // the copy back after the last kernel
+      ns += copy_share * CopyTimeNs(w, tensor.size_bytes, first ? Tier::kSlow : Tier::kDram);
+    return ns;
+  };
+  double gain = own_ns(incumbent_slow, 1.0) - own_ns(window_slow, added_copy_share);
+  for (size_t n : steps) {
+    if (incumbent_slow(n) || !window_slow(n)) continue;  // frees no DRAM here
+    const uint64_t from = e.keys[n] >> 32, to = e.holds_until[n];
+    for (size_t c : clipped) {
+      const uint64_t kernel = e.keys[c] >> 32;
+      if (kernel >= to || e.holds_until[c] <= from) continue;
+      const uint32_t u = static_cast<uint32_t>(e.keys[c]);
+      if (const Access* a = w.FindAccess(kernel, u)) gain += a->slow_penalty_ns;
+      gain += 2 * CopyTimeNs(w, w.tensors[u].size_bytes, Tier::kDram);
+    }
+  }
+  return gain;
+}
+
 // How a replay plays: resumed at `base`'s last checkpoint before the first
 // step it can change and ended where it rejoins `base` (PlacementEnv::
 // Resume, FinishAs), or the whole episode, taking checkpoints (an
@@ -703,19 +753,67 @@ PlanSearchResult SearchOnce(PlacementEnv& env, const ActionScores& scores, const
   // 13 improvements in the first 2,048); where they rarely do, the other
   // moves get the time (ResNet-152: 7 in 2,048, and 13 in the next 56,000).
   int replay_budget = options.max_replays;
-  while (searching && !out_of_time()) {
-    bool improved = false;
-    const std::vector<uint64_t> keys = doubtful_keys();
-    for (size_t c = 0; c < keys.size() && result.replays < replay_budget && !out_of_time(); ++c) {
-      if (!step_of.count(keys[c])) continue;  // an earlier improvement removed this decision
-      ++result.replays;
-      if (try_replay({keys[c]})) {
-        ++result.replay_improvements;
-        replay_budget += options.replays_per_improvement;
+  // Each move's pass is a turn of at most move_turn_share of max_seconds;
+  // one cut short goes on where it stopped at its next turn, while the
+  // incumbent is the one it was cut on, and the moves after it take theirs.
+  uint64_t version = 0;  // incumbents so far
+  const double turn_seconds = options.max_seconds > 0 ? options.move_turn_share * options.max_seconds : 0;
+  Clock::time_point turn_start;
+  bool cut = false;
+  auto turn_over = [&] {
+    if (turn_seconds <= 0 || std::chrono::duration<double>(Clock::now() - turn_start).count() < turn_seconds)
+      return false;
+    cut = true;
+    return true;
+  };
+  // A turn plays one candidate at least, so that a pass always advances.
+  struct Turn {
+    uint64_t version = ~uint64_t{0};  // of the incumbent it was cut on, or ended on without improving
+    size_t next = 0;                  // SIZE_MAX: ended
+    size_t next_window = 0;           // window replays: of the tensor `next`, in its priced order
+  };
+  // Where a move's pass starts: where its last turn stopped, on the same
+  // incumbent (a pass that ended without improving is not played again on it).
+  auto resume = [&](const Turn& t) { return t.version == version ? t.next : size_t{0}; };
+  // A pass that ran to its end: ended on this incumbent unless it improved it.
+  auto ended = [&](Turn& t, uint64_t pass_version) {
+    if (version == pass_version) t = {version, std::numeric_limits<size_t>::max()};
+  };
+  // One turn of a move's pass over its `n` candidates: play(i) replays
+  // candidate i and says whether it improved; more() whether the move's
+  // budget allows another. (`improved`: the rollouts' flag, a round's now.)
+  auto take_turn = [&](Turn& turn, size_t n, auto&& more, auto&& play) {
+    turn_start = Clock::now();
+    const uint64_t pass_version = version;
+    const size_t first = std::min(resume(turn), n);
+    size_t i = first;
+    for (; i < n && more() && !out_of_time(); ++i) {
+      if (i > first && turn_over()) {
+        turn = {version, i};
+        return;
+      }
+      if (play(i)) {
         improved = true;
+        ++version;
       }
     }
-    if (improved) continue;
+    if (i == n) ended(turn, pass_version);
+  };
+  Turn flip_turn, room_turn, tensor_turn, window_turn;
+  std::vector<uint64_t> keys;
+  while (searching && !out_of_time()) {
+    improved = false;
+    cut = false;
+    if (resume(flip_turn) == 0) keys = doubtful_keys();
+    take_turn(flip_turn, keys.size(), [&] { return result.replays < replay_budget; }, [&](size_t c) {
+      if (!step_of.count(keys[c])) return false;  // an earlier improvement removed this decision
+      ++result.replays;
+      if (!try_replay({keys[c]})) return false;
+      ++result.replay_improvements;
+      replay_budget += options.replays_per_improvement;
+      return true;
+    });
+    if (improved && !cut) continue;
     for (size_t c = 0; c < keys.size() && result.pair_replays < options.max_pair_replays && !out_of_time(); ++c) {
       auto it = step_of.find(keys[c]);
       if (it == step_of.end()) continue;
@@ -725,42 +823,96 @@ PlanSearchResult SearchOnce(PlacementEnv& env, const ActionScores& scores, const
         if (try_replay({keys[c], incumbent.keys[partner]})) {
           ++result.pair_improvements;
           improved = true;
+          ++version;
           break;  // keys[c] is flipped now
         }
       }
     }
-    if (improved) continue;
-    for (const Flips& flips : RoomMoves(env.workload(), incumbent, static_cast<size_t>(std::max(options.room_uses_per_pass, 0)))) {
-      if (result.room_replays >= options.max_room_replays || out_of_time()) break;
+    if (improved && !cut) continue;
+    const std::vector<Flips> moves =
+        RoomMoves(env.workload(), incumbent, static_cast<size_t>(std::max(options.room_uses_per_pass, 0)));
+    take_turn(room_turn, moves.size(), [&] { return result.room_replays < options.max_room_replays; }, [&](size_t m) {
       ++result.room_replays;
-      if (try_replay(flips)) {
-        ++result.room_improvements;
-        improved = true;
-      }
-    }
-    if (improved) continue;
-    for (const Pin& pin : TensorPins(incumbent)) {
-      if (result.tensor_replays >= options.max_tensor_replays || out_of_time()) break;
+      if (!try_replay(moves[m])) return false;
+      ++result.room_improvements;
+      return true;
+    });
+    if (improved && !cut) continue;
+    const std::vector<Pin> pins = TensorPins(incumbent);
+    take_turn(tensor_turn, pins.size(), [&] { return result.tensor_replays < options.max_tensor_replays; }, [&](size_t p) {
       ++result.tensor_replays;
-      if (try_replay({}, pin)) {
-        ++result.tensor_improvements;
-        improved = true;
-      }
-    }
+      if (!try_replay({}, pins[p])) return false;
+      ++result.tensor_improvements;
+      return true;
+    });
     // (An episode that ran out of memory has no whole plan to price.)
-    if (!improved && !incumbent.summary.oom) {
-      for (uint32_t t : WindowTensors(env.workload(), incumbent.summary.plan)) {
-        for (const Pin& pin : WindowPins(env.workload(), t, static_cast<size_t>(std::max(options.window_gaps, 0)))) {
+    if ((!improved || cut) && !incumbent.summary.oom) {
+      turn_start = Clock::now();
+      // The incumbent's steps by tensor and its clipped steps, for pricing
+      // windows (WindowGainBoundNs); rebuilt after each improvement.
+      std::vector<std::vector<size_t>> steps_of_tensor;
+      std::vector<size_t> clipped_steps;
+      auto index_incumbent = [&] {
+        steps_of_tensor.assign(env.workload().num_tensors(), {});
+        clipped_steps.clear();
+        for (size_t i = 0; i < incumbent.keys.size(); ++i) {
+          const uint32_t t = static_cast<uint32_t>(incumbent.keys[i]);
+          if (t < steps_of_tensor.size()) steps_of_tensor[t].push_back(i);
+          if (incumbent.clipped[i]) clipped_steps.push_back(i);
+        }
+      };
+      auto price = [&](const Pin& pin) {
+        return WindowGainBoundNs(env.workload(), env.config().mode, incumbent, pin, steps_of_tensor[pin.tensor],
+                                 clipped_steps);
+      };
+      if (options.price_windows) index_incumbent();
+      const std::vector<uint32_t> tensors = WindowTensors(env.workload(), incumbent.summary.plan);
+      // A cut turn goes on at the window it was cut at.
+      const uint64_t pass_version = version;
+      size_t n = std::min(resume(window_turn), tensors.size());
+      size_t first_window = n < tensors.size() && window_turn.version == version ? window_turn.next_window : 0;
+      bool played = false;
+      for (; n < tensors.size(); ++n, first_window = 0) {
+        if (result.window_replays >= options.max_window_replays || out_of_time()) break;
+        const uint32_t t = tensors[n];
+        std::vector<Pin> pins = WindowPins(env.workload(), t, static_cast<size_t>(std::max(options.window_gaps, 0)));
+        if (options.price_windows) {  // the dearest first; those priced at no gain not played
+          std::vector<std::pair<double, size_t>> priced;
+          for (size_t i = 0; i < pins.size(); ++i) priced.push_back({price(pins[i]), i});
+          std::stable_sort(priced.begin(), priced.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+          std::vector<Pin> ordered;
+          for (const auto& [ns, i] : priced) ordered.push_back(pins[i]);
+          pins = std::move(ordered);
+        }
+        bool stop = false;
+        for (size_t p = std::min(first_window, pins.size()); p < pins.size(); ++p) {
+          const Pin& pin = pins[p];
           if (result.window_replays >= options.max_window_replays || out_of_time()) break;
+          if (played && turn_over()) {
+            window_turn = {version, n, p};
+            stop = true;
+            break;
+          }
+          if (options.price_windows && price(pin) <= 0) {  // priced again: an improvement changes the incumbent
+            ++result.windows_priced_out;
+            continue;
+          }
           ++result.window_replays;
+          played = true;
           if (try_replay({}, pin)) {
             ++result.window_improvements;
             improved = true;
+            ++version;
+            if (options.price_windows) index_incumbent();
           }
         }
+        if (stop) break;
       }
+      if (n == tensors.size() && !out_of_time() && result.window_replays < options.max_window_replays)
+        ended(window_turn, pass_version);
     }
-    searching = improved;
+    // A turn cut short has candidates left on this incumbent.
+    searching = improved || cut;
   }
   result.best = std::move(incumbent.summary);
   result.best_episode_plan = result.best.plan;

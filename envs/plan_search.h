@@ -69,6 +69,25 @@ struct PlanSearchOptions {
   // uses. 0 = none.
   int max_window_replays = 20000;
   int window_gaps = 16;
+  // Windows priced before they are played, each tensor's dearest first:
+  // what the tensor's own slow-tier reads and copies would save, plus all
+  // that the incumbent's clipped DRAM requests cost over the kernels where
+  // the window frees its DRAM; one priced at no gain is not played
+  // (PlanSearchResult::windows_priced_out). On ResNet-152, 83% of the
+  // windows priced out, 1 of the 19 that improved among them; the row GRU
+  // 49%, none that improved (docs/results/learning.md, session forty-one).
+  // False: every window played, in WindowPins' order.
+  bool price_windows = true;
+  // With max_seconds: each pass of single flips, room, tensor or window
+  // replays is a turn of at most this share of it; a turn cut short goes on
+  // where it stopped at the move's next turn, and the moves after it take
+  // theirs. Without it, on ResNet-152 the single flips took the whole 120 s
+  // and no window was played, 60.96% of all-DRAM; with turns 61.48%
+  // (AutoTM-sync 61.68%). The first turns decide where the search ends: at
+  // 300 s a quarter gave 61.26%, a tenth (30 s turns again) 61.49%
+  // (docs/results/learning.md, session forty-one). 0 = a move's pass runs
+  // to its end.
+  double move_turn_share = 0.25;
   // Before the tensor replays, in passes over the incumbent's
   // `room_uses_per_pass` costliest slow-tier uses: replays that take DRAM
   // there and evict the DRAM choices kept through their gap over that
@@ -152,6 +171,7 @@ struct PlanSearchResult {
   int room_improvements = 0;
   int window_replays = 0;       // a tensor in one tier over a stretch of its uses and in the other elsewhere
   int window_improvements = 0;
+  int windows_priced_out = 0;   // windows not played: priced at no gain on the incumbent (price_windows)
   // Steps the environment took in the replays, and the steps of the
   // episodes they made: shortened replays walk a fraction of them.
   int64_t replay_steps = 0;

@@ -140,6 +140,7 @@ void LogSearch(const PlanSearchResult& searched, const std::string& name, const 
       .kv("room_improvements", searched.room_improvements)
       .kv("window_replays", searched.window_replays)
       .kv("window_improvements", searched.window_improvements)
+      .kv("windows_priced_out", searched.windows_priced_out)
       .kv("shortening_mismatches", searched.shortening_mismatches)
       .kv("improvements", searched.improvements)
       .kv("copies_moved", searched.copies_moved)

@@ -347,6 +347,7 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
                               {"room_improvements", result.search.room_improvements},
                               {"window_replays", result.search.window_replays},
                               {"window_improvements", result.search.window_improvements},
+                              {"windows_priced_out", result.search.windows_priced_out},
                               {"replay_steps", result.search.replay_steps},
                               {"replay_episode_steps", result.search.replay_episode_steps},
                               {"shortening_mismatches", result.search.shortening_mismatches},

@@ -597,6 +597,14 @@ TEST(PlanSearch, RoomReplaysEvictSeveralTensorsToMakeRoomForALargeOne) {
   EXPECT_NEAR(EvaluatePlan(w, with.best.plan).total_ns, with.best.cost.total_ns, 1e-9 * with.best.cost.total_ns);
 }
 
+// A policy that keeps testing::WindowGraph's weights W in the slow tier and
+// every other tensor in DRAM.
+ActionScores KeepsTheWindowWeightsSlow(const PlacementEnv& env) {
+  return [&env](const Observation&) {
+    return env.current_tensor() == testing::kWindowWeights ? std::make_pair(0.0f, 1.0f) : std::make_pair(1.0f, 0.0f);
+  };
+}
+
 // A policy that keeps the weights W in the slow tier (testing::WindowGraph):
 // every flip, pin, pair and room move of W costs copies that one use does
 // not pay back; the window that evicts W over the backward pass only does.
@@ -607,9 +615,7 @@ TEST(PlanSearch, WindowReplaysEvictATensorOverAStretchOfItsUsesOnly) {
     EnvConfig c = RoomConfig();
     c.mode = mode;
     PlacementEnv env(w, c);
-    ActionScores weights_slow = [&env](const Observation&) {
-      return env.current_tensor() == testing::kWindowWeights ? std::make_pair(0.0f, 1.0f) : std::make_pair(1.0f, 0.0f);
-    };
+    const ActionScores weights_slow = KeepsTheWindowWeightsSlow(env);
     PlanSearchOptions o = OnePhase();
     o.max_replays = 100000;
     o.max_pair_replays = 100000;
@@ -639,6 +645,65 @@ TEST(PlanSearch, WindowReplaysEvictATensorOverAStretchOfItsUsesOnly) {
     EXPECT_LT(with.replay_steps, whole.replay_steps);
     EXPECT_EQ(with.shortening_mismatches, 0);
   }
+}
+
+// Windows priced before they are played (PlanSearchOptions::price_windows):
+// those that can neither save the tensor's own reads and copies nor free
+// DRAM where a request was clipped are not played, and the window that
+// evicts W over the backward pass is still found. (Sync mode: the hand
+// graph's device hides an async copy under a kernel entirely, so a window's
+// added copies are priced at nothing there.)
+TEST(PlanSearch, WindowsPricedAtNoGainAreNotPlayedAndTheGainingOneStillIs) {
+  Workload w = testing::WindowGraph();
+  PlacementEnv env(w, RoomConfig());
+  const ActionScores weights_slow = KeepsTheWindowWeightsSlow(env);
+  PlanSearchOptions o = OnePhase();
+  o.max_replays = 100000;
+  o.max_tensor_replays = 1000;
+  o.max_room_replays = 100;
+  o.max_window_replays = 1000;
+  o.price_windows = false;
+  const PlanSearchResult every = SearchPlan(env, weights_slow, o);
+  o.price_windows = true;
+  const PlanSearchResult priced = SearchPlan(env, weights_slow, o);
+  EXPECT_EQ(every.windows_priced_out, 0);
+  EXPECT_GT(priced.windows_priced_out, 0);
+  EXPECT_LT(priced.window_replays, every.window_replays);
+  EXPECT_GE(priced.window_improvements, 1);
+  EXPECT_LE(priced.best.cost.total_ns, every.best.cost.total_ns);
+  const auto tiers = priced.best.plan.TierTimeline(w);
+  for (uint32_t k : {10, 11, 12}) EXPECT_EQ(tiers[k][testing::kWindowWeights], Tier::kSlow) << k;
+}
+
+// Turns shorter than one replay (PlanSearchOptions::move_turn_share): each
+// turn plays one candidate and the next goes on after it, so the search
+// still reaches the window and ends by itself, not at its time limit.
+TEST(PlanSearch, TurnsShorterThanOneReplayStillSearchToTheEnd) {
+  Workload w = testing::WindowGraph();
+  PlacementEnv env(w, RoomConfig());
+  const ActionScores weights_slow = KeepsTheWindowWeightsSlow(env);
+  PlanSearchOptions o = OnePhase();
+  o.max_replays = 100000;
+  o.max_tensor_replays = 1000;
+  o.max_room_replays = 100;
+  o.max_window_replays = 1000;
+  o.max_seconds = 60;
+  o.move_turn_share = 0;
+  const PlanSearchResult whole_passes = SearchPlan(env, weights_slow, o);
+  o.move_turn_share = 1e-12;
+  const PlanSearchResult turns = SearchPlan(env, weights_slow, o);
+  // Ended by itself: not at its time limit, nor at a move's budget (a turn
+  // that began its pass again each time would replay the same candidates to it).
+  EXPECT_LT(turns.seconds, 30);
+  EXPECT_LT(turns.replays, o.max_replays);
+  EXPECT_LT(turns.tensor_replays, o.max_tensor_replays);
+  EXPECT_LT(turns.window_replays, o.max_window_replays);
+  EXPECT_GE(turns.window_improvements, 1);
+  EXPECT_GT(turns.replays, 0);
+  EXPECT_GT(turns.tensor_replays, 0);
+  EXPECT_NEAR(turns.best.cost.total_ns, whole_passes.best.cost.total_ns, 1e-9 * whole_passes.best.cost.total_ns);
+  const auto tiers = turns.best.plan.TierTimeline(w);
+  for (uint32_t k : {10, 11, 12}) EXPECT_EQ(tiers[k][testing::kWindowWeights], Tier::kSlow) << k;
 }
 
 TEST(PlanSearch, ANonFiniteScoreIsAnError) {
