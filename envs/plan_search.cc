@@ -693,6 +693,7 @@ PlanSearchResult SearchOnce(PlacementEnv& env, const ActionScores& scores, const
   };
   if (searching) incumbent = played_whole(std::move(incumbent));
   std::unordered_map<uint64_t, size_t> step_of = StepOf(incumbent);
+  uint64_t version = 0;  // incumbents the replays made so far
   auto try_replay = [&](const Flips& flips, Pin pin = {}) {
     Episode candidate = Replay(env, scores, incumbent, step_of, flips, result.bias, pin, replay_mode);
     result.replay_steps += static_cast<int64_t>(candidate.walked);
@@ -702,6 +703,7 @@ PlanSearchResult SearchOnce(PlacementEnv& env, const ActionScores& scores, const
     if (!faster(kept, incumbent)) return false;  // only after a mismatch
     incumbent = std::move(kept);
     ++result.improvements;
+    ++version;
     step_of = StepOf(incumbent);
     return true;
   };
@@ -756,7 +758,6 @@ PlanSearchResult SearchOnce(PlacementEnv& env, const ActionScores& scores, const
   // Each move's pass is a turn of at most move_turn_share of max_seconds;
   // one cut short goes on where it stopped at its next turn, while the
   // incumbent is the one it was cut on, and the moves after it take theirs.
-  uint64_t version = 0;  // incumbents so far
   const double turn_seconds = options.max_seconds > 0 ? options.move_turn_share * options.max_seconds : 0;
   Clock::time_point turn_start;
   bool cut = false;
@@ -792,10 +793,7 @@ PlanSearchResult SearchOnce(PlacementEnv& env, const ActionScores& scores, const
         turn = {version, i};
         return;
       }
-      if (play(i)) {
-        improved = true;
-        ++version;
-      }
+      if (play(i)) improved = true;
     }
     if (i == n) ended(turn, pass_version);
   };
@@ -823,7 +821,6 @@ PlanSearchResult SearchOnce(PlacementEnv& env, const ActionScores& scores, const
         if (try_replay({keys[c], incumbent.keys[partner]})) {
           ++result.pair_improvements;
           improved = true;
-          ++version;
           break;  // keys[c] is flipped now
         }
       }
@@ -876,14 +873,19 @@ PlanSearchResult SearchOnce(PlacementEnv& env, const ActionScores& scores, const
         if (result.window_replays >= options.max_window_replays || out_of_time()) break;
         const uint32_t t = tensors[n];
         std::vector<Pin> pins = WindowPins(env.workload(), t, static_cast<size_t>(std::max(options.window_gaps, 0)));
+        std::vector<double> prices;  // of pins, on the incumbent when they were ordered
         if (options.price_windows) {  // the dearest first; those priced at no gain not played
           std::vector<std::pair<double, size_t>> priced;
           for (size_t i = 0; i < pins.size(); ++i) priced.push_back({price(pins[i]), i});
           std::stable_sort(priced.begin(), priced.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
           std::vector<Pin> ordered;
-          for (const auto& [ns, i] : priced) ordered.push_back(pins[i]);
+          for (const auto& [ns, i] : priced) {
+            ordered.push_back(pins[i]);
+            prices.push_back(ns);
+          }
           pins = std::move(ordered);
         }
+        const uint64_t priced_version = version;
         bool stop = false;
         for (size_t p = std::min(first_window, pins.size()); p < pins.size(); ++p) {
           const Pin& pin = pins[p];
@@ -893,7 +895,8 @@ PlanSearchResult SearchOnce(PlacementEnv& env, const ActionScores& scores, const
             stop = true;
             break;
           }
-          if (options.price_windows && price(pin) <= 0) {  // priced again: an improvement changes the incumbent
+          // Priced again after an improvement: the price is the incumbent's.
+          if (options.price_windows && (version == priced_version ? prices[p] : price(pin)) <= 0) {
             ++result.windows_priced_out;
             continue;
           }
@@ -902,7 +905,6 @@ PlanSearchResult SearchOnce(PlacementEnv& env, const ActionScores& scores, const
           if (try_replay({}, pin)) {
             ++result.window_improvements;
             improved = true;
-            ++version;
             if (options.price_windows) index_incumbent();
           }
         }
