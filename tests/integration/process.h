@@ -2,9 +2,12 @@
 // started the way a user starts it.
 #pragma once
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -85,10 +88,36 @@ class ChildProcess {
   pid_t group_ = -1;
 };
 
-// A loopback TCP port that was free a moment ago.
+// A loopback TCP port that was free a moment ago. Taken below the kernel's
+// ephemeral range, so that no outgoing connection of another test can hold it
+// as its source port between this check and the child's bind (CI once lost a
+// run to 34750, inside 32768-60999); spread by pid so that tests running side
+// by side start far apart, and checked by binding it.
 inline int FreePort() {
-  static int next = 20000 + (::getpid() % 20000);
-  return next++;
+  static int ephemeral_low = [] {
+    int low = 32768, high = 60999;
+    if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+      if (std::fscanf(f, "%d %d", &low, &high) != 2) low = 32768;
+      std::fclose(f);
+    }
+    return low > 11024 ? low : 32768;
+  }();
+  constexpr int kFirst = 10000;
+  const int span = ephemeral_low - kFirst;
+  static int next = static_cast<int>((static_cast<long>(::getpid()) * 997) % span);
+  for (int tries = 0; tries < span; ++tries) {
+    const int port = kFirst + (next++ % span);
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) break;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(fd);
+    if (free) return port;
+  }
+  throw std::runtime_error("FreePort: no free loopback port below the ephemeral range");
 }
 
 }  // namespace tensortier::testing

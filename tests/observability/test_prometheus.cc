@@ -35,12 +35,6 @@ const std::string kPromtool = "/usr/bin/promtool";
 
 using testing::TempDir;
 
-int FreeLoopbackPort(int from) {
-  for (int p = from; p < from + 2000; p += 7)
-    if (LoopbackPortFree(p)) return p;
-  return 0;
-}
-
 std::string Tail(const std::string& path, size_t n = 3000) {
   std::string s;
   try {
@@ -102,7 +96,7 @@ TEST(Prometheus, EveryDashboardAndAlertQueryReturnsDataFromALiveFleet) {
       << out;
 
   const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(testing::FreePort());
-  const int learner_metrics_port = FreeLoopbackPort(31000 + ::getpid() % 5000);
+  const int learner_metrics_port = testing::FreePort();
   ASSERT_GT(learner_metrics_port, 0);
   const std::string learner_metrics = "127.0.0.1:" + std::to_string(learner_metrics_port);
   ChildProcess learner({"learner", "--bind", endpoint, "--workload", dir + "/alexnet.ttwl", "--episodes", "100000",
@@ -133,7 +127,7 @@ TEST(Prometheus, EveryDashboardAndAlertQueryReturnsDataFromALiveFleet) {
   PrometheusOptions po;
   po.dir = dir + "/prometheus";
   po.config_yaml = PrometheusConfigYaml(scrape);
-  for (int p = 32000 + ::getpid() % 5000, i = 0; i < 8; ++i, p += 11) po.ports.push_back(p);
+  for (int i = 0; i < 8; ++i) po.ports.push_back(testing::FreePort());
   std::unique_ptr<PrometheusServer> prometheus;
   try {
     prometheus = std::make_unique<PrometheusServer>(po);

@@ -160,7 +160,7 @@ TEST(TrainWithPrometheus, RunIsScrapedAndReportIsSelfContained) {
     PrometheusOptions o;
     o.dir = run + "/prometheus";
     o.config_yaml = ReadFile(run + "/prometheus/prometheus.yml");
-    for (int p = 33000 + ::getpid() % 5000, i = 0; i < 8; ++i, p += 13) o.ports.push_back(p);
+    for (int i = 0; i < 8; ++i) o.ports.push_back(testing::FreePort());
     PrometheusServer again(o);
     auto value = [&](const std::string& q) {
       nlohmann::json r = again.Query(q);
