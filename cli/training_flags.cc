@@ -249,6 +249,9 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
   cmd->add_flag_callback("--no-copy-schedule", [&c] { c.plan_search.schedule_async_copies = false; },
                          "Plan-time search, async mode: compare and return plans as the MDP makes them, without "
                          "moving each copy to the boundary where it is exposed least");
+  cmd->add_flag_callback("--no-plan-polish", [&c] { c.plan_search.polish_plan = false; },
+                         "Plan-time search: return the search's plan as it ends, without trying each tensor it copies "
+                         "in one tier all iteration on the plan itself");
   cmd->add_option("--search-cyclic-replays", c.plan_search.max_cyclic_replays,
                   "Plan-time search, after the rollouts: each persistent tensor the plan ends in another tier than it "
                   "starts (a copy back after the last kernel) kept in its starting or its last tier all the iteration "
@@ -320,7 +323,7 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
         "--search-replays", "--search-replays-per-improvement", "--search-cyclic-replays",
         "--search-blocker-replays", "--search-pair-replays", "--search-room-replays", "--search-tensor-replays",
         "--search-window-replays", "--no-window-pricing", "--search-move-turn-share",
-        "--no-copy-schedule", "--ilp-seconds", "--ilp-fixed-shares"}},
+        "--no-copy-schedule", "--no-plan-polish", "--ilp-seconds", "--ilp-fixed-shares"}},
       {"Fleet and metrics", {"--heartbeat-ms", "--metrics-address"}},
   });
 }

@@ -12,6 +12,7 @@
 #include "envs/copy_schedule.h"
 #include "envs/cost_model.h"
 #include "envs/demonstration.h"
+#include "envs/plan_polish.h"
 
 namespace tensortier {
 namespace {
@@ -928,6 +929,24 @@ PlanSearchResult SearchOnce(PlacementEnv& env, const ActionScores& scores, const
       result.best.price_score = PriceScore(w, result.best.cost.dram_peak_bytes);
       result.copies_moved = scheduled.moved;
       result.copy_schedule_saved_ns = scheduled.saved_ns;
+    }
+  }
+  // After the copy schedule, so that the polish prices the plan as it is
+  // returned: before it, on paper ResNet-152 async, its edits left the
+  // schedule 9 ms less to save than they saved themselves (1.6 ms).
+  if (options.polish_plan && options.max_rollouts > 1 && !result.best.oom) {
+    const Workload& w = env.workload();
+    // A tenth of the search's limit at most: on ResNet-152 it took under 0.7 s of 120.
+    PlanPolishOptions polish;
+    polish.max_seconds = 0.1 * options.max_seconds;
+    PlanPolishResult polished = PolishValidPlan(w, result.best.plan, polish);
+    result.polish_edits = polished.edits_kept;
+    result.polish_saved_ns = polished.saved_ns;
+    if (polished.edits_kept > 0) {
+      result.best.plan = std::move(polished.plan);
+      result.best.cost = std::move(polished.cost);
+      result.best.normalised_cost = NormalisedCost(w, result.best.cost.total_ns);
+      result.best.price_score = PriceScore(w, result.best.cost.dram_peak_bytes);
     }
   }
   for (uint8_t d : incumbent.deviates) result.deviations += d;

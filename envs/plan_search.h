@@ -132,6 +132,13 @@ struct PlanSearchOptions {
   // issues a prefetch at the kernel before the use, which crowds copies
   // under a few kernels. False: by the episodes' own plans.
   bool schedule_async_copies = true;
+  // The best plan's copied tensors each tried in one tier all iteration,
+  // priced by the cost model on the plan itself, outside the MDP
+  // (envs/plan_polish.h), after its copies are scheduled. best_episode_plan
+  // stays the MDP's. With max_seconds, for a tenth of it at most. Not with
+  // max_rollouts 1 (the greedy plan alone).
+  // False: the search's plan as it ends.
+  bool polish_plan = true;
 };
 
 struct PlanSearchResult {
@@ -142,8 +149,10 @@ struct PlanSearchResult {
   EpisodeSummary best;
   // The best episode's own plan, as the MDP made it: what a network can
   // imitate (the MDP cannot say when a copy starts). best.plan without
-  // rescheduled copies.
+  // rescheduled copies and without the polish's edits.
   PlacementPlan best_episode_plan;
+  int polish_edits = 0;         // tensors the polish put in one tier (PlanSearchOptions::polish_plan)
+  double polish_saved_ns = 0;
   int copies_moved = 0;         // by the copy schedule of the best plan
   double copy_schedule_saved_ns = 0;
   float bias = 0;               // of the biased episode the deviations started from (0: the greedy one)

@@ -141,6 +141,8 @@ void LogSearch(const PlanSearchResult& searched, const std::string& name, const 
       .kv("window_replays", searched.window_replays)
       .kv("window_improvements", searched.window_improvements)
       .kv("windows_priced_out", searched.windows_priced_out)
+      .kv("polish_edits", searched.polish_edits)
+      .kv("polish_saved_ns", searched.polish_saved_ns)
       .kv("shortening_mismatches", searched.shortening_mismatches)
       .kv("improvements", searched.improvements)
       .kv("copies_moved", searched.copies_moved)

@@ -348,6 +348,8 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
                               {"window_replays", result.search.window_replays},
                               {"window_improvements", result.search.window_improvements},
                               {"windows_priced_out", result.search.windows_priced_out},
+                              {"polish_edits", result.search.polish_edits},
+                              {"polish_saved_ns", result.search.polish_saved_ns},
                               {"replay_steps", result.search.replay_steps},
                               {"replay_episode_steps", result.search.replay_episode_steps},
                               {"shortening_mismatches", result.search.shortening_mismatches},

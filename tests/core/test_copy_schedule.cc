@@ -197,6 +197,7 @@ TEST(CopySchedule, TheSearchScoresAndReturnsScheduledPlans) {
   o.max_replays = 200;
   o.max_tensor_replays = 50;
   o.max_room_replays = 50;
+  o.polish_plan = false;  // the copy schedule's part alone
   const PlanSearchResult on = SearchPlan(env, scores, o);
   EXPECT_GT(on.copies_moved, 0);
   EXPECT_GT(on.copy_schedule_saved_ns, 0);

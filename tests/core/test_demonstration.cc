@@ -39,6 +39,7 @@ PlanSearchOptions OnePhase() {
   o.max_tensor_replays = 0;
   o.max_room_replays = 0;
   o.max_window_replays = 0;
+  o.polish_plan = false;  // a phase's plan as it found it
   return o;
 }
 
@@ -336,6 +337,7 @@ TEST(PlanSearch, ABiasShiftsThePolicysPreferenceAndTheFasterEpisodeIsKept) {
   o.max_replays = 0;
   o.max_pair_replays = 0;
   o.biases = {0.1f};
+  o.polish_plan = false;
   PlanSearchResult r = SearchPlan(env, [](const Observation&) { return std::make_pair(0.05f, 0.0f); }, o);
   EXPECT_EQ(r.rollouts, 2);
   EXPECT_TRUE(r.greedy.plan == fill.plan);

@@ -1,0 +1,52 @@
+// Whole-tensor edits of a finished plan, priced by the cost model alone.
+// The plan-time search changes a plan through the placement MDP, where
+// freeing a tensor's DRAM lets later requests the incumbent had clipped take
+// it, and one change cascades into others; a move that would pay on its own
+// can lose so. On ResNet-152 (default scale, sync, DRAM 0.2) the searched
+// plan ended with five 2.3 MB gradients fetched, evicted and read from the
+// slow tier between: 2.4 ms each where the slow tier throughout costs 1.8
+// (docs/results/learning.md, session forty-two). This pass edits the plan
+// itself: for each tensor the plan copies between tiers, the costliest
+// first, the same plan with that tensor in one tier all iteration (the slow
+// tier, which only frees DRAM, or DRAM where it still fits), kept where it
+// is faster; then the tensors read from the slow tier in DRAM all
+// iteration, with another tensor put in the slow tier where DRAM needs the
+// room; in passes until one keeps none.
+#pragma once
+
+#include "envs/cost_model.h"
+#include "envs/placement_plan.h"
+#include "envs/workload.h"
+
+namespace tensortier {
+
+struct PlanPolishOptions {
+  int max_passes = 4;      // over the copied tensors; stops early when a pass keeps no edit
+  double max_seconds = 0;  // 0 = no limit; checked between edits
+  // Then, each pass: the `room_tensors` tensors read from the slow tier
+  // that cost the most there, each tried in DRAM all iteration, and where
+  // that overfills DRAM, with one of the `room_blockers` largest tensors
+  // DRAM holds at the first kernel over the limit in the slow tier all
+  // iteration (ResNet-152, default sync: 64 and 8 kept 8 edits, 1,024 and
+  // 16 kept 11; the largest blockers together as well found nothing more;
+  // docs/results/learning.md, session forty-two). 0 = none.
+  int room_tensors = 1024;
+  int room_blockers = 16;
+};
+
+struct PlanPolishResult {
+  PlacementPlan plan;      // the input when no edit paid
+  CostReport cost;         // of `plan`
+  double saved_ns = 0;     // the input's cost less `cost`
+  int edits_tried = 0;
+  int edits_kept = 0;
+  int passes = 0;
+  double seconds = 0;
+};
+
+// Without plan.Validate(w), as EvaluateValidPlan: for a plan valid by
+// construction (a PlacementEnv episode's). A plan over its DRAM limit is
+// returned as it is.
+PlanPolishResult PolishValidPlan(const Workload& w, const PlacementPlan& plan, const PlanPolishOptions& options = {});
+
+}  // namespace tensortier

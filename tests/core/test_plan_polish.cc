@@ -1,0 +1,155 @@
+// The plan polish: a tensor the plan copies between tiers put in one tier
+// all iteration where the cost model says that is faster and DRAM holds.
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "envs/cost_model.h"
+#include "envs/placement_env.h"
+#include "envs/plan_polish.h"
+#include "envs/plan_search.h"
+#include "envs/synthetic.h"
+
+namespace tensortier {
+namespace {
+
+// Six kernels of 100 ns. G (200 B, tensor 0) is read at k0, k2 and k4,
+// 30 ns more each from the slow tier; R (`r_bytes`, tensor 1) is written at
+// k3 and read at k4, `r_penalty_ns` more each from the slow tier. Every
+// copy of G takes 100 ns.
+Workload ThreeUses(uint64_t r_bytes, double r_penalty_ns = 10) {
+  Workload w;
+  w.name = "three-uses";
+  for (uint32_t k = 0; k < 6; ++k) w.kernels.push_back({"k" + std::to_string(k), 100});
+  w.tensors = {
+      {"G", 200, TensorKind::kGradient, 0, 4, false},
+      {"R", r_bytes, TensorKind::kActivation, 3, 4, false},
+  };
+  w.accesses = {{0, 0, 1, 0, 30}, {2, 0, 1, 0, 30}, {3, 1, 0, 1, r_penalty_ns}, {4, 0, 1, 0, 30}, {4, 1, 1, 0, r_penalty_ns}};
+  w.device.dram_to_slow_bytes_per_second = 2e9;
+  w.device.slow_to_dram_bytes_per_second = 2e9;
+  w.Finalize();
+  return w;
+}
+
+// G read from the slow tier at k0, fetched for k2, evicted before k4: two
+// copies and two slow reads, where the slow tier throughout costs three.
+PlacementPlan FetchedAndEvicted(const Workload& w, uint64_t dram_limit_bytes) {
+  PlacementPlan p = PlacementPlan::Uniform(w, Tier::kDram, dram_limit_bytes);
+  p.mode = MigrationMode::kSync;
+  p.initial_tiers[0] = Tier::kSlow;
+  p.migrations = {{0, 0, Tier::kDram}, {2, 0, Tier::kSlow}};
+  p.Normalize();
+  return p;
+}
+
+// Without the room edits.
+PlanPolishOptions OneTierOnly() {
+  PlanPolishOptions o;
+  o.room_tensors = 0;
+  return o;
+}
+
+TEST(PlanPolish, ATensorCopiedAndReadFromTheSlowTierStaysThereWhereDramCannotHoldIt) {
+  const Workload w = ThreeUses(400);
+  const PlacementPlan plan = FetchedAndEvicted(w, 400);  // G and R do not fit together at k3-k4
+  const CostReport before = EvaluatePlan(w, plan);
+  ASSERT_FALSE(before.oom);
+  EXPECT_DOUBLE_EQ(before.total_ns, 600 + 2 * 30 + 2 * 100);
+  const PlanPolishResult r = PolishValidPlan(w, plan, OneTierOnly());
+  EXPECT_EQ(r.edits_kept, 1);
+  EXPECT_EQ(r.plan.initial_tiers[0], Tier::kSlow);
+  EXPECT_TRUE(r.plan.migrations.empty());
+  EXPECT_DOUBLE_EQ(r.cost.total_ns, 600 + 3 * 30);
+  EXPECT_DOUBLE_EQ(r.saved_ns, before.total_ns - r.cost.total_ns);
+  EXPECT_DOUBLE_EQ(EvaluatePlan(w, r.plan).total_ns, r.cost.total_ns);
+  EXPECT_FALSE(r.cost.oom);
+}
+
+// With the room edits: G in DRAM all iteration, R (read and written once,
+// 10 ns each from the slow tier) in the slow tier to make room for it.
+TEST(PlanPolish, ATensorTradesItsDramForAnothersWhereThatPays) {
+  const Workload w = ThreeUses(400);
+  const PlanPolishResult r = PolishValidPlan(w, FetchedAndEvicted(w, 400));
+  EXPECT_EQ(r.edits_kept, 2);  // G in the slow tier all iteration, then G's DRAM for R's
+  EXPECT_EQ(r.plan.initial_tiers[0], Tier::kDram);
+  EXPECT_EQ(r.plan.initial_tiers[1], Tier::kSlow);
+  EXPECT_TRUE(r.plan.migrations.empty());
+  EXPECT_DOUBLE_EQ(r.cost.total_ns, 600 + 2 * 10);
+  EXPECT_LE(r.cost.dram_peak_bytes, 400u);
+  // Where R costs more in the slow tier than G does, no trade.
+  const Workload dear_r = ThreeUses(400, 100);
+  const PlanPolishResult kept = PolishValidPlan(dear_r, FetchedAndEvicted(dear_r, 400));
+  EXPECT_EQ(kept.plan.initial_tiers[0], Tier::kSlow);
+  EXPECT_EQ(kept.plan.initial_tiers[1], Tier::kDram);
+  EXPECT_DOUBLE_EQ(kept.cost.total_ns, 600 + 3 * 30);
+}
+
+TEST(PlanPolish, DramAllIterationWinsWhereItFits) {
+  const Workload w = ThreeUses(400);
+  const PlanPolishResult r = PolishValidPlan(w, FetchedAndEvicted(w, 600));
+  EXPECT_EQ(r.edits_kept, 1);
+  EXPECT_EQ(r.plan.initial_tiers[0], Tier::kDram);
+  EXPECT_TRUE(r.plan.migrations.empty());
+  EXPECT_DOUBLE_EQ(r.cost.total_ns, 600);
+  EXPECT_LE(r.cost.dram_peak_bytes, 600u);
+}
+
+TEST(PlanPolish, APlanWithoutCopiesOrOutOfMemoryIsLeftAsItIs) {
+  const Workload w = ThreeUses(400);
+  const PlacementPlan uniform = PlacementPlan::Uniform(w, Tier::kSlow, 400);
+  const PlanPolishResult none = PolishValidPlan(w, uniform, OneTierOnly());
+  EXPECT_EQ(none.edits_tried, 0);
+  EXPECT_TRUE(none.plan == uniform);
+
+  const PlacementPlan over = FetchedAndEvicted(w, 100);  // R alone overfills DRAM
+  ASSERT_TRUE(EvaluatePlan(w, over).oom);
+  const PlanPolishResult left = PolishValidPlan(w, over);
+  EXPECT_EQ(left.edits_kept, 0);
+  EXPECT_TRUE(left.plan == over);
+}
+
+// On the plans the search makes of synthetic training iterations: the
+// polished plan never costs more than the MDP's, is priced as the cost model
+// prices it, fits, and the plan a network would imitate stays the MDP's.
+TEST(PlanPolish, TheSearchReturnsThePolishedPlanAndKeepsTheEpisodesOwn) {
+  int polished_plans = 0;
+  for (SyntheticShape shape : {SyntheticShape::kResnetLike, SyntheticShape::kVggLike}) {
+    SyntheticOptions so;
+    so.shape = shape;
+    so.layers = 8;
+    Workload w = GenerateSynthetic(so);
+    w.Finalize();
+    EnvConfig c;
+    c.dram_limit_bytes = static_cast<uint64_t>(0.2 * static_cast<double>(w.peak_live_bytes()));
+    c.mode = MigrationMode::kSync;
+    PlacementEnv env(w, c);
+    // A policy that asks for DRAM everywhere but at every third tensor.
+    const ActionScores scores = [](const Observation& o) {
+      return std::pair<float, float>{0.f, static_cast<int>(o[0] * 1000) % 3 == 0 ? 1.f : -1.f};
+    };
+    PlanSearchOptions o;
+    o.max_rollouts = 4;
+    o.max_replays = 16;
+    o.max_tensor_replays = 64;
+    o.max_room_replays = 64;
+    o.max_window_replays = 64;
+    o.polish_plan = false;
+    const PlanSearchResult plain = SearchPlan(env, scores, o);
+    o.polish_plan = true;
+    const PlanSearchResult polished = SearchPlan(env, scores, o);
+    EXPECT_TRUE(polished.best_episode_plan == plain.best_episode_plan) << so.layers;
+    EXPECT_LE(polished.best.cost.total_ns, plain.best.cost.total_ns);
+    EXPECT_DOUBLE_EQ(EvaluatePlan(w, polished.best.plan).total_ns, polished.best.cost.total_ns);
+    EXPECT_FALSE(polished.best.cost.oom);
+    EXPECT_LE(polished.best.cost.dram_peak_bytes, c.dram_limit_bytes);
+    EXPECT_NEAR(polished.polish_saved_ns, plain.best.cost.total_ns - polished.best.cost.total_ns, 1e-6);
+    EXPECT_EQ(polished.polish_edits > 0, polished.polish_saved_ns > 0);
+    polished_plans += polished.polish_edits > 0;
+  }
+  EXPECT_GT(polished_plans, 0);  // the premise: the MDP's search leaves some
+}
+
+}  // namespace
+}  // namespace tensortier
