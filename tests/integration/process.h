@@ -2,12 +2,9 @@
 // started the way a user starts it.
 #pragma once
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +14,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "metrics/prometheus_server.h"
 
 extern char** environ;
 
@@ -107,15 +106,7 @@ inline int FreePort() {
   static int next = static_cast<int>((static_cast<long>(::getpid()) * 997) % span);
   for (int tries = 0; tries < span; ++tries) {
     const int port = kFirst + (next++ % span);
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) break;
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-    ::close(fd);
-    if (free) return port;
+    if (LoopbackPortFree(port)) return port;
   }
   throw std::runtime_error("FreePort: no free loopback port below the ephemeral range");
 }
