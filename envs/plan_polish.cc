@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -35,6 +36,57 @@ std::vector<uint32_t> InDramAt(const Workload& w, const PlacementPlan& plan, uin
                                                               : a < b;
   });
   return held;
+}
+
+// `plan` with tensor t out of DRAM around kernel k, which does not use it:
+// put in the slow tier after its last use before k and fetched back for its
+// first use after k where the plan had it in DRAM there (in async mode one
+// kernel early, so that the copy lands before that use); the rest of its
+// schedule as the plan has it. A tensor with no use before k is in the slow
+// tier from the iteration's start, one with none after until its end. Empty
+// where t is used at k, or where k would not see its DRAM freed.
+std::optional<PlacementPlan> OutOfDramAround(const Workload& w, const PlacementPlan& plan, uint32_t t, uint32_t k) {
+  const Tensor& x = w.tensors[t];
+  const std::vector<uint32_t>& uses = w.kernels_of_tensor(t);
+  const auto after = std::upper_bound(uses.begin(), uses.end(), k);
+  if (after != uses.begin() && *(after - 1) == k) return std::nullopt;
+  const int64_t K = static_cast<int64_t>(w.num_kernels());
+  const int64_t lead = plan.mode == MigrationMode::kAsync ? 1 : 0;
+  // A copy between kernels b and b + 1 needs t live across that boundary
+  // (PlacementPlan::Validate).
+  auto live_across = [&](int64_t b) { return x.alloc_kernel <= b && b + 1 <= x.free_kernel; };
+  int64_t evict_after = -1, fetch_after = K - 1;  // t is out of DRAM after the boundaries [evict_after, fetch_after)
+  if (after != uses.begin()) {
+    evict_after = *(after - 1);
+    if (!live_across(evict_after)) return std::nullopt;
+  }
+  if (after != uses.end()) {
+    fetch_after = static_cast<int64_t>(*after) - 1 - lead;
+    if (fetch_after < 0 || !live_across(fetch_after)) return std::nullopt;
+  }
+  const int64_t freed_from = evict_after < 0 ? 0 : evict_after + 1 + lead;
+  if (static_cast<int64_t>(k) < freed_from || static_cast<int64_t>(k) > fetch_after) return std::nullopt;
+  // t's tier after each boundary, [b + 1] for the boundary after kernel b
+  // ([0]: the iteration's start).
+  std::vector<Tier> tier(static_cast<size_t>(K + 1), plan.initial_tiers[t]);
+  PlacementPlan edited = plan;
+  edited.migrations.clear();
+  size_t next = 0;
+  std::vector<Migration> own;
+  for (const Migration& m : plan.migrations)
+    (m.tensor == t ? own : edited.migrations).push_back(m);
+  for (int64_t b = 0; b < K; ++b) {
+    tier[b + 1] = tier[b];
+    for (; next < own.size() && own[next].after_kernel <= b; ++next) tier[b + 1] = own[next].to;
+  }
+  const int64_t back_after = after != uses.end() ? fetch_after : K;  // no fetch where no use follows
+  for (int64_t b = evict_after; b < back_after; ++b) tier[b + 1] = Tier::kSlow;
+  edited.initial_tiers[t] = tier[0];
+  for (int64_t b = 0; b < K; ++b)
+    if (tier[b + 1] != tier[b]) edited.migrations.push_back({static_cast<int32_t>(b), t, tier[b + 1]});
+  edited.Normalize();
+  if (edited == plan) return std::nullopt;
+  return edited;
 }
 
 }  // namespace
@@ -99,14 +151,17 @@ PlanPolishResult PolishValidPlan(const Workload& w, const PlacementPlan& input, 
       if (keep(best)) kept_any = true;
     }
     if (kept_any) EvaluateValidPlan(w, result.plan, result.cost, nullptr, &ledger);
-    // Room: the tensors read from the slow tier, the costliest first, in
-    // DRAM all iteration; where that overfills DRAM, with one of the
-    // largest tensors DRAM holds at the first kernel over the limit put in
-    // the slow tier all iteration. One tensor's DRAM for another's, the
+    // Room: the tensors read from the slow tier or copied, the costliest
+    // first, in DRAM all iteration; where that overfills DRAM, room made at
+    // the first kernel over the limit: one of the largest tensors DRAM holds
+    // there in the slow tier all iteration or only around it, or the tensor
+    // itself out of DRAM around it. One tensor's DRAM for another's, the
     // trade the search's MDP moves make one decision at a time.
     std::vector<std::pair<double, uint32_t>> slow_read;
-    for (uint32_t t = 0; t < w.num_tensors(); ++t)
-      if (ledger.slow_penalty_ns[t] > 0 && !w.tensors[t].pinned_dram) slow_read.push_back({ledger.slow_penalty_ns[t], t});
+    for (uint32_t t = 0; t < w.num_tensors(); ++t) {
+      const double ns = ledger.slow_penalty_ns[t] + ledger.copy_ns[t];
+      if (ns > 0 && !w.tensors[t].pinned_dram) slow_read.push_back({ns, t});
+    }
     std::sort(slow_read.begin(), slow_read.end(),
               [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
     if (slow_read.size() > static_cast<size_t>(std::max(options.room_tensors, 0)))
@@ -114,16 +169,40 @@ PlanPolishResult PolishValidPlan(const Workload& w, const PlacementPlan& input, 
     bool room_kept = false;
     for (const auto& [ns, t] : slow_read) {
       if (out_of_time()) break;
-      const PlacementPlan in_dram = InOneTier(result.plan, t, Tier::kDram);
+      // t in DRAM all iteration; while that overfills DRAM, the room
+      // edits at the first kernel over the limit, each priced; one that fits
+      // is a candidate, and the cheapest that still overfills (but later)
+      // is the chain's next step. Every edit adds slow-tier time, so a chain
+      // already dearer than the plan stops.
       BestEdit best;
-      const CostReport& alone = consider(best, in_dram);
-      if (alone.oom && alone.oom_kernel >= 0) {
+      PlacementPlan chain = InOneTier(result.plan, t, Tier::kDram);
+      CostReport chain_cost = consider(best, chain);
+      for (int depth = 0; depth < std::max(options.room_depth, 1) && chain_cost.oom && chain_cost.oom_kernel >= 0 &&
+                          chain_cost.total_ns < result.cost.total_ns;
+           ++depth) {
+        const auto oom_kernel = static_cast<uint32_t>(chain_cost.oom_kernel);
+        std::optional<PlacementPlan> next;
+        CostReport next_cost;
+        auto step = [&](PlacementPlan edited) {
+          const CostReport& c = consider(best, edited);
+          if (!c.oom || c.oom_kernel <= chain_cost.oom_kernel) return;
+          if (next && next_cost.total_ns <= c.total_ns) return;
+          next_cost = c;
+          next = std::move(edited);
+        };
+        if (options.gap_edits)
+          if (auto gap = OutOfDramAround(w, chain, t, oom_kernel)) step(std::move(*gap));
         int tried = 0;
-        for (uint32_t b : InDramAt(w, in_dram, static_cast<uint32_t>(alone.oom_kernel))) {
+        for (uint32_t b : InDramAt(w, chain, oom_kernel)) {
           if (b == t) continue;
           if (tried++ >= options.room_blockers) break;
-          consider(best, InOneTier(in_dram, b, Tier::kSlow));
+          step(InOneTier(chain, b, Tier::kSlow));
+          if (options.gap_edits)
+            if (auto gap = OutOfDramAround(w, chain, b, oom_kernel)) step(std::move(*gap));
         }
+        if (!next) break;
+        chain = std::move(*next);
+        chain_cost = std::move(next_cost);
       }
       if (keep(best)) kept_any = room_kept = true;
     }

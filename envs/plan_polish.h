@@ -1,4 +1,4 @@
-// Whole-tensor edits of a finished plan, priced by the cost model alone.
+// Edits of a finished plan, priced by the cost model alone.
 // The plan-time search changes a plan through the placement MDP, where
 // freeing a tensor's DRAM lets later requests the incumbent had clipped take
 // it, and one change cascades into others; a move that would pay on its own
@@ -9,9 +9,11 @@
 // itself: for each tensor the plan copies between tiers, the costliest
 // first, the same plan with that tensor in one tier all iteration (the slow
 // tier, which only frees DRAM, or DRAM where it still fits), kept where it
-// is faster; then the tensors read from the slow tier in DRAM all
-// iteration, with another tensor put in the slow tier where DRAM needs the
-// room; in passes until one keeps none.
+// is faster; then the tensors read from the slow tier or copied in DRAM all
+// iteration, with room made where DRAM overfills (another tensor in the slow
+// tier, all iteration or around the kernel over the limit, or the tensor
+// itself out of DRAM around it; step after step while each still overfills
+// later); in passes until one keeps none.
 #pragma once
 
 #include "envs/cost_model.h"
@@ -23,8 +25,8 @@ namespace tensortier {
 struct PlanPolishOptions {
   int max_passes = 4;      // over the copied tensors; stops early when a pass keeps no edit
   double max_seconds = 0;  // 0 = no limit; checked between edits
-  // Then, each pass: the `room_tensors` tensors read from the slow tier
-  // that cost the most there, each tried in DRAM all iteration, and where
+  // Then, each pass: the `room_tensors` tensors read from the slow tier or
+  // copied that cost the most so, each tried in DRAM all iteration, and where
   // that overfills DRAM, with one of the `room_blockers` largest tensors
   // DRAM holds at the first kernel over the limit in the slow tier all
   // iteration (ResNet-152, default sync: 64 and 8 kept 8 edits, 1,024 and
@@ -32,6 +34,15 @@ struct PlanPolishOptions {
   // docs/results/learning.md, session forty-two). 0 = none.
   int room_tensors = 1024;
   int room_blockers = 16;
+  // With the room edits: the tensor, and each blocker, also tried in DRAM
+  // all iteration except around the kernel over the limit (put in the slow
+  // tier after its last use before it, fetched for its first use after):
+  // two copies where the slow tier throughout costs more.
+  bool gap_edits = true;
+  // Where every room edit still overfills DRAM (later), the cheapest of them
+  // is taken and the room edits are tried again at the next kernel over the
+  // limit, up to this many steps.
+  int room_depth = 4;
 };
 
 struct PlanPolishResult {
