@@ -143,6 +143,7 @@ void LogSearch(const PlanSearchResult& searched, const std::string& name, const 
       .kv("windows_priced_out", searched.windows_priced_out)
       .kv("polish_edits", searched.polish_edits)
       .kv("polish_saved_ns", searched.polish_saved_ns)
+      .kv("polish_seconds", searched.polish_seconds)
       .kv("shortening_mismatches", searched.shortening_mismatches)
       .kv("improvements", searched.improvements)
       .kv("copies_moved", searched.copies_moved)

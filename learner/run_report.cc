@@ -350,6 +350,7 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
                               {"windows_priced_out", result.search.windows_priced_out},
                               {"polish_edits", result.search.polish_edits},
                               {"polish_saved_ns", result.search.polish_saved_ns},
+                              {"polish_seconds", result.search.polish_seconds},
                               {"replay_steps", result.search.replay_steps},
                               {"replay_episode_steps", result.search.replay_episode_steps},
                               {"shortening_mismatches", result.search.shortening_mismatches},
