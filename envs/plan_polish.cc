@@ -157,17 +157,17 @@ PlanPolishResult PolishValidPlan(const Workload& w, const PlacementPlan& input, 
     // there in the slow tier all iteration or only around it, or the tensor
     // itself out of DRAM around it. One tensor's DRAM for another's, the
     // trade the search's MDP moves make one decision at a time.
-    std::vector<std::pair<double, uint32_t>> slow_read;
+    std::vector<std::pair<double, uint32_t>> room_candidates;
     for (uint32_t t = 0; t < w.num_tensors(); ++t) {
       const double ns = ledger.slow_penalty_ns[t] + ledger.copy_ns[t];
-      if (ns > 0 && !w.tensors[t].pinned_dram) slow_read.push_back({ns, t});
+      if (ns > 0 && !w.tensors[t].pinned_dram) room_candidates.push_back({ns, t});
     }
-    std::sort(slow_read.begin(), slow_read.end(),
+    std::sort(room_candidates.begin(), room_candidates.end(),
               [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
-    if (slow_read.size() > static_cast<size_t>(std::max(options.room_tensors, 0)))
-      slow_read.resize(static_cast<size_t>(std::max(options.room_tensors, 0)));
+    if (room_candidates.size() > static_cast<size_t>(std::max(options.room_tensors, 0)))
+      room_candidates.resize(static_cast<size_t>(std::max(options.room_tensors, 0)));
     bool room_kept = false;
-    for (const auto& [ns, t] : slow_read) {
+    for (const auto& [ns, t] : room_candidates) {
       if (out_of_time()) break;
       // t in DRAM all iteration; while that overfills DRAM, the room
       // edits at the first kernel over the limit, each priced; one that fits
