@@ -871,8 +871,8 @@ int Main(int argc, char** argv) {
                            "every *+search policy, async mode: plans as the MDP "
                            "makes them, without moving each copy to the boundary where it is exposed least");
   bench->add_flag_callback("--no-plan-polish", [&bench_opts] { bench_opts.search.polish_plan = false; },
-                           "every *+search policy: the search's plan as it ends, without trying each tensor it copies "
-                           "in one tier all iteration on the plan itself");
+                           "every *+search policy: the search's plan as it ends, without the polish's edits on the plan "
+                           "itself (a copied tensor in one tier all iteration; a tensor in DRAM with room made for it)");
   bench->add_option("--search-tensor-replays", bench_opts.search.max_tensor_replays,
                     "every *+search policy: when single flips improve nothing, episodes that put every decision "
                     "of one tensor in one tier, the least sure tensors first (0: none)")

@@ -250,8 +250,8 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
                          "Plan-time search, async mode: compare and return plans as the MDP makes them, without "
                          "moving each copy to the boundary where it is exposed least");
   cmd->add_flag_callback("--no-plan-polish", [&c] { c.plan_search.polish_plan = false; },
-                         "Plan-time search: return the search's plan as it ends, without trying each tensor it copies "
-                         "in one tier all iteration on the plan itself");
+                         "Plan-time search: return the search's plan as it ends, without the polish's edits on the plan "
+                         "itself (a copied tensor in one tier all iteration; a tensor in DRAM with room made for it)");
   cmd->add_option("--search-cyclic-replays", c.plan_search.max_cyclic_replays,
                   "Plan-time search, after the rollouts: each persistent tensor the plan ends in another tier than it "
                   "starts (a copy back after the last kernel) kept in its starting or its last tier all the iteration "

@@ -38,6 +38,12 @@ std::vector<uint32_t> InDramAt(const Workload& w, const PlacementPlan& plan, uin
   return held;
 }
 
+// (ns, tensor) pairs, the most ns first, ties by tensor index.
+void SortCostliestFirst(std::vector<std::pair<double, uint32_t>>& tensors) {
+  std::sort(tensors.begin(), tensors.end(),
+            [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+}
+
 // `plan` with tensor t out of DRAM around kernel k, which does not use it:
 // put in the slow tier after its last use before k and fetched back for its
 // first use after k where the plan had it in DRAM there (in async mode one
@@ -142,8 +148,7 @@ PlanPolishResult PolishValidPlan(const Workload& w, const PlacementPlan& input, 
         seen[m.tensor] = 1;
         copied.push_back({ledger.slow_penalty_ns[m.tensor] + ledger.copy_ns[m.tensor], m.tensor});
       }
-    std::sort(copied.begin(), copied.end(),
-              [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+    SortCostliestFirst(copied);
     for (const auto& [ns, t] : copied) {
       if (out_of_time()) break;
       BestEdit best;
@@ -162,8 +167,7 @@ PlanPolishResult PolishValidPlan(const Workload& w, const PlacementPlan& input, 
       const double ns = ledger.slow_penalty_ns[t] + ledger.copy_ns[t];
       if (ns > 0 && !w.tensors[t].pinned_dram) room_candidates.push_back({ns, t});
     }
-    std::sort(room_candidates.begin(), room_candidates.end(),
-              [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+    SortCostliestFirst(room_candidates);
     if (room_candidates.size() > static_cast<size_t>(std::max(options.room_tensors, 0)))
       room_candidates.resize(static_cast<size_t>(std::max(options.room_tensors, 0)));
     bool room_kept = false;

@@ -27,17 +27,17 @@ struct PlanPolishOptions {
   double max_seconds = 0;  // 0 = no limit; checked between edits
   // Then, each pass: the `room_tensors` tensors read from the slow tier or
   // copied that cost the most so, each tried in DRAM all iteration, and where
-  // that overfills DRAM, with one of the `room_blockers` largest tensors
-  // DRAM holds at the first kernel over the limit in the slow tier all
-  // iteration (ResNet-152, default sync: 64 and 8 kept 8 edits, 1,024 and
+  // that overfills DRAM, room made there: one of the `room_blockers`
+  // largest tensors DRAM holds at the first kernel over the limit in the
+  // slow tier all iteration (ResNet-152, default sync: 64 and 8 kept 8 edits, 1,024 and
   // 16 kept 11; the largest blockers together as well found nothing more;
   // docs/results/learning.md, session forty-two). 0 = none.
   int room_tensors = 1024;
   int room_blockers = 16;
-  // With the room edits: the tensor, and each blocker, also tried in DRAM
-  // all iteration except around the kernel over the limit (put in the slow
-  // tier after its last use before it, fetched for its first use after):
-  // two copies where the slow tier throughout costs more.
+  // With the room edits: the tensor, and each blocker, also tried out of
+  // DRAM around the kernel over the limit only (put in the slow tier after
+  // its last use before it, fetched for its first use after, the rest of its
+  // schedule kept): two copies where the slow tier throughout costs more.
   bool gap_edits = true;
   // Where every room edit still overfills DRAM (later), the cheapest of them
   // is taken and the room edits are tried again at the next kernel over the
