@@ -38,6 +38,23 @@ std::vector<uint32_t> InDramAt(const Workload& w, const PlacementPlan& plan, uin
   return held;
 }
 
+// DRAM bytes over the plan's limit, summed over the kernels: how far a plan
+// is from fitting. A room edit that frees part of what one kernel needs
+// brings it closer without moving the first kernel over the limit.
+uint64_t DramOverflowBytes(const KernelLedger& ledger, uint64_t dram_limit_bytes) {
+  uint64_t sum = 0;
+  for (uint64_t bytes : ledger.dram_bytes)
+    if (bytes > dram_limit_bytes) sum += bytes - dram_limit_bytes;
+  return sum;
+}
+
+// DRAM bytes over the limit at kernel k (0 where k is not over it).
+uint64_t ExcessAt(const KernelLedger& ledger, int32_t k, uint64_t dram_limit_bytes) {
+  if (k < 0 || static_cast<size_t>(k) >= ledger.dram_bytes.size()) return 0;
+  const uint64_t bytes = ledger.dram_bytes[static_cast<size_t>(k)];
+  return bytes > dram_limit_bytes ? bytes - dram_limit_bytes : 0;
+}
+
 // (ns, tensor) pairs, the most ns first, ties by tensor index.
 void SortCostliestFirst(std::vector<std::pair<double, uint32_t>>& tensors) {
   std::sort(tensors.begin(), tensors.end(),
@@ -118,9 +135,9 @@ PlanPolishResult PolishValidPlan(const Workload& w, const PlacementPlan& input, 
     bool found = false;
   };
   // Prices `edited`; returns its cost report (best.cost where it is the best now).
-  auto consider = [&](BestEdit& best, PlacementPlan edited) -> const CostReport& {
+  auto consider = [&](BestEdit& best, PlacementPlan edited, KernelLedger* kernels = nullptr) -> const CostReport& {
     ++result.edits_tried;
-    EvaluateValidPlan(w, edited, candidate_cost);
+    EvaluateValidPlan(w, edited, candidate_cost, kernels);
     if (candidate_cost.oom || candidate_cost.total_ns >= (best.found ? best.cost : result.cost).total_ns)
       return candidate_cost;
     best.plan = std::move(edited);
@@ -171,35 +188,59 @@ PlanPolishResult PolishValidPlan(const Workload& w, const PlacementPlan& input, 
     if (room_candidates.size() > static_cast<size_t>(std::max(options.room_tensors, 0)))
       room_candidates.resize(static_cast<size_t>(std::max(options.room_tensors, 0)));
     bool room_kept = false;
+    KernelLedger chain_kernels;
     for (const auto& [ns, t] : room_candidates) {
       if (out_of_time()) break;
-      // t in DRAM all iteration; while that overfills DRAM, the room
-      // edits at the first kernel over the limit, each priced; one that fits
-      // is a candidate, and the cheapest that still overfills (but later)
-      // is the chain's next step. Every edit adds slow-tier time, so a chain
+      // t in DRAM all iteration; while that overfills DRAM, the room edits
+      // at the first kernel over the limit, each priced; one that fits is a
+      // candidate, and of those that still overfill but by fewer bytes, the
+      // one that frees them cheapest (ns added per byte of overflow removed)
+      // is the chain's next step: several small tensors can make the room
+      // one large one needs. Every edit adds slow-tier time, so a chain
       // already dearer than the plan stops.
       BestEdit best;
       PlacementPlan chain = InOneTier(result.plan, t, Tier::kDram);
-      CostReport chain_cost = consider(best, chain);
+      CostReport chain_cost = consider(best, chain, &chain_kernels);
+      uint64_t chain_overflow = DramOverflowBytes(chain_kernels, chain.dram_limit_bytes);
+      uint64_t chain_excess = ExcessAt(chain_kernels, chain_cost.oom_kernel, chain.dram_limit_bytes);
       for (int depth = 0; depth < std::max(options.room_depth, 1) && chain_cost.oom && chain_cost.oom_kernel >= 0 &&
-                          chain_cost.total_ns < result.cost.total_ns;
+                          chain_overflow > 0 && chain_cost.total_ns < result.cost.total_ns;
            ++depth) {
         const auto oom_kernel = static_cast<uint32_t>(chain_cost.oom_kernel);
         std::optional<PlacementPlan> next;
         CostReport next_cost;
+        uint64_t next_overflow = 0, next_excess = 0;
+        double next_ns_per_byte = 0;
         auto step = [&](PlacementPlan edited) {
-          const CostReport& c = consider(best, edited);
-          if (!c.oom || c.oom_kernel <= chain_cost.oom_kernel) return;
-          if (next && next_cost.total_ns <= c.total_ns) return;
+          const CostReport& c = consider(best, edited, &chain_kernels);
+          if (!c.oom) return;
+          const uint64_t overflow = DramOverflowBytes(chain_kernels, edited.dram_limit_bytes);
+          if (overflow >= chain_overflow) return;
+          const double ns_per_byte =
+              (c.total_ns - chain_cost.total_ns) / static_cast<double>(chain_overflow - overflow);
+          if (next && next_ns_per_byte <= ns_per_byte) return;
           next_cost = c;
+          next_overflow = overflow;
+          next_excess = ExcessAt(chain_kernels, c.oom_kernel, edited.dram_limit_bytes);
+          next_ns_per_byte = ns_per_byte;
           next = std::move(edited);
         };
         if (options.gap_edits)
           if (auto gap = OutOfDramAround(w, chain, t, oom_kernel)) step(std::move(*gap));
-        int tried = 0;
-        for (uint32_t b : InDramAt(w, chain, oom_kernel)) {
-          if (b == t) continue;
-          if (tried++ >= options.room_blockers) break;
+        // The largest tensors DRAM holds there, and the smallest of those
+        // that alone free the kernel's excess: the last bytes of a chain are
+        // often cheapest to free with a tensor no larger than they are.
+        const std::vector<uint32_t> held = InDramAt(w, chain, oom_kernel);
+        const auto blockers = static_cast<size_t>(std::max(options.room_blockers, 0));
+        std::vector<uint32_t> tried;
+        size_t largest_end = 0;
+        for (; largest_end < held.size() && tried.size() < blockers; ++largest_end)
+          if (held[largest_end] != t) tried.push_back(held[largest_end]);
+        size_t enough = largest_end;  // held[i] alone frees the excess for i < enough
+        while (enough < held.size() && w.tensors[held[enough]].size_bytes >= chain_excess) ++enough;
+        for (size_t i = enough; i > largest_end && tried.size() < 2 * blockers;)
+          if (held[--i] != t) tried.push_back(held[i]);
+        for (uint32_t b : tried) {
           step(InOneTier(chain, b, Tier::kSlow));
           if (options.gap_edits)
             if (auto gap = OutOfDramAround(w, chain, b, oom_kernel)) step(std::move(*gap));
@@ -207,6 +248,8 @@ PlanPolishResult PolishValidPlan(const Workload& w, const PlacementPlan& input, 
         if (!next) break;
         chain = std::move(*next);
         chain_cost = std::move(next_cost);
+        chain_overflow = next_overflow;
+        chain_excess = next_excess;
       }
       if (keep(best)) kept_any = room_kept = true;
     }

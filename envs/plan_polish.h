@@ -12,8 +12,8 @@
 // is faster; then the tensors read from the slow tier or copied in DRAM all
 // iteration, with room made where DRAM overfills (another tensor in the slow
 // tier, all iteration or around the kernel over the limit, or the tensor
-// itself out of DRAM around it; step after step while each still overfills
-// later); in passes until one keeps none.
+// itself out of DRAM around it; step after step while the plan still
+// overfills DRAM); in passes until one keeps none.
 #pragma once
 
 #include "envs/cost_model.h"
@@ -28,8 +28,9 @@ struct PlanPolishOptions {
   // Then, each pass: the `room_tensors` tensors read from the slow tier or
   // copied that cost the most so, each tried in DRAM all iteration, and where
   // that overfills DRAM, room made there: one of the `room_blockers`
-  // largest tensors DRAM holds at the first kernel over the limit in the
-  // slow tier all iteration (ResNet-152, default sync: 64 and 8 kept 8 edits, 1,024 and
+  // largest tensors DRAM holds at the first kernel over the limit, or of as
+  // many of the smallest that alone free its excess, in the slow tier all
+  // iteration (ResNet-152, default sync: 64 and 8 kept 8 edits, 1,024 and
   // 16 kept 11; the largest blockers together as well found nothing more;
   // docs/results/learning.md, session forty-two). 0 = none.
   int room_tensors = 1024;
@@ -39,9 +40,11 @@ struct PlanPolishOptions {
   // its last use before it, fetched for its first use after, the rest of its
   // schedule kept): two copies where the slow tier throughout costs more.
   bool gap_edits = true;
-  // Where every room edit still overfills DRAM (later), the cheapest of them
-  // is taken and the room edits are tried again at the next kernel over the
-  // limit, up to this many steps.
+  // Where every room edit still overfills DRAM, the one that removes the
+  // most overflow (bytes over the limit, summed over the kernels) per ns it
+  // adds is taken and the room edits are tried again at the first kernel
+  // still over the limit, up to this many steps: several small tensors can
+  // make the room one large one needs.
   int room_depth = 4;
 };
 

@@ -191,6 +191,48 @@ TEST(PlanPolish, RoomEditsChainWhereOneStillOverfillsLater) {
   EXPECT_EQ(PolishValidPlan(w, plan, one_step).edits_kept, 0);
 }
 
+// Four kernels of 100 ns. G (200 B) is read at each, 100 ns more each from
+// the slow tier; S1 and S2 (100 B each, all iteration) are read once, 50 ns
+// more from the slow tier. DRAM holds 200 B: G, or S1 and S2.
+Workload OneLargeTwoSmall() {
+  Workload w;
+  w.name = "one-large-two-small";
+  for (uint32_t k = 0; k < 4; ++k) w.kernels.push_back({"k" + std::to_string(k), 100});
+  w.tensors = {
+      {"G", 200, TensorKind::kGradient, 0, 3, false},
+      {"S1", 100, TensorKind::kActivation, 0, 3, false},
+      {"S2", 100, TensorKind::kActivation, 0, 3, false},
+  };
+  w.accesses = {{0, 0, 1, 0, 100}, {1, 0, 1, 0, 100}, {1, 1, 1, 0, 50},
+                {2, 0, 1, 0, 100}, {2, 2, 1, 0, 50}, {3, 0, 1, 0, 100}};
+  w.device.dram_to_slow_bytes_per_second = 2e9;
+  w.device.slow_to_dram_bytes_per_second = 2e9;
+  w.Finalize();
+  return w;
+}
+
+// G in DRAM overfills every kernel by 200 B; S1 in the slow tier halves
+// that without moving the first kernel over the limit, and S2 clears it:
+// two small tensors' room for one large one, 100 ns for 400.
+TEST(PlanPolish, SeveralSmallTensorsMakeTheRoomOneLargeOneNeeds) {
+  const Workload w = OneLargeTwoSmall();
+  PlacementPlan plan = PlacementPlan::Uniform(w, Tier::kDram, 200);
+  plan.mode = MigrationMode::kSync;
+  plan.initial_tiers[0] = Tier::kSlow;
+  ASSERT_DOUBLE_EQ(EvaluatePlan(w, plan).total_ns, 400 + 4 * 100);
+  const PlanPolishResult r = PolishValidPlan(w, plan);
+  EXPECT_EQ(r.edits_kept, 1);
+  const std::vector<Tier> expected = {Tier::kDram, Tier::kSlow, Tier::kSlow};
+  EXPECT_EQ(r.plan.initial_tiers, expected);
+  EXPECT_TRUE(r.plan.migrations.empty());
+  EXPECT_DOUBLE_EQ(r.cost.total_ns, 400 + 2 * 50);
+  EXPECT_DOUBLE_EQ(EvaluatePlan(w, r.plan).total_ns, r.cost.total_ns);
+  // One step frees only half of the room.
+  PlanPolishOptions one_step;
+  one_step.room_depth = 1;
+  EXPECT_EQ(PolishValidPlan(w, plan, one_step).edits_kept, 0);
+}
+
 // On the plans the search makes of synthetic training iterations: the
 // polished plan never costs more than the MDP's, is priced as the cost model
 // prices it, fits, and the plan a network would imitate stays the MDP's.
