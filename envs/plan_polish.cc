@@ -1,5 +1,7 @@
 #include "envs/plan_polish.h"
 
+#include "envs/plan_relaxation.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -152,10 +154,21 @@ PlanPolishResult PolishValidPlan(const Workload& w, const PlacementPlan& input, 
     ++result.edits_kept;
     return true;
   };
+  // Best responses in place; true where they paid.
+  auto respond = [&] {
+    if (!options.best_responses || result.plan.mode != MigrationMode::kSync || result.cost.oom) return false;
+    BestResponseResult responded = RespondPerTensor(w, result.plan);
+    if (!(responded.cost.total_ns < result.cost.total_ns)) return false;
+    result.plan = std::move(responded.plan);
+    result.cost = std::move(responded.cost);
+    result.tensors_responded += responded.tensors_moved;
+    return true;
+  };
   bool kept_any = !result.cost.oom;
   while (kept_any && result.passes < options.max_passes && !out_of_time()) {
     ++result.passes;
-    kept_any = false;
+    kept_any = respond();
+    if (kept_any) EvaluateValidPlan(w, result.plan, result.cost, nullptr, &ledger);
     // The tensors the plan copies, the costliest first (their slow-tier
     // reads and copies on the plan at the pass's start).
     std::vector<std::pair<double, uint32_t>> copied;
@@ -255,6 +268,7 @@ PlanPolishResult PolishValidPlan(const Workload& w, const PlacementPlan& input, 
     }
     if (room_kept) EvaluateValidPlan(w, result.plan, result.cost, nullptr, &ledger);
   }
+  respond();
   result.saved_ns = before_ns - result.cost.total_ns;
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;

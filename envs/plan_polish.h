@@ -46,6 +46,12 @@ struct PlanPolishOptions {
   // still over the limit, up to this many steps: several small tensors can
   // make the room one large one needs.
   int room_depth = 4;
+  // Sync mode, at each pass's start and at the end: every tensor moved to
+  // its cheapest schedule in the DRAM the others leave it
+  // (RespondPerTensor, envs/plan_relaxation.h). ResNet-152, default sync: the
+  // searched plan 61.48 -> 61.68% in 0.01 s, where the edits below take
+  // seconds (docs/results/learning.md, session forty-five).
+  bool best_responses = true;
 };
 
 struct PlanPolishResult {
@@ -54,6 +60,7 @@ struct PlanPolishResult {
   double saved_ns = 0;     // the input's cost less `cost`
   int edits_tried = 0;
   int edits_kept = 0;
+  int tensors_responded = 0;  // tensors the best responses moved
   int passes = 0;
   double seconds = 0;
 };

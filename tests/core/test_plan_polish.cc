@@ -46,9 +46,17 @@ PlacementPlan FetchedAndEvicted(const Workload& w, uint64_t dram_limit_bytes) {
   return p;
 }
 
+// The edits alone, without the best responses that reach most of them
+// first (tests/core/test_plan_relaxation.cc tests those).
+PlanPolishOptions Edits() {
+  PlanPolishOptions o;
+  o.best_responses = false;
+  return o;
+}
+
 // Without the room edits.
 PlanPolishOptions OneTierOnly() {
-  PlanPolishOptions o;
+  PlanPolishOptions o = Edits();
   o.room_tensors = 0;
   return o;
 }
@@ -73,7 +81,7 @@ TEST(PlanPolish, ATensorCopiedAndReadFromTheSlowTierStaysThereWhereDramCannotHol
 // 10 ns each from the slow tier) in the slow tier to make room for it.
 TEST(PlanPolish, ATensorTradesItsDramForAnothersWhereThatPays) {
   const Workload w = ThreeUses(400);
-  const PlanPolishResult r = PolishValidPlan(w, FetchedAndEvicted(w, 400));
+  const PlanPolishResult r = PolishValidPlan(w, FetchedAndEvicted(w, 400), Edits());
   EXPECT_EQ(r.edits_kept, 2);  // G in the slow tier all iteration, then G's DRAM for R's
   EXPECT_EQ(r.plan.initial_tiers[0], Tier::kDram);
   EXPECT_EQ(r.plan.initial_tiers[1], Tier::kSlow);
@@ -82,7 +90,7 @@ TEST(PlanPolish, ATensorTradesItsDramForAnothersWhereThatPays) {
   EXPECT_LE(r.cost.dram_peak_bytes, 400u);
   // Where R costs more in the slow tier than G does, no trade.
   const Workload dear_r = ThreeUses(400, 100);
-  const PlanPolishResult kept = PolishValidPlan(dear_r, FetchedAndEvicted(dear_r, 400));
+  const PlanPolishResult kept = PolishValidPlan(dear_r, FetchedAndEvicted(dear_r, 400), Edits());
   EXPECT_EQ(kept.plan.initial_tiers[0], Tier::kSlow);
   EXPECT_EQ(kept.plan.initial_tiers[1], Tier::kDram);
   EXPECT_DOUBLE_EQ(kept.cost.total_ns, 600 + 3 * 30);
@@ -90,7 +98,7 @@ TEST(PlanPolish, ATensorTradesItsDramForAnothersWhereThatPays) {
 
 TEST(PlanPolish, DramAllIterationWinsWhereItFits) {
   const Workload w = ThreeUses(400);
-  const PlanPolishResult r = PolishValidPlan(w, FetchedAndEvicted(w, 600));
+  const PlanPolishResult r = PolishValidPlan(w, FetchedAndEvicted(w, 600), Edits());
   EXPECT_EQ(r.edits_kept, 1);
   EXPECT_EQ(r.plan.initial_tiers[0], Tier::kDram);
   EXPECT_TRUE(r.plan.migrations.empty());
@@ -107,7 +115,7 @@ TEST(PlanPolish, APlanWithoutCopiesOrOutOfMemoryIsLeftAsItIs) {
 
   const PlacementPlan over = FetchedAndEvicted(w, 100);  // R alone overfills DRAM
   ASSERT_TRUE(EvaluatePlan(w, over).oom);
-  const PlanPolishResult left = PolishValidPlan(w, over);
+  const PlanPolishResult left = PolishValidPlan(w, over, Edits());
   EXPECT_EQ(left.edits_kept, 0);
   EXPECT_TRUE(left.plan == over);
 }
@@ -151,7 +159,7 @@ TEST(PlanPolish, ATensorLeavesDramAroundTheKernelThatNeedsTheRoom) {
   const Workload w = GapAround({0, 5}, {{2, 3}}, 6);
   const PlacementPlan plan = GInTheSlowTier(w, MigrationMode::kSync);
   ASSERT_DOUBLE_EQ(EvaluatePlan(w, plan).total_ns, 600 + 2 * 100);
-  const PlanPolishResult r = PolishValidPlan(w, plan);
+  const PlanPolishResult r = PolishValidPlan(w, plan, Edits());
   EXPECT_EQ(r.edits_kept, 1);
   EXPECT_EQ(r.plan.initial_tiers[0], Tier::kDram);
   EXPECT_EQ(r.plan.initial_tiers[1], Tier::kDram);
@@ -160,11 +168,11 @@ TEST(PlanPolish, ATensorLeavesDramAroundTheKernelThatNeedsTheRoom) {
   EXPECT_DOUBLE_EQ(r.cost.total_ns, 600 + 2 * 50);
   EXPECT_DOUBLE_EQ(EvaluatePlan(w, r.plan).total_ns, r.cost.total_ns);  // and valid
   // Without the gap edits, no edit pays: R's slow reads cost more.
-  PlanPolishOptions whole_tensors;
+  PlanPolishOptions whole_tensors = Edits();
   whole_tensors.gap_edits = false;
   EXPECT_EQ(PolishValidPlan(w, plan, whole_tensors).edits_kept, 0);
   // In async mode the fetch starts a kernel early, so that it lands before k5.
-  const PlanPolishResult async = PolishValidPlan(w, GInTheSlowTier(w, MigrationMode::kAsync));
+  const PlanPolishResult async = PolishValidPlan(w, GInTheSlowTier(w, MigrationMode::kAsync), Edits());
   ASSERT_EQ(async.edits_kept, 1);
   const std::vector<Migration> early = {{0, 0, Tier::kSlow}, {3, 0, Tier::kDram}};
   EXPECT_EQ(async.plan.migrations, early);
@@ -179,14 +187,14 @@ TEST(PlanPolish, RoomEditsChainWhereOneStillOverfillsLater) {
   const Workload w = GapAround({0, 3, 6}, {{1, 2}, {4, 5}}, 7);
   const PlacementPlan plan = GInTheSlowTier(w, MigrationMode::kSync);
   ASSERT_DOUBLE_EQ(EvaluatePlan(w, plan).total_ns, 700 + 3 * 100);
-  const PlanPolishResult r = PolishValidPlan(w, plan);
+  const PlanPolishResult r = PolishValidPlan(w, plan, Edits());
   EXPECT_EQ(r.edits_kept, 1);
   const std::vector<Migration> expected = {
       {0, 0, Tier::kSlow}, {2, 0, Tier::kDram}, {3, 0, Tier::kSlow}, {5, 0, Tier::kDram}};
   EXPECT_EQ(r.plan.migrations, expected);
   EXPECT_DOUBLE_EQ(r.cost.total_ns, 700 + 4 * 50);
   EXPECT_DOUBLE_EQ(EvaluatePlan(w, r.plan).total_ns, r.cost.total_ns);
-  PlanPolishOptions one_step;
+  PlanPolishOptions one_step = Edits();
   one_step.room_depth = 1;
   EXPECT_EQ(PolishValidPlan(w, plan, one_step).edits_kept, 0);
 }
@@ -220,7 +228,7 @@ TEST(PlanPolish, SeveralSmallTensorsMakeTheRoomOneLargeOneNeeds) {
   plan.mode = MigrationMode::kSync;
   plan.initial_tiers[0] = Tier::kSlow;
   ASSERT_DOUBLE_EQ(EvaluatePlan(w, plan).total_ns, 400 + 4 * 100);
-  const PlanPolishResult r = PolishValidPlan(w, plan);
+  const PlanPolishResult r = PolishValidPlan(w, plan, Edits());
   EXPECT_EQ(r.edits_kept, 1);
   const std::vector<Tier> expected = {Tier::kDram, Tier::kSlow, Tier::kSlow};
   EXPECT_EQ(r.plan.initial_tiers, expected);
@@ -228,7 +236,7 @@ TEST(PlanPolish, SeveralSmallTensorsMakeTheRoomOneLargeOneNeeds) {
   EXPECT_DOUBLE_EQ(r.cost.total_ns, 400 + 2 * 50);
   EXPECT_DOUBLE_EQ(EvaluatePlan(w, r.plan).total_ns, r.cost.total_ns);
   // One step frees only half of the room.
-  PlanPolishOptions one_step;
+  PlanPolishOptions one_step = Edits();
   one_step.room_depth = 1;
   EXPECT_EQ(PolishValidPlan(w, plan, one_step).edits_kept, 0);
 }
