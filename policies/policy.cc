@@ -11,6 +11,7 @@
 #include "policies/cached_arrays.h"
 #include "policies/deeptm_heuristic.h"
 #include "policies/guided_ilp.h"
+#include "policies/relaxation.h"
 #include "policies/sentinel.h"
 
 namespace tensortier {
@@ -62,6 +63,7 @@ const std::vector<std::pair<std::string, Factory>>& Registry() {
       {"ca-lm", [] { return std::make_unique<CachedArraysPolicy>(CachedArraysVariant::kLM); }},
       {"ca-lmp", [] { return std::make_unique<CachedArraysPolicy>(CachedArraysVariant::kLMP); }},
       Stateless("heat+ilp", DecideHeatGuidedIlp),
+      Stateless("relaxation", DecideRelaxation),
   };
   return registry;
 }

@@ -27,7 +27,7 @@ TEST(PolicyRegistry, MakesEveryListedPolicyUnderItsName) {
   const std::vector<std::string> expected = {"all-dram",      "all-slow",    "random",      "first-touch",
                                              "sentinel",      "autotm-static", "autotm-sync", "autotm-async",
                                              "deeptm-heuristic", "ca-l",     "ca-lm",       "ca-lmp",
-                                             "heat+ilp"};
+                                             "heat+ilp",      "relaxation"};
   EXPECT_EQ(PolicyNames(), expected);
   for (const std::string& name : PolicyNames()) EXPECT_EQ(MakePolicy(name)->name(), name);
 }

@@ -1,0 +1,48 @@
+#include "policies/relaxation.h"
+
+#include "envs/copy_schedule.h"
+#include "envs/cost_model.h"
+#include "envs/plan_polish.h"
+#include "envs/plan_relaxation.h"
+#include "policies/plan_tools.h"
+
+namespace tensortier {
+
+PolicyResult DecideRelaxation(const Workload& w, const PolicyContext& ctx) {
+  PolicyResult result;
+  PlanRelaxationOptions options;
+  options.max_seconds = 0.9 * ctx.solver_time_limit_seconds;
+  const PlanRelaxationResult relaxed = PlanByRelaxation(w, ctx.dram_limit_bytes, 0, options);
+  // All-slow fits whatever the limit leaves, so the repair always ends in a
+  // plan; this is for a limit of 0 (none), where there is nothing to price.
+  PlacementPlan plan = relaxed.found ? relaxed.plan : PlacementPlan::Uniform(w, Tier::kDram, ctx.dram_limit_bytes);
+  PlanPolishOptions polish;
+  polish.max_seconds = 0.1 * ctx.solver_time_limit_seconds;
+  if (ctx.mode == MigrationMode::kAsync) {
+    const std::vector<std::vector<Tier>> by_kernel = plan.TierTimeline(w);
+    TierTimeline timeline(w.num_tensors());
+    for (uint32_t t = 0; t < w.num_tensors(); ++t)
+      for (uint32_t k = w.tensors[t].alloc_kernel; k <= w.tensors[t].free_kernel; ++k)
+        timeline[t].push_back(by_kernel[k][t]);
+    plan = TimelineToPlan(w, timeline, MigrationMode::kAsync, ctx.dram_limit_bytes);
+    result.stats["repairs"] = RepairToLimit(w, &plan);
+    plan = ScheduleAsyncCopies(w, plan).plan;
+  }
+  const PlanPolishResult polished = PolishValidPlan(w, plan, polish);
+  result.plan = polished.plan;
+  result.stats["iterations"] = relaxed.iterations;
+  result.stats["polish_edits"] = polished.edits_kept + polished.tensors_responded;
+  SolverStats solver;
+  solver.status = "relaxation";
+  solver.objective_ns = polished.cost.total_ns;
+  if (ctx.mode == MigrationMode::kSync && relaxed.found) {
+    solver.bound_ns = relaxed.lower_bound_ns;
+    solver.mip_gap = polished.cost.total_ns > 0 ? (polished.cost.total_ns - relaxed.lower_bound_ns) / polished.cost.total_ns : 0;
+    solver.bound_caps_cost_model = true;
+  }
+  solver.solve_seconds = relaxed.seconds;
+  result.solver = solver;
+  return result;
+}
+
+}  // namespace tensortier
