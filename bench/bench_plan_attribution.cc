@@ -7,7 +7,7 @@
 //
 //   build/bench/bench_plan_attribution --workload ts/rowgru_like.ttwl [--checkpoint dqn.ckpt]
 //       [--dram-fraction 0.2] [--mode sync] [--policies sentinel autotm-sync] [--plan greedy] [--against autotm-sync]
-//       [--search-seconds 30] [--top 15] [--csv tensors.csv]
+//       [--search-seconds 30] [--top 15] [--csv tensors.csv] [--save-plans DIR] [--no-plan-polish]
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -20,6 +20,7 @@
 #include "envs/cost_model.h"
 #include "envs/placement_env.h"
 #include "envs/plan_search.h"
+#include "envs/workload_io.h"
 #include "envs/workload_spec.h"
 #include "policies/policy.h"
 
@@ -62,7 +63,8 @@ PlacementPlan GreedyCountingClips(PlacementEnv& env, const PlacementAgent& agent
 
 int main(int argc, char** argv) {
   CLI::App app{"Where each plan's time goes, by tensor kind and tensor, against a reference plan (cost model)"};
-  std::string spec, checkpoint, mode = "sync", against = "autotm-sync", examined, csv;
+  std::string spec, checkpoint, mode = "sync", against = "autotm-sync", examined, csv, save_plans;
+  bool no_plan_polish = false;
   double fraction = 0.2, search_seconds = 30, ilp_seconds = 60;
   std::vector<std::string> policies = {"sentinel", "autotm-sync"};
   int top = 15;
@@ -80,6 +82,8 @@ int main(int argc, char** argv) {
   app.add_option("--top", top, "Tensors listed, where the first plan pays the most over the reference")
       ->check(CLI::Range(0, 100000));
   app.add_option("--csv", csv, "Per tensor and plan: penalty, copies (ns) and counts");
+  app.add_option("--save-plans", save_plans, "Directory (existing) to write each plan to, as NAME.ttplan");
+  app.add_flag("--no-plan-polish", no_plan_polish, "The plan-time search's plan without the polish's edits (envs/plan_polish.h)");
   CLI11_PARSE(app, argc, argv);
   try {
     const Workload w = LoadWorkloadSpec(spec);
@@ -96,6 +100,7 @@ int main(int argc, char** argv) {
       plans.push_back(Attribute(w, "greedy", GreedyCountingClips(env, *agent, clipped)));
       PlanSearchOptions search;
       search.max_seconds = search_seconds;
+      search.polish_plan = !no_plan_polish;
       plans.push_back(Attribute(w, agent->name() + "+search", SearchPlan(env, ScoresOf(*agent), search, {}).best.plan));
     }
     PolicyContext ctx;
@@ -112,6 +117,8 @@ int main(int argc, char** argv) {
     const auto reference = named("--against", against);
     const Attributed& first = *(examined.empty() ? plans.begin() : named("--plan", examined));
 
+    if (!save_plans.empty())
+      for (const Attributed& a : plans) WritePlanFile(a.plan, save_plans + "/" + a.name + ".ttplan");
     const double all_dram_ns = MinCostNs(w);
     std::printf("%s at %.2f x peak (%.1f KiB), %s, cost model\n\n", w.name.c_str(), fraction, limit / 1024.0, mode.c_str());
     std::printf("| plan | of all-DRAM | kernels (ms) | copies exposed (ms) | copies to slow / to DRAM |\n|---|---:|---:|---:|---:|\n");
