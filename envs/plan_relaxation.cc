@@ -176,7 +176,10 @@ double ScheduleCost(const TensorEvents& e, const Schedule& x) {
 class ScheduleModel {
  public:
   ScheduleModel(const Workload& w, uint64_t dram_limit_bytes)
-      : w_(w), K_(w.num_kernels()), limit_(dram_limit_bytes), capacity_(K_, static_cast<int64_t>(dram_limit_bytes)),
+      : w_(w), K_(w.num_kernels()), limit_(dram_limit_bytes),
+        // A limit of 0 is none (PlacementPlan): room for every tensor at once.
+        capacity_(K_, dram_limit_bytes == 0 ? std::numeric_limits<int64_t>::max() / 4
+                                            : static_cast<int64_t>(dram_limit_bytes)),
         index_(w.num_tensors(), -1), diff_(K_ + 1), usage_(K_) {
     for (uint32_t t = 0; t < w.num_tensors(); ++t) {
       const Tensor& x = w.tensors[t];
@@ -473,7 +476,9 @@ PlanRelaxationResult PlanByRelaxation(const Workload& w, uint64_t dram_limit_byt
   double step_scale = 1.0;
   int since_bound_improved = 0;
   for (; result.iterations < options.max_iterations; ++result.iterations) {
-    if (options.max_seconds > 0 && std::chrono::duration<double>(Clock::now() - start).count() >= options.max_seconds)
+    // The first step always runs: its repair is a plan that fits.
+    if (result.iterations > 0 && options.max_seconds > 0 &&
+        std::chrono::duration<double>(Clock::now() - start).count() >= options.max_seconds)
       break;
     for (size_t k = 0; k < K; ++k) prefix[k + 1] = prefix[k] + price[k];
     double dual = model.Price(prefix, schedules);

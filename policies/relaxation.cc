@@ -13,9 +13,9 @@ PolicyResult DecideRelaxation(const Workload& w, const PolicyContext& ctx) {
   PlanRelaxationOptions options;
   options.max_seconds = 0.9 * ctx.solver_time_limit_seconds;
   const PlanRelaxationResult relaxed = PlanByRelaxation(w, ctx.dram_limit_bytes, 0, options);
-  // All-slow fits whatever the limit leaves, so the repair always ends in a
-  // plan; this is for a limit of 0 (none), where there is nothing to price.
-  PlacementPlan plan = relaxed.found ? relaxed.plan : PlacementPlan::Uniform(w, Tier::kDram, ctx.dram_limit_bytes);
+  // The first step's repair always ends in a plan that fits (all-slow
+  // does); all-slow stands in for a workload with no kernels.
+  PlacementPlan plan = relaxed.found ? relaxed.plan : PlacementPlan::Uniform(w, Tier::kSlow, ctx.dram_limit_bytes);
   PlanPolishOptions polish;
   polish.max_seconds = 0.1 * ctx.solver_time_limit_seconds;
   if (ctx.mode == MigrationMode::kAsync) {

@@ -83,6 +83,17 @@ TEST(PlanRelaxation, MakesTheTradeNoSingleTensorsMoveReaches) {
   EXPECT_LE(r.lower_bound_ns, r.cost.total_ns + 1e-9);
   EXPECT_EQ(r.plan.mode, MigrationMode::kSync);
   EXPECT_EQ(r.plan.dram_limit_bytes, 200u);
+
+  // A limit of 0 is none: everything in DRAM, at no cost over all-DRAM.
+  const PlanRelaxationResult unlimited = PlanByRelaxation(w, 0, 0);
+  ASSERT_TRUE(unlimited.found);
+  EXPECT_DOUBLE_EQ(unlimited.cost.total_ns, MinCostNs(w));
+  // One step at least, whatever the time limit.
+  PlanRelaxationOptions hurried;
+  hurried.max_seconds = 1e-9;
+  const PlanRelaxationResult quick = PlanByRelaxation(w, 200, 0, hurried);
+  EXPECT_TRUE(quick.found);
+  EXPECT_GE(quick.iterations, 1);
 }
 
 // Random small workloads: 3 tensors over 6 kernels, persistent or not,
