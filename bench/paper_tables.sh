@@ -22,6 +22,8 @@
 #   --agents       which agents --train trains and which AGENT+ilp rows are added (default "dqn")
 #   --checkpoint   include the learned agent of a learner checkpoint (repeatable, MODEL= for one
 #                  model; it must have been trained in the mode of the table)
+# The relaxation (a baseline row since session forty-five) adds up to the ILP limit per model
+# (2.5-57 s at the default scale in sync mode).
 # How long on this project's 2-core machine (2026-11-27, cost model, ILPs limited to 60 s):
 # a table's bench takes 1-3 min per model in sync mode and 2-4 min in async mode (the guided
 # ILPs take their whole limit there); --train adds 0.5-2.5 min per model, scale and mode for
@@ -98,7 +100,7 @@ for scale in $scales; do
         done
       fi
     done
-    policies=(all-slow first-touch sentinel autotm-static autotm-sync deeptm-heuristic ca-l ca-lm ca-lmp heat+ilp)
+    policies=(all-slow first-touch sentinel autotm-static autotm-sync deeptm-heuristic ca-l ca-lm ca-lmp heat+ilp relaxation)
     [ "$mode" = async ] && policies+=(autotm-async)
     if [ ${#ckpts[@]} -gt 0 ]; then
       # The learned rows and, in the same run, the search pipeline's ablations (issue #15,
