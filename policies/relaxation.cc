@@ -32,16 +32,18 @@ PolicyResult DecideRelaxation(const Workload& w, const PolicyContext& ctx) {
   result.plan = polished.plan;
   result.stats["iterations"] = relaxed.iterations;
   result.stats["polish_edits"] = polished.edits_kept + polished.tensors_responded;
-  SolverStats solver;
-  solver.status = "relaxation";
-  solver.objective_ns = polished.cost.total_ns;
+  // Sync mode only: in async mode the relaxation priced other costs than
+  // the plan pays, so neither a bound nor a gap would be one.
   if (ctx.mode == MigrationMode::kSync && relaxed.found) {
+    SolverStats solver;
+    solver.status = "relaxation";
+    solver.objective_ns = polished.cost.total_ns;
     solver.bound_ns = relaxed.lower_bound_ns;
     solver.mip_gap = polished.cost.total_ns > 0 ? (polished.cost.total_ns - relaxed.lower_bound_ns) / polished.cost.total_ns : 0;
     solver.bound_caps_cost_model = true;
+    solver.solve_seconds = relaxed.seconds;
+    result.solver = solver;
   }
-  solver.solve_seconds = relaxed.seconds;
-  result.solver = solver;
   return result;
 }
 

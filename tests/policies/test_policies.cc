@@ -161,6 +161,30 @@ TEST(PolicyLimits, PinnedBytesAreChargedOnceWhateverShareOfTheLimitTheyHold) {
   }
 }
 
+// The relaxation reports its bound as a solver's in sync mode, where it
+// holds for every plan (AutoTM-sync's included), and none in async mode.
+TEST(Relaxation, ItsSyncBoundCapsAutoTmsPlanAndAsyncReportsNone) {
+  const Workload w = Synthetic(SyntheticShape::kResnetLike, 4, 3);
+  PolicyContext ctx = LimitAt(w, 0.3);
+  ctx.solver_time_limit_seconds = 5;
+  const PolicyResult sync = MakePolicy("relaxation")->Decide(w, ctx);
+  ASSERT_TRUE(sync.solver.has_value());
+  EXPECT_EQ(sync.solver->status, "relaxation");
+  EXPECT_TRUE(sync.solver->bound_caps_cost_model);
+  const double cost = EvaluatePlan(w, sync.plan).total_ns;
+  EXPECT_DOUBLE_EQ(sync.solver->objective_ns, cost);
+  EXPECT_LE(sync.solver->bound_ns, cost + 1e-6);
+  EXPECT_GE(sync.solver->bound_ns, MinCostNs(w) - 1e-6);
+  EXPECT_LE(sync.solver->bound_ns, EvaluatePlan(w, MakePolicy("autotm-sync")->Decide(w, ctx).plan).total_ns + 1e-6);
+  EXPECT_LT(cost, EvaluatePlan(w, MakePolicy("first-touch")->Decide(w, ctx).plan).total_ns);
+
+  ctx.mode = MigrationMode::kAsync;
+  const PolicyResult async = MakePolicy("relaxation")->Decide(w, ctx);
+  EXPECT_FALSE(async.solver.has_value());
+  EXPECT_EQ(async.plan.mode, MigrationMode::kAsync);
+  EXPECT_FALSE(EvaluatePlan(w, async.plan).oom);
+}
+
 TEST(AllDram, IgnoresTheLimitAndIsTheIdeal) {
   const Workload w = Synthetic(SyntheticShape::kResnetLike, 3, 1);
   PolicyContext ctx = LimitAt(w, 0.2);
