@@ -1,13 +1,13 @@
 #include "envs/plan_polish.h"
 
-#include "envs/plan_relaxation.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <utility>
 #include <vector>
+
+#include "envs/plan_relaxation.h"
 
 namespace tensortier {
 namespace {

@@ -4,8 +4,9 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
-#include <utility>
 #include <stdexcept>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace tensortier {

@@ -16,7 +16,6 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
 
 #include "envs/cost_model.h"
 #include "envs/placement_plan.h"
