@@ -23,14 +23,15 @@
 
 namespace tensortier {
 
-// Defaults: Inception-v3 at the default scale, sync, DRAM 0.2: 1,000 steps
-// repairing each reach 49.287% of all-DRAM in 26 s (heat+ilp: 49.280% in
-// 60 s of CBC); 300 steps repairing every tenth, 49.25%
-// (docs/results/learning.md, session forty-five).
+// Defaults: 1,000 steps, the schedules repaired at every third: Inception-v3
+// at the default scale, sync, DRAM 0.2, 49.282% of all-DRAM in 10 s (a repair
+// every step: the same in 23 s; heat+ilp 49.240-49.280% in 60 s of CBC),
+// ResNet-152 61.740% in 44 s (134 s) (docs/results/learning.md, session
+// forty-five).
 struct PlanRelaxationOptions {
   int max_iterations = 1000;  // subgradient steps
   double max_seconds = 0;     // 0 = no limit; checked between steps
-  int repair_every = 1;       // steps between repairs of the prices' schedules into a plan that fits
+  int repair_every = 3;       // steps between repairs of the prices' schedules into a plan that fits
   int response_passes = 4;    // best responses after each repair (RespondPerTensor)
   double deflection = 0.8;    // share of the last step's direction kept in the next
   int patience = 20;          // steps without a better bound before the step halves
