@@ -125,15 +125,19 @@ double Solve(const TensorEvents& e, const std::vector<double>* price_prefix, con
   return best;
 }
 
+// The last kernel of the DRAM x holds from event i (in DRAM there): the
+// kernel before the next event where it is kept over the gap, else event i.
+uint32_t DramSpanEnd(const TensorEvents& e, const Schedule& x, size_t i) {
+  return i + 1 < e.kernels.size() && x.dram[i + 1] && x.kept[i] ? e.kernels[i + 1] - 1 : e.kernels[i];
+}
+
 // Adds `sign` x size to `usage` at every kernel the schedule holds DRAM.
 void AddUsage(const TensorEvents& e, const Schedule& x, int64_t sign, std::vector<int64_t>& diff) {
   const auto s = sign * static_cast<int64_t>(e.size_bytes);
   for (size_t i = 0; i < e.kernels.size(); ++i) {
     if (!x.dram[i]) continue;
-    uint32_t last = e.kernels[i];
-    if (i + 1 < e.kernels.size() && x.dram[i + 1] && x.kept[i]) last = e.kernels[i + 1] - 1;
     diff[e.kernels[i]] += s;
-    diff[last + 1] -= s;
+    diff[DramSpanEnd(e, x, i) + 1] -= s;
   }
 }
 
@@ -142,7 +146,7 @@ void DramIntervals(const TensorEvents& e, const Schedule& x, std::vector<std::pa
   spans.clear();
   for (size_t i = 0; i < e.kernels.size(); ++i) {
     if (!x.dram[i]) continue;
-    const uint32_t last = i + 1 < e.kernels.size() && x.dram[i + 1] && x.kept[i] ? e.kernels[i + 1] - 1 : e.kernels[i];
+    const uint32_t last = DramSpanEnd(e, x, i);
     if (!spans.empty() && spans.back().second + 1 >= e.kernels[i]) spans.back().second = last;
     else spans.push_back({e.kernels[i], last});
   }
@@ -384,9 +388,8 @@ class ScheduleModel {
         own.assign(last - first + 2, 0);
         for (size_t j = 0; j < e.kernels.size(); ++j) {
           if (!xs[i].dram[j]) continue;
-          const bool kept = j + 1 < e.kernels.size() && xs[i].dram[j + 1] && xs[i].kept[j];
           own[e.kernels[j] - first] += 1;
-          own[(kept ? e.kernels[j + 1] : e.kernels[j] + 1) - first] -= 1;
+          own[DramSpanEnd(e, xs[i], j) + 1 - first] -= 1;
         }
         int64_t in = 0;
         for (uint32_t k = first; k <= last; ++k) own[k - first] = in += own[k - first];
