@@ -764,7 +764,8 @@ int Main(int argc, char** argv) {
                    "decisions fixed), dqn+ilp+measured, sac+ilp+measured, heat+ilp+measured (that ILP's candidate "
                    "plans measured on real iterations at plan time, the fastest kept), dqn+ilp+search, sac+ilp+search "
                    "(the plan-time search from the network's episodes and from that ILP's plan, the faster), "
-                   "heat+search, heat+ilp+search (the plan-time search "
+                   "dqn+relax+search, sac+relax+search (the same from the relaxation's plan), "
+                   "heat+search, heat+ilp+search, heat+relax+search (the plan-time search "
                    "with heat order in the network's place), untrained-dqn, untrained-sac and their +search, +ilp, +ilp+search "
                    "(the checkpoint's network with fresh weights: what training adds), dqn+portfolio, "
                    "sac+portfolio (the fastest of --portfolio's networks' greedy plans, chosen at plan time), "
@@ -778,7 +779,8 @@ int Main(int argc, char** argv) {
                   "sac+ilp", "learned", "dqn+ilp+measured", "sac+ilp+measured", "heat+ilp+measured",
                   "heat+search", "untrained-dqn", "untrained-sac", "untrained-dqn+search", "untrained-sac+search",
                   "untrained-dqn+ilp", "untrained-sac+ilp", "dqn+ilp+search", "sac+ilp+search", "heat+ilp+search",
-                  "untrained-dqn+ilp+search", "untrained-sac+ilp+search", "dqn+portfolio", "sac+portfolio",
+                  "untrained-dqn+ilp+search", "untrained-sac+ilp+search", "dqn+relax+search", "sac+relax+search",
+                  "heat+relax+search", "untrained-dqn+relax+search", "untrained-sac+relax+search", "dqn+portfolio", "sac+portfolio",
                   "dqn+portfolio+search", "sac+portfolio+search"};
               const std::vector<std::string>& baselines = PolicyNames();
               if (std::find(baselines.begin(), baselines.end(), name) != baselines.end() ||

@@ -21,6 +21,7 @@
 #include "hostrt/apply/plan_from_lookup.h"
 #include "hostrt/tensortier_lookup.hpp"
 #include "policies/policy.h"
+#include "policies/relaxation.h"
 #include "report/report.h"
 
 namespace tensortier {
@@ -34,12 +35,15 @@ constexpr double kSlowPricePerGb = 7.85;
 // network guides (policies/guided_ilp.h), "dqn+ilp+measured" that ILP's
 // candidate plans measured on this host's real iterations, the fastest kept,
 // "dqn+ilp+search" the plan-time search started from the policy's own
-// episodes and from that ILP's plan, whichever is faster.
-enum class PlanTime { kGreedy, kSearch, kIlp, kIlpMeasured, kIlpSearch };
+// episodes and from that ILP's plan, whichever is faster; "dqn+relax+search"
+// the same search from the relaxation's plan (policies/relaxation.h) in the
+// ILP's place.
+enum class PlanTime { kGreedy, kSearch, kIlp, kIlpMeasured, kIlpSearch, kRelaxSearch };
 constexpr const char* kSearchSuffix = "+search";
 constexpr const char* kIlpSuffix = "+ilp";
 constexpr const char* kIlpMeasuredSuffix = "+ilp+measured";
 constexpr const char* kIlpSearchSuffix = "+ilp+search";
+constexpr const char* kRelaxSearchSuffix = "+relax+search";
 // The same measured choice over the ILP that heat order guides (heat+ilp,
 // policies/guided_ilp.h): what the network adds to it.
 constexpr const char* kHeatIlpMeasured = "heat+ilp+measured";
@@ -47,6 +51,7 @@ constexpr const char* kHeatIlpMeasured = "heat+ilp+measured";
 // DRAM action, decisions in heat order): what the network adds to it.
 constexpr const char* kHeatSearch = "heat+search";
 constexpr const char* kHeatIlpSearch = "heat+ilp+search";
+constexpr const char* kHeatRelaxSearch = "heat+relax+search";
 // "dqn+portfolio": the fastest of the portfolio's greedy plans (its members
 // are BenchmarkOptions::portfolio), "dqn+portfolio+search" the search from it
 // (agents/policy_portfolio.h); "sac+" the same for a portfolio of SAC actors.
@@ -63,6 +68,7 @@ bool HasSuffix(const std::string& name, const std::string& suffix) {
 PlanTime PlanTimeOf(const std::string& name) {
   if (HasSuffix(name, kIlpMeasuredSuffix)) return PlanTime::kIlpMeasured;
   if (HasSuffix(name, kIlpSearchSuffix)) return PlanTime::kIlpSearch;
+  if (HasSuffix(name, kRelaxSearchSuffix)) return PlanTime::kRelaxSearch;
   if (HasSuffix(name, kSearchSuffix)) return PlanTime::kSearch;
   if (HasSuffix(name, kIlpSuffix)) return PlanTime::kIlp;
   return PlanTime::kGreedy;
@@ -75,6 +81,7 @@ std::string AgentKind(const std::string& name) {
     case PlanTime::kIlp: return name.substr(0, name.size() - std::string(kIlpSuffix).size());
     case PlanTime::kIlpMeasured: return name.substr(0, name.size() - std::string(kIlpMeasuredSuffix).size());
     case PlanTime::kIlpSearch: return name.substr(0, name.size() - std::string(kIlpSearchSuffix).size());
+    case PlanTime::kRelaxSearch: return name.substr(0, name.size() - std::string(kRelaxSearchSuffix).size());
     case PlanTime::kGreedy: break;
   }
   return name;
@@ -169,6 +176,20 @@ PlacementPlan IlpSearchedPlan(PlacementEnv& placement, const ActionScores& score
   return SearchedPlan(placement, scores, name, w, o, {ilp});
 }
 
+// The relaxation's plan (no network; within the ILPs' time limit), then the
+// plan-time search that `scores` guide from their own episodes and from it;
+// both are decision time.
+PlacementPlan RelaxSearchedPlan(PlacementEnv& placement, const ActionScores& scores, const std::string& name,
+                                const Workload& w, const BenchmarkOptions& o, uint64_t dram_limit) {
+  PolicyContext ctx;
+  ctx.dram_limit_bytes = dram_limit;
+  ctx.mode = o.mode;
+  ctx.seed = o.seed;
+  ctx.solver_time_limit_seconds = o.solver_time_limit_seconds;
+  const PlacementPlan relaxed = DecideRelaxation(w, ctx).plan;
+  return SearchedPlan(placement, scores, name, w, o, {relaxed});
+}
+
 // The agent of a checkpoint, rolled out greedily on the workload at the
 // given budget: the learned policy as a baseline-like decision; improved by
 // the plan-time search or the ILP its network guides where the name asks.
@@ -185,6 +206,8 @@ PlacementPlan LearnedPlan(const PlacementAgent& agent, const std::string& label,
     case PlanTime::kIlpMeasured:
       return GuidedIlpPlan(placement, ScoresOf(agent), label + kIlpMeasuredSuffix, w, o, runner);
     case PlanTime::kIlpSearch: return IlpSearchedPlan(placement, ScoresOf(agent), label + kIlpSearchSuffix, w, o);
+    case PlanTime::kRelaxSearch:
+      return RelaxSearchedPlan(placement, ScoresOf(agent), label + kRelaxSearchSuffix, w, o, dram_limit);
     case PlanTime::kGreedy: break;
   }
   plan = RunEpisode(placement, [&](const Observation& x) { return agent.Greedy(x.data()); }).plan;
@@ -683,11 +706,12 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
                              plan_time == PlanTime::kIlpMeasured ? host(name) : nullptr);
           row.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           row.plan_source = plan.produced_by;
-        } else if (name == kHeatSearch || name == kHeatIlpSearch) {
+        } else if (name == kHeatSearch || name == kHeatIlpSearch || name == kHeatRelaxSearch) {
           PlacementEnv placement(w, PlanningEnv(o, limit));
           auto t0 = std::chrono::steady_clock::now();
-          plan = name == kHeatSearch ? SearchedPlan(placement, HeatOrderScores(), name, w, o)
-                                     : IlpSearchedPlan(placement, HeatOrderScores(), name, w, o);
+          plan = name == kHeatSearch      ? SearchedPlan(placement, HeatOrderScores(), name, w, o)
+                 : name == kHeatIlpSearch ? IlpSearchedPlan(placement, HeatOrderScores(), name, w, o)
+                                          : RelaxSearchedPlan(placement, HeatOrderScores(), name, w, o, limit);
           row.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           row.plan_source = plan.produced_by;
         } else if (name == kHeatIlpMeasured) {

@@ -267,6 +267,40 @@ TEST(Benchmark, TheSearchFromTheGuidedIlpsPlanKeepsTheFasterStart) {
   EXPECT_GT(rows[2].decision_seconds, 0);
 }
 
+// dqn+relax+search: the relaxation's plan (policies/relaxation.h) as a start
+// of the search, in sync and async mode; its ablation heat+relax+search.
+TEST(Benchmark, TheSearchFromTheRelaxationsPlanKeepsTheFasterStart) {
+  const Workload w = LoadWorkloadSpec("synthetic:resnet:3");
+  DqnConfig config;
+  config.seed = 1;
+  config.device = "cpu";
+  const std::string path = TempPath("relax-search.ckpt");
+  MakeAgent("dqn", config.ToJson())->SaveCheckpoint(path);
+  for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
+    BenchmarkOptions o;
+    o.mode = mode;
+    o.dram_fractions = {0.3};
+    o.measure = false;
+    // The greedy episode only: the relaxation's plan, if it is a start, is
+    // the only way the search reaches it.
+    o.search.max_rollouts = 1;
+    o.search.polish_plan = false;
+    o.solver_time_limit_seconds = 20;
+    o.policies = {"dqn", "relaxation", "dqn+relax+search", "heat+relax+search"};
+    o.checkpoints = {path};
+    const std::vector<BenchmarkRow> rows = RunBenchmark(w, o);
+    ASSERT_EQ(rows.size(), 4u);
+    for (const BenchmarkRow& r : rows) {
+      EXPECT_TRUE(r.note.empty()) << r.policy << ": " << r.note;
+      if (r.policy != "relaxation") EXPECT_EQ(r.plan_source, r.policy);
+      EXPECT_LE(r.dram_peak_bytes, r.dram_limit_bytes) << r.policy;
+    }
+    ASSERT_GT(rows[0].predicted_ns, rows[1].predicted_ns) << "the untrained network's plan should be the slower start";
+    EXPECT_LE(rows[2].predicted_ns, rows[1].predicted_ns * (1 + 1e-9)) << MigrationModeName(mode);
+    EXPECT_LE(rows[3].predicted_ns, rows[1].predicted_ns * (1 + 1e-9)) << MigrationModeName(mode);
+  }
+}
+
 // dqn+portfolio: the fastest of the members' greedy plans, named by its
 // member; dqn+portfolio+search: the search that member guides, from it.
 TEST(Benchmark, ThePortfolioKeepsItsFastestMembersPlanAndSearchesFromIt) {
