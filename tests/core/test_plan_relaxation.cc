@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "envs/async_bound.h"
 #include "envs/cost_model.h"
 #include "envs/plan_polish.h"
 #include "envs/plan_relaxation.h"
@@ -18,9 +19,10 @@
 namespace tensortier {
 namespace {
 
-// The cheapest sync plan of `w` under `limit`, over every tier of every
-// tensor at every kernel of its life (2^(sum of lifetimes) plans).
-double BruteForceOptimumNs(const Workload& w, uint64_t limit) {
+// The cheapest plan of `w` under `limit` in `mode`, over every tier of every
+// tensor at every kernel of its life (2^(sum of lifetimes) plans; in async
+// mode the tier a copy issued before the kernel lands in after it).
+double BruteForceOptimumNs(const Workload& w, uint64_t limit, MigrationMode mode = MigrationMode::kSync) {
   std::vector<std::pair<uint32_t, uint32_t>> slots;  // (tensor, kernel)
   for (uint32_t t = 0; t < w.num_tensors(); ++t)
     for (uint32_t k = w.tensors[t].alloc_kernel; k <= w.tensors[t].free_kernel; ++k) slots.push_back({t, k});
@@ -28,6 +30,7 @@ double BruteForceOptimumNs(const Workload& w, uint64_t limit) {
   double best = std::numeric_limits<double>::infinity();
   for (uint64_t bits = 0; bits < (uint64_t{1} << slots.size()); ++bits) {
     PlacementPlan plan = PlacementPlan::Uniform(w, Tier::kSlow, limit);
+    plan.mode = mode;
     std::vector<Tier> before(w.num_tensors(), Tier::kSlow);
     for (size_t i = 0; i < slots.size(); ++i) {
       const auto [t, k] = slots[i];
@@ -143,6 +146,33 @@ TEST(PlanRelaxation, ItsBoundHoldsForEverySyncPlanAndItsPlanFits) {
   }
   // A heuristic, but on three tensors it should rarely miss.
   EXPECT_GE(at_optimum, 20);
+}
+
+// The async bound (envs/async_bound.h) against every async plan, with
+// copies hidden in part or not at all.
+TEST(AsyncBound, HoldsForEveryAsyncPlan) {
+  double closed = 0, open = 0;
+  for (uint32_t seed = 1; seed <= 24; ++seed) {
+    Workload w = RandomSmall(seed);
+    w.device.async_copy_exposure = (seed % 4) / 3.0;
+    w.Finalize();
+    const uint64_t limit = w.peak_live_bytes() * (1 + seed % 3) / 4;
+    SCOPED_TRACE(w.name + " limit " + std::to_string(limit));
+    const double optimum = BruteForceOptimumNs(w, limit, MigrationMode::kAsync);
+    const AsyncBoundResult r = AsyncLowerBound(w, limit, 0);
+    EXPECT_LE(r.lower_bound_ns, optimum + 1e-6);
+    EXPECT_GE(r.lower_bound_ns, MinCostNs(w) - 1e-6);
+    EXPECT_GE(r.iterations, 1);
+    // Its prices' schedules are an async plan of the workload.
+    EXPECT_EQ(r.plan.mode, MigrationMode::kAsync);
+    EXPECT_NO_THROW(r.plan.Validate(w));
+    const CostReport priced = EvaluatePlan(w, r.plan);
+    if (!priced.oom) EXPECT_GE(priced.total_ns, optimum - 1e-6);
+    closed += r.lower_bound_ns - MinCostNs(w);
+    open += optimum - MinCostNs(w);
+  }
+  // Not the trivial all-DRAM bound: most of the distance to the optimum.
+  EXPECT_GT(closed, 0.5 * open);
 }
 
 TEST(PlanRelaxation, BestResponsesNeverCostMoreAndKeepThePlanInDram) {
