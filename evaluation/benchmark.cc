@@ -842,10 +842,13 @@ std::string BenchmarkMarkdown(const std::vector<BenchmarkRow>& rows) {
       one << std::fixed << (solved.empty() ? "" : "; ") << r.policy << " at " << std::setprecision(2) << r.dram_fraction
           << ": " << r.solver_status << ", gap " << std::defaultfloat << std::setprecision(2) << 100 * r.solver_gap
           << "%";
-      // The relaxation's bound holds for every sync plan, CBC's for those
-      // of its formulation.
+      // The relaxation's bound holds for every plan of the mode, CBC's for
+      // those of its formulation.
       if (r.solver_bound_relative > 0)
-        one << (r.policy == "relaxation" ? ", no sync plan above " : ", none of its plans above ") << std::fixed
+        one << (r.solver_status == "relaxation"    ? ", no sync plan above "
+                : r.solver_status == "async bound" ? ", no async plan above "
+                                                   : ", none of its plans above ")
+            << std::fixed
             << std::setprecision(2) << 100 * r.solver_bound_relative << "%";
       solved += one.str();
     }

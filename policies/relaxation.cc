@@ -1,5 +1,8 @@
 #include "policies/relaxation.h"
 
+#include <optional>
+
+#include "envs/async_bound.h"
 #include "envs/copy_schedule.h"
 #include "envs/cost_model.h"
 #include "envs/plan_polish.h"
@@ -11,14 +14,17 @@ namespace tensortier {
 PolicyResult DecideRelaxation(const Workload& w, const PolicyContext& ctx) {
   PolicyResult result;
   PlanRelaxationOptions options;
-  options.max_seconds = 0.9 * ctx.solver_time_limit_seconds;
+  // Async mode: 60% the sync plan, 30% the async bound, 10% the polish.
+  const bool async = ctx.mode == MigrationMode::kAsync;
+  options.max_seconds = (async ? 0.6 : 0.9) * ctx.solver_time_limit_seconds;
   const PlanRelaxationResult relaxed = PlanByRelaxation(w, ctx.dram_limit_bytes, 0, options);
   // The first step's repair always ends in a plan that fits (all-slow
   // does); all-slow stands in for a workload with no kernels.
   PlacementPlan plan = relaxed.found ? relaxed.plan : PlacementPlan::Uniform(w, Tier::kSlow, ctx.dram_limit_bytes);
   PlanPolishOptions polish;
   polish.max_seconds = 0.1 * ctx.solver_time_limit_seconds;
-  if (ctx.mode == MigrationMode::kAsync) {
+  std::optional<AsyncBoundResult> bound;
+  if (async) {
     const std::vector<std::vector<Tier>> by_kernel = plan.TierTimeline(w);
     TierTimeline timeline(w.num_tensors());
     for (uint32_t t = 0; t < w.num_tensors(); ++t)
@@ -27,14 +33,38 @@ PolicyResult DecideRelaxation(const Workload& w, const PolicyContext& ctx) {
     plan = TimelineToPlan(w, timeline, MigrationMode::kAsync, ctx.dram_limit_bytes);
     result.stats["repairs"] = RepairToLimit(w, &plan);
     plan = ScheduleAsyncCopies(w, plan).plan;
+    // The relaxation priced sync costs; the async bound prices what an
+    // async plan pays (envs/async_bound.h), and its schedules, repaired to
+    // fit, are the other start for the polish.
+    AsyncBoundOptions options;
+    options.max_seconds = 0.3 * ctx.solver_time_limit_seconds;
+    bound = AsyncLowerBound(w, ctx.dram_limit_bytes, EvaluatePlan(w, plan).total_ns, options);
+    PlacementPlan priced = bound->plan;
+    const int priced_repairs = RepairToLimit(w, &priced);
+    priced = ScheduleAsyncCopies(w, priced).plan;
+    const CostReport priced_cost = EvaluatePlan(w, priced);
+    const bool use_priced = !priced_cost.oom && priced_cost.total_ns < EvaluatePlan(w, plan).total_ns;
+    result.stats["from_async_prices"] = use_priced ? 1 : 0;
+    if (use_priced) {
+      plan = std::move(priced);
+      result.stats["repairs"] = priced_repairs;
+    }
   }
   const PlanPolishResult polished = PolishValidPlan(w, plan, polish);
   result.plan = polished.plan;
   result.stats["iterations"] = relaxed.iterations;
   result.stats["polish_edits"] = polished.edits_kept + polished.tensors_responded;
-  // Sync mode only: in async mode the relaxation priced other costs than
-  // the plan pays, so neither a bound nor a gap would be one.
-  if (ctx.mode == MigrationMode::kSync && relaxed.found) {
+  if (bound) {
+    SolverStats solver;
+    solver.status = "async bound";
+    solver.objective_ns = polished.cost.total_ns;
+    solver.bound_ns = bound->lower_bound_ns;
+    solver.mip_gap = polished.cost.total_ns > 0 ? (polished.cost.total_ns - bound->lower_bound_ns) / polished.cost.total_ns : 0;
+    solver.bound_caps_cost_model = true;
+    solver.solve_seconds = bound->seconds;
+    result.solver = solver;
+    result.stats["bound_iterations"] = bound->iterations;
+  } else if (relaxed.found) {
     SolverStats solver;
     solver.status = "relaxation";
     solver.objective_ns = polished.cost.total_ns;

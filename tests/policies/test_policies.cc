@@ -161,9 +161,11 @@ TEST(PolicyLimits, PinnedBytesAreChargedOnceWhateverShareOfTheLimitTheyHold) {
   }
 }
 
-// The relaxation reports its bound as a solver's in sync mode, where it
-// holds for every plan (AutoTM-sync's included), and none in async mode.
-TEST(Relaxation, ItsSyncBoundCapsAutoTmsPlanAndAsyncReportsNone) {
+// The relaxation reports its bound as a solver's: in sync mode the
+// relaxation's, which holds for every sync plan (AutoTM-sync's included); in
+// async mode the async bound's, which holds for every async plan
+// (AutoTM-async's included).
+TEST(Relaxation, ItsBoundsCapAutoTmsPlansInEachMode) {
   const Workload w = Synthetic(SyntheticShape::kResnetLike, 4, 3);
   PolicyContext ctx = LimitAt(w, 0.3);
   ctx.solver_time_limit_seconds = 5;
@@ -180,9 +182,16 @@ TEST(Relaxation, ItsSyncBoundCapsAutoTmsPlanAndAsyncReportsNone) {
 
   ctx.mode = MigrationMode::kAsync;
   const PolicyResult async = MakePolicy("relaxation")->Decide(w, ctx);
-  EXPECT_FALSE(async.solver.has_value());
   EXPECT_EQ(async.plan.mode, MigrationMode::kAsync);
   EXPECT_FALSE(EvaluatePlan(w, async.plan).oom);
+  ASSERT_TRUE(async.solver.has_value());
+  EXPECT_EQ(async.solver->status, "async bound");
+  EXPECT_TRUE(async.solver->bound_caps_cost_model);
+  const double async_cost = EvaluatePlan(w, async.plan).total_ns;
+  EXPECT_DOUBLE_EQ(async.solver->objective_ns, async_cost);
+  EXPECT_LE(async.solver->bound_ns, async_cost + 1e-6);
+  EXPECT_GT(async.solver->bound_ns, MinCostNs(w));
+  EXPECT_LE(async.solver->bound_ns, EvaluatePlan(w, MakePolicy("autotm-async")->Decide(w, ctx).plan).total_ns + 1e-6);
 }
 
 TEST(AllDram, IgnoresTheLimitAndIsTheIdeal) {
