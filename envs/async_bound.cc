@@ -17,7 +17,6 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // A plannable tensor's life as the programme sees it: its kernels' slow-tier
 // penalties and writes, sparse (the kernels between cost nothing of their own).
 struct TensorLife {
-  uint32_t tensor = 0;
   uint32_t alloc = 0, free = 0;
   double size = 0;
   bool persistent = false;
@@ -51,13 +50,12 @@ struct Trace {
   std::vector<uint8_t> copied[2];
 };
 
-// The cheapest priced schedule of `x`; adds what it uses to `usage`, and its
-// copies and starting tier to `plan`.
-double Solve(const TensorLife& x, const Prices& p, Trace& trace, Usage& usage, PlacementPlan& plan) {
+// The cheapest priced schedule of `x`; adds what it uses to `usage`.
+double Solve(const TensorLife& x, const Prices& p, Trace& trace, Usage& usage) {
   const size_t L = x.free - x.alloc + 1;
   for (auto& c : trace.copied) c.assign(L, 0);
   double best = kInf;
-  int best_start = 0, best_end = 0;
+  int best_end = 0;
   std::vector<uint8_t> best_copied[2];
   // A persistent tensor starts the iteration in the tier it ends it in, or
   // pays the copy back: one pass per starting tier; another starts in either.
@@ -97,14 +95,12 @@ double Solve(const TensorLife& x, const Prices& p, Trace& trace, Usage& usage, P
       if (x.persistent && end != pass) total += end == 1 ? x.to_slow_ns : x.to_dram_ns;
       if (total < best) {
         best = total;
-        best_start = pass;
         best_end = end;
         best_copied[0] = trace.copied[0];
         best_copied[1] = trace.copied[1];
       }
     }
   }
-  (void)best_start;
   // Back from the end: what the schedule holds, pays and copies per kernel.
   size_t use = x.use_kernels.size();
   int tier = best_end;
@@ -125,13 +121,9 @@ double Solve(const TensorLife& x, const Prices& p, Trace& trace, Usage& usage, P
       if (tier == 1) usage.penalty_ns[k] += pen;  // the kernel still reads it from the slow tier
       usage.overlapped_ns[k] += tier == 1 ? x.to_dram_ns : x.to_slow_ns;
     }
-    if (copied) {
-      plan.migrations.push_back({static_cast<int32_t>(k) - 1, x.tensor, tier == 1 ? Tier::kDram : Tier::kSlow});
-      tier = 1 - tier;
-    }
+    if (copied) tier = 1 - tier;
     if (k == x.alloc) break;
   }
-  plan.initial_tiers[x.tensor] = tier == 1 ? Tier::kDram : Tier::kSlow;
   return best;
 }
 
@@ -157,7 +149,6 @@ AsyncBoundResult AsyncLowerBound(const Workload& w, uint64_t dram_limit_bytes, d
       continue;
     }
     TensorLife life;
-    life.tensor = t;
     life.alloc = x.alloc_kernel;
     life.free = std::min<uint32_t>(x.free_kernel, static_cast<uint32_t>(K - 1));
     life.size = static_cast<double>(x.size_bytes);
@@ -207,18 +198,14 @@ AsyncBoundResult AsyncLowerBound(const Workload& w, uint64_t dram_limit_bytes, d
       break;
     set_shares();
     usage.Reset(K);
-    PlacementPlan plan = PlacementPlan::Uniform(w, Tier::kDram, dram_limit_bytes);
-    plan.mode = MigrationMode::kAsync;
     double dual = 0;
-    for (const TensorLife& x : lives) dual += Solve(x, p, trace, usage, plan);
+    for (const TensorLife& x : lives) dual += Solve(x, p, trace, usage);
     for (size_t k = 0; k < K; ++k) {
       dual += p.exec[k] * w.kernels[k].dram_time_ns;
       if (p.dram[k] > 0) dual -= p.dram[k] * capacity[k];
     }
     if (result.iterations == 0 || dual > result.lower_bound_ns) {
       result.lower_bound_ns = dual;
-      plan.Normalize();
-      result.plan = std::move(plan);
       since_improved = 0;
     } else if (++since_improved >= options.patience) {
       step_scale /= 2;
@@ -251,7 +238,6 @@ AsyncBoundResult AsyncLowerBound(const Workload& w, uint64_t dram_limit_bytes, d
       for (size_t k = 0; k < K; ++k) mu[k] = std::clamp(mu[k] + step * g_mu[k], 0.0, 1.0);
     }
   }
-  result.plan.produced_by = "async bound";
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;
 }

@@ -16,14 +16,13 @@
 // prices to raise it.
 //
 // What it is for: how far any async planner, learned or not, could still
-// go above a plan (docs/results/learning.md, session forty-six); and the
-// schedules its best prices give, as an async plan that may exceed the limit
-// (the relaxation policy repairs it).
+// go above a plan (docs/results/learning.md, session forty-six). It makes
+// no plan: its prices' schedules, repaired to fit, were never a faster
+// async plan than the sync relaxation's made async there.
 #pragma once
 
 #include <cstdint>
 
-#include "envs/placement_plan.h"
 #include "envs/workload.h"
 
 namespace tensortier {
@@ -37,7 +36,6 @@ struct AsyncBoundOptions {
 
 struct AsyncBoundResult {
   double lower_bound_ns = 0;  // no async plan within the limit costs less
-  PlacementPlan plan;         // the schedules at the prices of that bound; may exceed the limit
   int iterations = 0;
   double seconds = 0;
 };

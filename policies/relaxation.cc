@@ -34,21 +34,12 @@ PolicyResult DecideRelaxation(const Workload& w, const PolicyContext& ctx) {
     result.stats["repairs"] = RepairToLimit(w, &plan);
     plan = ScheduleAsyncCopies(w, plan).plan;
     // The relaxation priced sync costs; the async bound prices what an
-    // async plan pays (envs/async_bound.h), and its schedules, repaired to
-    // fit, are the other start for the polish.
+    // async plan pays (envs/async_bound.h). (Its prices' schedules, repaired
+    // to fit, were never a faster start than this plan on the default-scale
+    // zoo: docs/results/learning.md, session forty-six.)
     AsyncBoundOptions options;
     options.max_seconds = 0.3 * ctx.solver_time_limit_seconds;
     bound = AsyncLowerBound(w, ctx.dram_limit_bytes, EvaluatePlan(w, plan).total_ns, options);
-    PlacementPlan priced = bound->plan;
-    const int priced_repairs = RepairToLimit(w, &priced);
-    priced = ScheduleAsyncCopies(w, priced).plan;
-    const CostReport priced_cost = EvaluatePlan(w, priced);
-    const bool use_priced = !priced_cost.oom && priced_cost.total_ns < EvaluatePlan(w, plan).total_ns;
-    result.stats["from_async_prices"] = use_priced ? 1 : 0;
-    if (use_priced) {
-      plan = std::move(priced);
-      result.stats["repairs"] = priced_repairs;
-    }
   }
   const PlanPolishResult polished = PolishValidPlan(w, plan, polish);
   result.plan = polished.plan;

@@ -163,11 +163,6 @@ TEST(AsyncBound, HoldsForEveryAsyncPlan) {
     EXPECT_LE(r.lower_bound_ns, optimum + 1e-6);
     EXPECT_GE(r.lower_bound_ns, MinCostNs(w) - 1e-6);
     EXPECT_GE(r.iterations, 1);
-    // Its prices' schedules are an async plan of the workload.
-    EXPECT_EQ(r.plan.mode, MigrationMode::kAsync);
-    EXPECT_NO_THROW(r.plan.Validate(w));
-    const CostReport priced = EvaluatePlan(w, r.plan);
-    if (!priced.oom) EXPECT_GE(priced.total_ns, optimum - 1e-6);
     closed += r.lower_bound_ns - MinCostNs(w);
     open += optimum - MinCostNs(w);
   }
