@@ -18,12 +18,13 @@
 #                  greedy plan, the plan-time search and the guided ILP (AGENT+ilp), beside the
 #                  search's ablations heat+search, untrained-AGENT and untrained-AGENT+search, and
 #                  the search from the guided ILP's plan too (AGENT+ilp+search) with its ablation
-#                  heat+ilp+search
+#                  heat+ilp+search, and from the relaxation's (AGENT+relax+search, heat+relax+search)
 #   --agents       which agents --train trains and which AGENT+ilp rows are added (default "dqn")
 #   --checkpoint   include the learned agent of a learner checkpoint (repeatable, MODEL= for one
 #                  model; it must have been trained in the mode of the table)
 # The relaxation (a baseline row since session forty-five) adds up to the ILP limit per model
-# (2.5-57 s at the default scale in sync mode).
+# (2.5-57 s at the default scale in sync mode); its two +relax+search rows add up to the ILP
+# limit and two searches (2026-12-07: 4-7 min per model for the default-scale async models).
 # How long on this project's 2-core machine (2026-11-27, cost model, ILPs limited to 60 s):
 # a table's bench takes 1-3 min per model in sync mode and 2-4 min in async mode (the guided
 # ILPs take their whole limit there); --train adds 0.5-2.5 min per model, scale and mode for
@@ -109,8 +110,9 @@ for scale in $scales; do
       for a in $agents; do policies+=("$a+ilp" "untrained-$a" "untrained-$a+search"); done
       # The search from the guided ILP's plan too, and that pipeline with no network: the
       # network-free pipeline closest to the learned one (learning.md, session thirty).
-      for a in $agents; do policies+=("$a+ilp+search"); done
-      policies+=(heat+ilp+search)
+      for a in $agents; do policies+=("$a+ilp+search" "$a+relax+search"); done
+      # And from the relaxation's plan (session forty-six), with heat order in its place.
+      policies+=(heat+ilp+search heat+relax+search)
     fi
     dir=fig14
     [ "$scale" = paper ] && dir+=-paper

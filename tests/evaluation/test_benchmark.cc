@@ -298,6 +298,17 @@ TEST(Benchmark, TheSearchFromTheRelaxationsPlanKeepsTheFasterStart) {
     ASSERT_GT(rows[0].predicted_ns, rows[1].predicted_ns) << "the untrained network's plan should be the slower start";
     EXPECT_LE(rows[2].predicted_ns, rows[1].predicted_ns * (1 + 1e-9)) << MigrationModeName(mode);
     EXPECT_LE(rows[3].predicted_ns, rows[1].predicted_ns * (1 + 1e-9)) << MigrationModeName(mode);
+    // The relaxation's bound, named for the mode it holds in.
+    const std::string dir = TempPath(std::string("relax-search-") + MigrationModeName(mode));
+    WriteBenchmarkResults(dir, rows);
+    const std::string md = ReadFile(dir + "/bench.md");
+    const std::string status = mode == MigrationMode::kSync ? "relaxation at 0.30: relaxation, gap "
+                                                            : "relaxation at 0.30: async bound, gap ";
+    const std::string ceiling = mode == MigrationMode::kSync ? "no sync plan above " : "no async plan above ";
+    const size_t at = md.find(status);
+    ASSERT_NE(at, std::string::npos) << md;
+    EXPECT_NE(md.find(ceiling, at), std::string::npos) << md;
+    EXPECT_GE(rows[1].solver_bound_relative, rows[1].predicted_relative - 1e-9);
   }
 }
 
