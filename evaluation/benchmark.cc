@@ -176,7 +176,8 @@ PlacementPlan IlpSearchedPlan(PlacementEnv& placement, const ActionScores& score
   return SearchedPlan(placement, scores, name, w, o, {ilp});
 }
 
-// The relaxation's plan (no network; within the ILPs' time limit), then the
+// The relaxation's plan (no network; within the ILPs' time limit; in async
+// mode without the bound, which the search does not use), then the
 // plan-time search that `scores` guide from their own episodes and from it;
 // both are decision time.
 PlacementPlan RelaxSearchedPlan(PlacementEnv& placement, const ActionScores& scores, const std::string& name,
@@ -186,7 +187,7 @@ PlacementPlan RelaxSearchedPlan(PlacementEnv& placement, const ActionScores& sco
   ctx.mode = o.mode;
   ctx.seed = o.seed;
   ctx.solver_time_limit_seconds = o.solver_time_limit_seconds;
-  const PlacementPlan relaxed = DecideRelaxation(w, ctx).plan;
+  const PlacementPlan relaxed = DecideRelaxationPlan(w, ctx).plan;
   return SearchedPlan(placement, scores, name, w, o, {relaxed});
 }
 

@@ -11,12 +11,15 @@
 
 namespace tensortier {
 
-PolicyResult DecideRelaxation(const Workload& w, const PolicyContext& ctx) {
+namespace {
+
+PolicyResult Decide(const Workload& w, const PolicyContext& ctx, bool async_bound) {
   PolicyResult result;
   PlanRelaxationOptions options;
-  // Async mode: 60% the sync plan, 30% the async bound, 10% the polish.
+  // Async mode with the bound: 60% the sync plan, 30% the bound, 10% the polish.
   const bool async = ctx.mode == MigrationMode::kAsync;
-  options.max_seconds = (async ? 0.6 : 0.9) * ctx.solver_time_limit_seconds;
+  async_bound = async_bound && async;
+  options.max_seconds = (async_bound ? 0.6 : 0.9) * ctx.solver_time_limit_seconds;
   const PlanRelaxationResult relaxed = PlanByRelaxation(w, ctx.dram_limit_bytes, 0, options);
   // The first step's repair always ends in a plan that fits (all-slow
   // does); all-slow stands in for a workload with no kernels.
@@ -39,35 +42,40 @@ PolicyResult DecideRelaxation(const Workload& w, const PolicyContext& ctx) {
     // async plan pays (envs/async_bound.h). (Its prices' schedules, repaired
     // to fit, were never a faster start than this plan on the default-scale
     // zoo: docs/results/learning.md, session forty-six.)
-    AsyncBoundOptions options;
-    options.max_seconds = 0.3 * ctx.solver_time_limit_seconds;
-    bound = AsyncLowerBound(w, ctx.dram_limit_bytes, EvaluatePlan(w, plan).total_ns, options);
+    if (async_bound) {
+      AsyncBoundOptions options;
+      options.max_seconds = 0.3 * ctx.solver_time_limit_seconds;
+      bound = AsyncLowerBound(w, ctx.dram_limit_bytes, EvaluatePlan(w, plan).total_ns, options);
+    }
   }
   const PlanPolishResult polished = PolishValidPlan(w, plan, polish);
   result.plan = polished.plan;
   result.stats["iterations"] = relaxed.iterations;
   result.stats["polish_edits"] = polished.edits_kept + polished.tensors_responded;
+  // Its bound reported as a solver's: it holds for every plan of the mode.
+  auto report = [&](const char* status, double bound_ns, double seconds) {
+    SolverStats solver;
+    solver.status = status;
+    solver.objective_ns = polished.cost.total_ns;
+    solver.bound_ns = bound_ns;
+    solver.mip_gap = polished.cost.total_ns > 0 ? (polished.cost.total_ns - bound_ns) / polished.cost.total_ns : 0;
+    solver.bound_caps_cost_model = true;
+    solver.solve_seconds = seconds;
+    result.solver = solver;
+  };
   if (bound) {
-    SolverStats solver;
-    solver.status = "async bound";
-    solver.objective_ns = polished.cost.total_ns;
-    solver.bound_ns = bound->lower_bound_ns;
-    solver.mip_gap = polished.cost.total_ns > 0 ? (polished.cost.total_ns - bound->lower_bound_ns) / polished.cost.total_ns : 0;
-    solver.bound_caps_cost_model = true;
-    solver.solve_seconds = bound->seconds;
-    result.solver = solver;
+    report("async bound", bound->lower_bound_ns, bound->seconds);
     result.stats["bound_iterations"] = bound->iterations;
-  } else if (relaxed.found) {
-    SolverStats solver;
-    solver.status = "relaxation";
-    solver.objective_ns = polished.cost.total_ns;
-    solver.bound_ns = relaxed.lower_bound_ns;
-    solver.mip_gap = polished.cost.total_ns > 0 ? (polished.cost.total_ns - relaxed.lower_bound_ns) / polished.cost.total_ns : 0;
-    solver.bound_caps_cost_model = true;
-    solver.solve_seconds = relaxed.seconds;
-    result.solver = solver;
+  } else if (!async && relaxed.found) {
+    report("relaxation", relaxed.lower_bound_ns, relaxed.seconds);
   }
   return result;
 }
+
+}  // namespace
+
+PolicyResult DecideRelaxation(const Workload& w, const PolicyContext& ctx) { return Decide(w, ctx, true); }
+
+PolicyResult DecideRelaxationPlan(const Workload& w, const PolicyContext& ctx) { return Decide(w, ctx, false); }
 
 }  // namespace tensortier

@@ -14,5 +14,10 @@
 namespace tensortier {
 
 PolicyResult DecideRelaxation(const Workload& w, const PolicyContext& ctx);
+// The same without the async bound, its time the plan's (90%, as in sync
+// mode): for a caller that wants only the plan, such as the plan-time search
+// that starts from it (bench's dqn+relax+search). Sync mode: the same as
+// DecideRelaxation.
+PolicyResult DecideRelaxationPlan(const Workload& w, const PolicyContext& ctx);
 
 }  // namespace tensortier

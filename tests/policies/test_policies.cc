@@ -11,6 +11,7 @@
 #include "policies/cached_arrays.h"
 #include "policies/plan_tools.h"
 #include "policies/policy.h"
+#include "policies/relaxation.h"
 #include "tests/policies/policy_test_util.h"
 #include "tests/core/hand_graph.h"
 
@@ -192,6 +193,11 @@ TEST(Relaxation, ItsBoundsCapAutoTmsPlansInEachMode) {
   EXPECT_LE(async.solver->bound_ns, async_cost + 1e-6);
   EXPECT_GT(async.solver->bound_ns, MinCostNs(w));
   EXPECT_LE(async.solver->bound_ns, EvaluatePlan(w, MakePolicy("autotm-async")->Decide(w, ctx).plan).total_ns + 1e-6);
+  // Without the bound (the plan-time search's start): the same kind of plan, no solver line.
+  const PolicyResult plan_only = DecideRelaxationPlan(w, ctx);
+  EXPECT_FALSE(plan_only.solver.has_value());
+  EXPECT_EQ(plan_only.plan.mode, MigrationMode::kAsync);
+  EXPECT_FALSE(EvaluatePlan(w, plan_only.plan).oom);
 }
 
 TEST(AllDram, IgnoresTheLimitAndIsTheIdeal) {
