@@ -110,10 +110,7 @@ double Solve(const TensorLife& x, const Prices& p, Trace& trace, Usage& usage) {
     const double pen = here ? x.use_penalty_ns[use - 1] : 0.0;
     const bool writes = here && x.use_writes[use - 1];
     const bool copied = k > x.alloc && best_copied[tier][k - x.alloc];
-    if (!copied) {
-      if (tier == 1) usage.dram_bytes[k] += x.size;
-      else usage.penalty_ns[k] += pen;
-    } else if (writes) {
+    if (!copied || writes) {  // the kernel sees the tier after it (a blocking copy landed before it)
       if (tier == 1) usage.dram_bytes[k] += x.size;
       else usage.penalty_ns[k] += pen;
     } else {
