@@ -176,18 +176,25 @@ PlacementPlan IlpSearchedPlan(PlacementEnv& placement, const ActionScores& score
   return SearchedPlan(placement, scores, name, w, o, {ilp});
 }
 
+// What a baseline policy is given at a budget: the bench's mode, seed and
+// solver limits.
+PolicyContext BaselineContext(const BenchmarkOptions& o, uint64_t dram_limit) {
+  PolicyContext ctx;
+  ctx.dram_limit_bytes = dram_limit;
+  ctx.mode = o.mode;
+  ctx.seed = o.seed;
+  ctx.solver_time_limit_seconds = o.solver_time_limit_seconds;
+  ctx.mip_gap = o.mip_gap;
+  return ctx;
+}
+
 // The relaxation's plan (no network; within the ILPs' time limit; in async
 // mode without the bound, which the search does not use), then the
 // plan-time search that `scores` guide from their own episodes and from it;
 // both are decision time.
 PlacementPlan RelaxSearchedPlan(PlacementEnv& placement, const ActionScores& scores, const std::string& name,
                                 const Workload& w, const BenchmarkOptions& o, uint64_t dram_limit) {
-  PolicyContext ctx;
-  ctx.dram_limit_bytes = dram_limit;
-  ctx.mode = o.mode;
-  ctx.seed = o.seed;
-  ctx.solver_time_limit_seconds = o.solver_time_limit_seconds;
-  const PlacementPlan relaxed = DecideRelaxationPlan(w, ctx).plan;
+  const PlacementPlan relaxed = DecideRelaxationPlan(w, BaselineContext(o, dram_limit)).plan;
   return SearchedPlan(placement, scores, name, w, o, {relaxed});
 }
 
@@ -736,13 +743,7 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
           plan = std::move(applied.plan);
           plan.Validate(w);
         } else {
-          PolicyContext ctx;
-          ctx.dram_limit_bytes = name == "all-dram" ? 0 : limit;
-          ctx.mode = o.mode;
-          ctx.seed = o.seed;
-          ctx.solver_time_limit_seconds = o.solver_time_limit_seconds;
-          ctx.mip_gap = o.mip_gap;
-          PolicyResult result = MakePolicy(name)->Decide(w, ctx);
+          PolicyResult result = MakePolicy(name)->Decide(w, BaselineContext(o, name == "all-dram" ? 0 : limit));
           plan = result.plan;
           row.decision_seconds = result.decision_seconds;
           if (result.solver) {
