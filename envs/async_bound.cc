@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "envs/cost_model.h"
+#include "envs/plan_relaxation.h"
 
 namespace tensortier {
 namespace {
@@ -135,16 +136,13 @@ AsyncBoundResult AsyncLowerBound(const Workload& w, uint64_t dram_limit_bytes, d
   const size_t K = w.num_kernels();
   if (K == 0) return result;
   const double e = w.device.async_copy_exposure;
-  // A limit of 0 is none (PlacementPlan).
-  std::vector<double> capacity(K, dram_limit_bytes == 0 ? kInf : static_cast<double>(dram_limit_bytes));
+  const std::vector<int64_t> room = PlannableDramPerKernel(w, dram_limit_bytes);
+  const std::vector<double> capacity(room.begin(), room.end());
   std::vector<TensorLife> lives;
   std::vector<int64_t> index(w.num_tensors(), -1);
   for (uint32_t t = 0; t < w.num_tensors(); ++t) {
     const Tensor& x = w.tensors[t];
-    if (x.pinned_dram) {
-      for (uint32_t k = x.alloc_kernel; k <= x.free_kernel && k < K; ++k) capacity[k] -= static_cast<double>(x.size_bytes);
-      continue;
-    }
+    if (x.pinned_dram) continue;
     TensorLife life;
     life.alloc = x.alloc_kernel;
     life.free = std::min<uint32_t>(x.free_kernel, static_cast<uint32_t>(K - 1));
@@ -168,8 +166,6 @@ AsyncBoundResult AsyncLowerBound(const Workload& w, uint64_t dram_limit_bytes, d
       life.use_penalty_ns.back() += acc.slow_penalty_ns;
       if (acc.writes > 0) life.use_writes.back() = 1;
     }
-  for (double c : capacity)
-    if (c < 0) throw std::invalid_argument("the pinned tensors alone exceed the DRAM limit");
 
   Prices p;
   p.dram.assign(K, 0);
@@ -213,7 +209,7 @@ AsyncBoundResult AsyncLowerBound(const Workload& w, uint64_t dram_limit_bytes, d
     // half of Polyak's step.
     double norm_dram = 0, norm_mu = 0;
     for (size_t k = 0; k < K; ++k) {
-      double g = std::isfinite(capacity[k]) ? usage.dram_bytes[k] - capacity[k] : 0;
+      double g = usage.dram_bytes[k] - capacity[k];
       if (g < 0 && p.dram[k] <= 0) g = 0;
       direction[k] = g + options.deflection * direction[k];
       norm_dram += direction[k] * direction[k];

@@ -182,17 +182,10 @@ class ScheduleModel {
  public:
   ScheduleModel(const Workload& w, uint64_t dram_limit_bytes)
       : w_(w), K_(w.num_kernels()), limit_(dram_limit_bytes),
-        // A limit of 0 is none (PlacementPlan): room for every tensor at once.
-        capacity_(K_, dram_limit_bytes == 0 ? std::numeric_limits<int64_t>::max() / 4
-                                            : static_cast<int64_t>(dram_limit_bytes)),
-        index_(w.num_tensors(), -1), diff_(K_ + 1), usage_(K_) {
+        capacity_(PlannableDramPerKernel(w, dram_limit_bytes)), index_(w.num_tensors(), -1), diff_(K_ + 1), usage_(K_) {
     for (uint32_t t = 0; t < w.num_tensors(); ++t) {
       const Tensor& x = w.tensors[t];
-      if (x.pinned_dram) {
-        for (uint32_t k = x.alloc_kernel; k <= x.free_kernel && k < K_; ++k)
-          capacity_[k] -= static_cast<int64_t>(x.size_bytes);
-        continue;
-      }
+      if (x.pinned_dram) continue;
       TensorEvents e;
       e.tensor = t;
       e.size_bytes = x.size_bytes;
@@ -216,8 +209,6 @@ class ScheduleModel {
         const auto it = std::lower_bound(e.kernels.begin(), e.kernels.end(), static_cast<uint32_t>(k));
         e.penalty_ns[static_cast<size_t>(it - e.kernels.begin())] += acc.slow_penalty_ns;
       }
-    for (int64_t c : capacity_)
-      if (c < 0) throw std::invalid_argument("the pinned tensors alone exceed the DRAM limit");
   }
 
   size_t size() const { return events_.size(); }
@@ -441,6 +432,19 @@ void RequireSync(const PlacementPlan& plan, const char* what) {
 }
 
 }  // namespace
+
+std::vector<int64_t> PlannableDramPerKernel(const Workload& w, uint64_t dram_limit_bytes) {
+  const size_t K = w.num_kernels();
+  std::vector<int64_t> room(K, dram_limit_bytes == 0 ? std::numeric_limits<int64_t>::max() / 4
+                                                      : static_cast<int64_t>(dram_limit_bytes));
+  for (const Tensor& x : w.tensors) {
+    if (!x.pinned_dram) continue;
+    for (uint32_t k = x.alloc_kernel; k <= x.free_kernel && k < K; ++k) room[k] -= static_cast<int64_t>(x.size_bytes);
+  }
+  for (int64_t c : room)
+    if (c < 0) throw std::invalid_argument("the pinned tensors alone exceed the DRAM limit");
+  return room;
+}
 
 BestResponseResult RespondPerTensor(const Workload& w, const PlacementPlan& plan, int max_passes) {
   RequireSync(plan, "RespondPerTensor");

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "envs/cost_model.h"
 #include "envs/placement_plan.h"
@@ -57,6 +58,12 @@ struct BestResponseResult {
 // tightened first: evicted right after a use, fetched right before one), in
 // passes until one moves none. Sync mode only.
 BestResponseResult RespondPerTensor(const Workload& w, const PlacementPlan& plan, int max_passes = 4);
+
+// Per kernel, the DRAM left to the tensors a plan places: the limit less
+// the pinned tensors live there (a limit of 0 is none: room for every tensor
+// at once). Throws std::invalid_argument where the pinned tensors alone
+// exceed it.
+std::vector<int64_t> PlannableDramPerKernel(const Workload& w, uint64_t dram_limit_bytes);
 
 // Sync mode only (std::invalid_argument otherwise): an async copy's cost
 // depends on the kernel it overlaps and on the other copies there.
