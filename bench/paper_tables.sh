@@ -3,12 +3,18 @@
 #   - DeepTM Fig. 14: five models, every policy, DRAM = 1/5 of peak, per scale and mode
 #     (fig14 = default scale, sync; fig14-async, fig14-paper, fig14-paper-async);
 #   - DeepTM Fig. 17: the least DRAM fraction that reaches 90% of all-DRAM (default scale, sync);
-#   - ILP solve time against graph size.
-# Usage: bench/paper_tables.sh [BUILD_DIR] [--scale default|paper|both] [--mode sync|async|both]
-#                               [--models "vgg19 ..."] [--measure] [--train EPISODES]
-#                               [--agents "dqn"] [--checkpoint [MODEL=]FILE]...
+#   - ILP solve time against graph size;
+#   - with --scale outside (or all): the same table for TorchScript modules from outside the zoo
+#     (outside-zoo-sync, outside-zoo-async; issue #15, criterion 1's third part).
+# Usage: bench/paper_tables.sh [BUILD_DIR] [--scale default|paper|both|outside|all] [--mode sync|async|both]
+#                               [--models "vgg19 ..."] [--outside-models "densenet_like ..."] [--measure]
+#                               [--train EPISODES] [--agents "dqn"] [--checkpoint [MODEL=]FILE]...
 #   --scale        default: batch 2, 32 px (minutes here); paper: batch 8, 128 px (hours with
-#                  --train); both (the default) runs both
+#                  --train); both (the default) runs both; outside: the modules that
+#                  bench/make_torchscript_models writes, profiled at batch 2, 32 px; all: the three.
+#                  Fig. 17 and the ILP table run with the default scale.
+#   --outside-models  which of make_torchscript_models' seven modules (default: densenet_like
+#                  unet_like vit_like, the three of the tables since session twenty-five)
 #   --mode         sync, async or both (the default)
 #   --models       which of the five models (default: all)
 #   --measure      also run real iterations of every plan on this host (slow)
@@ -46,14 +52,17 @@ agents="dqn"
 scales="default paper"
 modes="sync async"
 models=(vgg19 resnet152 inception_v3 mobilenet_v2 alexnet)
+outside_models=(densenet_like unet_like vit_like)
 while [ $# -gt 0 ]; do
   case "$1" in
     --measure) measure=""; shift ;;
     --train) train_episodes=$2; shift 2 ;;
     --agents) agents=$2; shift 2 ;;
     --train-models|--models) read -r -a models <<<"$2"; shift 2 ;;
-    --scale) case "$2" in default|paper) scales=$2 ;; both) scales="default paper" ;;
-               *) echo "--scale: default, paper or both" >&2; exit 2 ;; esac; shift 2 ;;
+    --outside-models) read -r -a outside_models <<<"$2"; shift 2 ;;
+    --scale) case "$2" in default|paper|outside) scales=$2 ;; both) scales="default paper" ;;
+               all) scales="default paper outside" ;;
+               *) echo "--scale: default, paper, both, outside or all" >&2; exit 2 ;; esac; shift 2 ;;
     --mode) case "$2" in sync|async) modes=$2 ;; both) modes="sync async" ;;
               *) echo "--mode: sync, async or both" >&2; exit 2 ;; esac; shift 2 ;;
     --checkpoint) checkpoint+=(--checkpoint "$2"); shift 2 ;;
@@ -69,7 +78,11 @@ default_sync_ckpts=()
 
 profile() {  # MODEL SCALE -> the workload file, profiled once
   local m=$1 scale=$2 f
-  if [ "$scale" = paper ]; then
+  if [ "$scale" = outside ]; then
+    f="$out/workloads/ts/$m.ttwl"
+    [ -f "$out/workloads/ts/$m.pt" ] || "$build/bench/make_torchscript_models" --out "$out/workloads/ts" >&2
+    [ -f "$f" ] || "$tt" profile --torchscript "$out/workloads/ts/$m.pt" --batch 2 --image-size 32 --out "$f" >&2
+  elif [ "$scale" = paper ]; then
     f="$out/workloads/${m}_b8_128.ttwl"
     [ -f "$f" ] || "$tt" profile --model "$m" --batch 8 --image-size 128 --out "$f" >&2
   else
@@ -84,7 +97,9 @@ for scale in $scales; do
     SECONDS=0
     specs=()
     ckpts=("${checkpoint[@]}")
-    for m in "${models[@]}"; do
+    scale_models=("${models[@]}")
+    [ "$scale" = outside ] && scale_models=("${outside_models[@]}")
+    for m in "${scale_models[@]}"; do
       f=$(profile "$m" "$scale")
       specs+=(--workload "$f")
       if [ "$train_episodes" -gt 0 ]; then
@@ -117,7 +132,8 @@ for scale in $scales; do
     dir=fig14
     [ "$scale" = paper ] && dir+=-paper
     [ "$mode" = async ] && dir+=-async
-    echo "== Fig. 14 ($scale scale, $mode): every policy at DRAM = 0.2 x peak"
+    [ "$scale" = outside ] && dir=outside-zoo-$mode
+    echo "== $dir ($scale scale, $mode): every policy at DRAM = 0.2 x peak"
     "$tt" bench "${specs[@]}" --mode "$mode" --policies "${policies[@]}" "${ckpts[@]}" --dram-fractions 0.2 \
       --ilp-time-limit 60 $measure --out "$out/$dir"
     echo "== $dir took $SECONDS s"
@@ -138,9 +154,11 @@ if [[ " $scales " == *" default "* && " $modes " == *" sync "* ]]; then
     --dram-fractions 1.0 0.8 0.6 0.5 0.4 0.3 0.2 0.11 --ilp-time-limit 20 --cost-model-only --out "$out/fig17"
 fi
 
-echo "== ILP solve time against graph size"
-ilp_specs=()
-for n in 10 20 40 80 160; do ilp_specs+=(--workload "synthetic:resnet:$n"); done
-"$tt" bench "${ilp_specs[@]}" --policies autotm-static autotm-sync --dram-fractions 0.2 --ilp-time-limit 120 \
-  --cost-model-only --out "$out/ilp"
-echo "tables: $out/fig14*/bench.md $out/fig17/bench.md $out/ilp/bench.csv"
+if [[ " $scales " == *" default "* ]]; then
+  echo "== ILP solve time against graph size"
+  ilp_specs=()
+  for n in 10 20 40 80 160; do ilp_specs+=(--workload "synthetic:resnet:$n"); done
+  "$tt" bench "${ilp_specs[@]}" --policies autotm-static autotm-sync --dram-fractions 0.2 --ilp-time-limit 120 \
+    --cost-model-only --out "$out/ilp"
+fi
+echo "tables: $out/fig14*/bench.md $out/outside-zoo-*/bench.md $out/fig17/bench.md $out/ilp/bench.csv"
