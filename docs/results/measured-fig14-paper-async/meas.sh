@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
-# meas.sh MODEL...: cells of fig14-paper-async on real iterations (issue #15, criterion 2; session forty-seven):
-# the table's profile (docs/results/workloads/MODEL_b8_128.ttwl) and network (runs/paper/paper-async-MODEL-dqn,
-# as bench/paper_tables.sh --scale paper --mode async --train 1 leaves them), the leading baselines, the
-# relaxation, dqn and dqn+search, --repeats 2 --rounds 5, DRAM 0.2 x peak, ILPs 60 s, search 120 s.
-# Run from the repository root; results into $OUT/MODEL (default: this folder).
+# meas.sh MODEL...: cells of a table of bench/paper_tables.sh --train 1 on real iterations (issue #15, criterion 2;
+# session forty-seven): the table's profile and network (runs/paper/SCALE-MODE-MODEL-dqn), the leading baselines,
+# the relaxation, dqn and dqn+search, --repeats 2 --rounds 5, DRAM 0.2 x peak, ILPs 60 s, search 120 s.
+# SCALE=paper (default; docs/results/workloads/MODEL_b8_128.ttwl) or outside (workloads/ts/MODEL.ttwl);
+# MODE=async (default) or sync. Run from the repository root; results into $OUT/MODEL
+# (default: docs/results/measured-fig14-paper-async, or docs/results/measured-outside-zoo-MODE).
 set -uo pipefail
+scale=${SCALE:-paper}; mode=${MODE:-async}
+policies=(first-touch sentinel autotm-sync heat+ilp relaxation dqn dqn+search)
+[ "$mode" = async ] && policies+=(autotm-async)
 for m in "$@"; do
-  out=${OUT:-docs/results/measured-fig14-paper-async}/$m
+  if [ "$scale" = outside ]; then
+    wl=docs/results/workloads/ts/$m.ttwl; out=${OUT:-docs/results/measured-outside-zoo-$mode}/$m
+  else
+    wl=docs/results/workloads/${m}_b8_128.ttwl; out=${OUT:-docs/results/measured-fig14-paper-async}/$m
+  fi
+  mkdir -p "$(dirname "$out")"
   SECONDS=0
-  build/cli/tensortier bench --workload docs/results/workloads/${m}_b8_128.ttwl --mode async \
-    --checkpoint runs/paper/paper-async-$m-dqn/checkpoints/dqn-fastest.ckpt \
-    --policies first-touch sentinel autotm-sync autotm-async heat+ilp relaxation dqn dqn+search \
+  build/cli/tensortier bench --workload "$wl" --mode "$mode" \
+    --checkpoint runs/paper/$scale-$mode-$m-dqn/checkpoints/dqn-fastest.ckpt --policies "${policies[@]}" \
     --dram-fractions 0.2 --ilp-time-limit 60 --repeats 2 --rounds 5 --out "$out" > "$out.log" 2>&1
   echo "== $m rc=$? $SECONDS s $(date +%T)"
   grep -E "^\| " "$out/bench.md" | head -12
