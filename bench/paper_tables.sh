@@ -43,6 +43,9 @@
 # model since the longer polish (ResNet-152: 112 s). The two +ilp+search rows add up to 6 min per
 # model (2026-11-29, two at a time: sync 610 s and 771 s, async 1,836 s and 1,549 s for the
 # tables' baselines with dqn+ilp and both rows).
+# With every row of today (2026-12-07, --train 1, training included, profiles already there, two at a
+# time): fig14-paper 2,756 s, fig14-paper-async 4,245 s, fig14 3,063 s; --scale outside alone: 247 s
+# sync, 1,028 s async.
 set -euo pipefail
 build=build
 measure=--cost-model-only
