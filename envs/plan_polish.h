@@ -52,6 +52,16 @@ struct PlanPolishOptions {
   // searched plan 61.48 -> 61.68% in 0.01 s, where the edits below take
   // seconds (docs/results/learning.md, session forty-five).
   bool best_responses = true;
+  // Async mode, when the edits' passes end: the plan's copies moved to where
+  // they are exposed least (envs/copy_schedule.h), and where that moved
+  // any, the edits get another pass (within max_passes). An edit issues its
+  // copies where its tiers change, crowded or not: on paper-scale
+  // ResNet-152 async the searched plan, polished, went 85.59 -> 86.10% of
+  // all-DRAM by this alone, MobileNetV2's relaxation 67.10 -> 68.16%
+  // (docs/results/learning.md, session forty-eight). Not before each pass:
+  // there it changed which edits paid, and the polish ended slower on a
+  // synthetic ResNet-like graph.
+  bool reschedule_copies = true;
 };
 
 struct PlanPolishResult {
@@ -61,8 +71,11 @@ struct PlanPolishResult {
   int edits_tried = 0;
   int edits_kept = 0;
   int tensors_responded = 0;  // tensors the best responses moved
+  int copies_moved = 0;       // by the copy schedules (reschedule_copies)
   int passes = 0;
   double seconds = 0;
+  // Everything the polish changed: edits, best responses, copies moved.
+  int changes() const { return edits_kept + tensors_responded + copies_moved; }
 };
 
 // Without plan.Validate(w), as EvaluateValidPlan: for a plan valid by

@@ -941,7 +941,7 @@ PlanSearchResult SearchOnce(PlacementEnv& env, const ActionScores& scores, const
     PlanPolishOptions polish;
     polish.max_seconds = 0.1 * options.max_seconds;
     PlanPolishResult polished = PolishValidPlan(w, result.best.plan, polish);
-    result.polish_edits = polished.edits_kept + polished.tensors_responded;
+    result.polish_edits = polished.changes();
     result.polish_saved_ns = polished.saved_ns;
     result.polish_seconds = polished.seconds;
     if (result.polish_edits > 0) {

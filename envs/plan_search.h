@@ -151,7 +151,7 @@ struct PlanSearchResult {
   // imitate (the MDP cannot say when a copy starts). best.plan without
   // rescheduled copies and without the polish's edits.
   PlacementPlan best_episode_plan;
-  int polish_edits = 0;         // edits the polish kept, tensors its best responses moved included
+  int polish_edits = 0;         // PlanPolishResult::changes(): edits kept, tensors best responses moved, copies rescheduled
   double polish_saved_ns = 0;
   double polish_seconds = 0;    // part of `seconds`
   int copies_moved = 0;         // by the copy schedule of the best plan

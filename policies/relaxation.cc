@@ -51,7 +51,7 @@ PolicyResult Decide(const Workload& w, const PolicyContext& ctx, bool async_boun
   const PlanPolishResult polished = PolishValidPlan(w, plan, polish);
   result.plan = polished.plan;
   result.stats["iterations"] = relaxed.iterations;
-  result.stats["polish_edits"] = polished.edits_kept + polished.tensors_responded;
+  result.stats["polish_edits"] = polished.changes();
   // Its bound reported as a solver's: it holds for every plan of the mode.
   auto report = [&](const char* status, double bound_ns, double seconds) {
     SolverStats solver;

@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "envs/copy_schedule.h"
 #include "envs/cost_model.h"
 #include "envs/placement_env.h"
 #include "envs/plan_polish.h"
@@ -47,10 +49,12 @@ PlacementPlan FetchedAndEvicted(const Workload& w, uint64_t dram_limit_bytes) {
 }
 
 // The edits alone, without the best responses that reach most of them
-// first (tests/core/test_plan_relaxation.cc tests those).
+// first (tests/core/test_plan_relaxation.cc tests those), and without the
+// async copy schedule (tests/core/test_copy_schedule.cc; below, with them).
 PlanPolishOptions Edits() {
   PlanPolishOptions o;
   o.best_responses = false;
+  o.reschedule_copies = false;
   return o;
 }
 
@@ -244,6 +248,49 @@ TEST(PlanPolish, SeveralSmallTensorsMakeTheRoomOneLargeOneNeeds) {
 // On the plans the search makes of synthetic training iterations: the
 // polished plan never costs more than the MDP's, is priced as the cost model
 // prices it, fits, and the plan a network would imitate stays the MDP's.
+// In async mode the polish ends with the copies where the copy schedule
+// leaves them: an edit issues its copies where its tiers change, and the
+// schedule after the edits finds what one before them could not. It never
+// ends slower than the edits alone: it starts from where they end.
+TEST(PlanPolish, AsyncPlansEndWithTheirCopiesRescheduled) {
+  int rescheduled = 0;
+  for (SyntheticShape shape : {SyntheticShape::kResnetLike, SyntheticShape::kMobilenetLike, SyntheticShape::kVggLike}) {
+    SyntheticOptions so;
+    so.shape = shape;
+    so.layers = 8;
+    Workload w = GenerateSynthetic(so);
+    w.Finalize();
+    for (MigrationMode mode : {MigrationMode::kAsync, MigrationMode::kSync}) {
+      SCOPED_TRACE(std::string(SyntheticShapeName(shape)) + " " + MigrationModeName(mode));
+      EnvConfig c;
+      c.dram_limit_bytes = static_cast<uint64_t>(0.2 * static_cast<double>(w.peak_live_bytes()));
+      c.mode = mode;
+      PlacementEnv env(w, c);
+      const PlacementPlan plan =
+          PlayGreedy(env, [](const Observation& x) { return std::make_pair(x[kObsHeat], 0.3f); }).summary.plan;
+      PlanPolishOptions without = Edits();
+      PlanPolishOptions with = without;
+      with.reschedule_copies = true;
+      const PlanPolishResult a = PolishValidPlan(w, plan, without), b = PolishValidPlan(w, plan, with);
+      ASSERT_FALSE(b.cost.oom);
+      EXPECT_LE(b.cost.dram_peak_bytes, c.dram_limit_bytes);
+      EXPECT_DOUBLE_EQ(EvaluatePlan(w, b.plan).total_ns, b.cost.total_ns);
+      EXPECT_NEAR(b.saved_ns, EvaluatePlan(w, plan).total_ns - b.cost.total_ns, 1e-6 * b.cost.total_ns);
+      EXPECT_EQ(a.copies_moved, 0);
+      if (mode == MigrationMode::kSync) {
+        EXPECT_EQ(b.copies_moved, 0);
+        EXPECT_TRUE(b.plan == a.plan);
+        continue;
+      }
+      EXPECT_EQ(ScheduleAsyncCopies(w, b.plan).moved, 0);  // nothing left for the schedule
+      EXPECT_LE(b.cost.total_ns, a.cost.total_ns);
+      EXPECT_EQ(b.changes(), b.edits_kept + b.copies_moved);
+      rescheduled += b.copies_moved > 0 && b.cost.total_ns < a.cost.total_ns;
+    }
+  }
+  EXPECT_GE(rescheduled, 2);  // the premise: the MDP crowds copies, and edits leave them so
+}
+
 TEST(PlanPolish, TheSearchReturnsThePolishedPlanAndKeepsTheEpisodesOwn) {
   int polished_plans = 0;
   for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync})
