@@ -9,6 +9,7 @@
 # Usage: bench/paper_tables.sh [BUILD_DIR] [--scale default|paper|both|outside|all] [--mode sync|async|both]
 #                               [--models "vgg19 ..."] [--outside-models "densenet_like ..."] [--measure]
 #                               [--train EPISODES] [--agents "dqn"] [--checkpoint [MODEL=]FILE]...
+#                               [--only fig14|fig17|ilp]
 #   --scale        default: batch 2, 32 px (minutes here); paper: batch 8, 128 px (hours with
 #                  --train); both (the default) runs both; outside: the modules that
 #                  bench/make_torchscript_models writes, profiled at batch 2, 32 px; all: the three.
@@ -28,6 +29,9 @@
 #   --agents       which agents --train trains and which AGENT+ilp rows are added (default "dqn")
 #   --checkpoint   include the learned agent of a learner checkpoint (repeatable, MODEL= for one
 #                  model; it must have been trained in the mode of the table)
+#   --only         one kind of table: fig14 (the Fig. 14 and outside-zoo tables), fig17 or ilp.
+#                  With fig17, the learned rows come from --checkpoint, else from the networks an
+#                  earlier --train left in runs/paper/default-sync-MODEL-AGENT (none: no learned rows)
 # The relaxation (a baseline row since session forty-five) adds up to the ILP limit per model
 # (2.5-57 s at the default scale in sync mode); its two +relax+search rows add up to the ILP
 # limit and two searches (2026-12-07: 4-7 min per model for the default-scale async models).
@@ -52,6 +56,7 @@ measure=--cost-model-only
 checkpoint=()
 train_episodes=0
 agents="dqn"
+only=""
 scales="default paper"
 modes="sync async"
 models=(vgg19 resnet152 inception_v3 mobilenet_v2 alexnet)
@@ -69,6 +74,8 @@ while [ $# -gt 0 ]; do
     --mode) case "$2" in sync|async) modes=$2 ;; both) modes="sync async" ;;
               *) echo "--mode: sync, async or both" >&2; exit 2 ;; esac; shift 2 ;;
     --checkpoint) checkpoint+=(--checkpoint "$2"); shift 2 ;;
+    --only) case "$2" in fig14|fig17|ilp) only=$2 ;; *) echo "--only: fig14, fig17 or ilp" >&2; exit 2 ;; esac
+            shift 2 ;;
     -h|--help) sed -n "2,/^set -euo/p" "$0" | sed "\$d"; exit 0 ;;
     -*) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
     *) build=$1; shift ;;
@@ -95,7 +102,17 @@ profile() {  # MODEL SCALE -> the workload file, profiled once
   echo "$f"
 }
 
+# A trained run's network: the fastest evaluated policy (what export takes), else the best greedy
+# evaluation, else the last.
+run_checkpoint() {  # RUN_DIR AGENT
+  local c
+  for c in "$1/checkpoints/$2-fastest.ckpt" "$1/checkpoints/$2-best.ckpt" "$1/checkpoints/$2.ckpt"; do
+    [ -f "$c" ] && { echo "$c"; return; }
+  done
+}
+
 for scale in $scales; do
+  [ -n "$only" ] && [ "$only" != fig14 ] && break
   for mode in $modes; do
     SECONDS=0
     specs=()
@@ -111,11 +128,7 @@ for scale in $scales; do
           echo "== training $a on $m ($scale scale, $mode, $train_episodes episodes, cost model, DRAM 0.2)"
           "$tt" train --workload "$f" --agent "$a" --mode "$mode" --episodes "$train_episodes" \
             --dram-fraction 0.2 --cost-model-only --ilp-seconds 0 --metrics-address off --out "$run" | tail -n 3
-          # The fastest evaluated policy (what export takes), else the best greedy evaluation.
-          ckpt=$run/checkpoints/$a-fastest.ckpt
-          [ -f "$ckpt" ] || ckpt=$run/checkpoints/$a-best.ckpt
-          [ -f "$ckpt" ] || ckpt=$run/checkpoints/$a.ckpt
-          ckpts+=(--checkpoint "$m=$ckpt")
+          ckpts+=(--checkpoint "$m=$(run_checkpoint "$run" "$a")")
         done
       fi
     done
@@ -144,7 +157,18 @@ for scale in $scales; do
   done
 done
 
-if [[ " $scales " == *" default "* && " $modes " == *" sync "* ]]; then
+if [ "$only" = fig17 ] && [ ${#default_sync_ckpts[@]} -eq 0 ]; then
+  default_sync_ckpts=("${checkpoint[@]}")
+  if [ ${#default_sync_ckpts[@]} -eq 0 ]; then
+    for m in "${models[@]}"; do
+      for a in $agents; do
+        c=$(run_checkpoint "runs/paper/default-sync-$m-$a" "$a")
+        [ -n "$c" ] && default_sync_ckpts+=(--checkpoint "$m=$c")
+      done
+    done
+  fi
+fi
+if [[ ( -z "$only" || "$only" = fig17 ) && " $scales " == *" default "* && " $modes " == *" sync "* ]]; then
   specs=()
   for m in "${models[@]}"; do specs+=(--workload "$(profile "$m" default)"); done
   fig17=(first-touch sentinel autotm-static ca-lm)
@@ -157,7 +181,7 @@ if [[ " $scales " == *" default "* && " $modes " == *" sync "* ]]; then
     --dram-fractions 1.0 0.8 0.6 0.5 0.4 0.3 0.2 0.11 --ilp-time-limit 20 --cost-model-only --out "$out/fig17"
 fi
 
-if [[ " $scales " == *" default "* ]]; then
+if [[ ( -z "$only" || "$only" = ilp ) && " $scales " == *" default "* ]]; then
   echo "== ILP solve time against graph size"
   ilp_specs=()
   for n in 10 20 40 80 160; do ilp_specs+=(--workload "synthetic:resnet:$n"); done
