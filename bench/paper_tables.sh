@@ -49,7 +49,8 @@
 # tables' baselines with dqn+ilp and both rows).
 # With every row of today (2026-12-07, --train 1, training included, profiles already there, two at a
 # time): fig14-paper 2,756 s, fig14-paper-async 4,245 s, fig14 3,063 s; --scale outside alone: 247 s
-# sync, 1,028 s async.
+# sync, 1,028 s async. With the networks trained before (--only, --checkpoint; 2026-12-07, two at a
+# time): fig14-paper-async 3,562 s, outside-zoo-async 789 s, Fig. 17 (--only fig17) about 32 min.
 set -euo pipefail
 build=build
 measure=--cost-model-only
