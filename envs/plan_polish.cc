@@ -176,116 +176,117 @@ PlanPolishResult PolishValidPlan(const Workload& w, const PlacementPlan& input, 
     return true;
   };
   bool kept_any = !result.cost.oom;
-  for (;;) {
-    while (kept_any && result.passes < options.max_passes && !out_of_time()) {
-      ++result.passes;
-      kept_any = respond();
-      if (kept_any) EvaluateValidPlan(w, result.plan, result.cost, nullptr, &ledger);
-      // The tensors the plan copies, the costliest first (their slow-tier
-      // reads and copies on the plan at the pass's start).
-      std::vector<std::pair<double, uint32_t>> copied;
-      std::vector<uint8_t> seen(w.num_tensors(), 0);
-      for (const Migration& m : result.plan.migrations)
-        if (m.tensor < seen.size() && !seen[m.tensor] && !w.tensors[m.tensor].pinned_dram) {
-          seen[m.tensor] = 1;
-          copied.push_back({ledger.slow_penalty_ns[m.tensor] + ledger.copy_ns[m.tensor], m.tensor});
-        }
-      SortCostliestFirst(copied);
-      for (const auto& [ns, t] : copied) {
-        if (out_of_time()) break;
-        BestEdit best;
-        for (Tier tier : {Tier::kSlow, Tier::kDram}) consider(best, InOneTier(result.plan, t, tier));
-        if (keep(best)) kept_any = true;
+  while (kept_any && result.passes < options.max_passes && !out_of_time()) {
+    ++result.passes;
+    kept_any = respond();
+    if (kept_any) EvaluateValidPlan(w, result.plan, result.cost, nullptr, &ledger);
+    // The tensors the plan copies, the costliest first (their slow-tier
+    // reads and copies on the plan at the pass's start).
+    std::vector<std::pair<double, uint32_t>> copied;
+    std::vector<uint8_t> seen(w.num_tensors(), 0);
+    for (const Migration& m : result.plan.migrations)
+      if (m.tensor < seen.size() && !seen[m.tensor] && !w.tensors[m.tensor].pinned_dram) {
+        seen[m.tensor] = 1;
+        copied.push_back({ledger.slow_penalty_ns[m.tensor] + ledger.copy_ns[m.tensor], m.tensor});
       }
-      if (kept_any) EvaluateValidPlan(w, result.plan, result.cost, nullptr, &ledger);
-      // Room: the tensors read from the slow tier or copied, the costliest
-      // first, in DRAM all iteration; where that overfills DRAM, room made at
-      // the first kernel over the limit: one of the largest tensors DRAM holds
-      // there in the slow tier all iteration or only around it, or the tensor
-      // itself out of DRAM around it. One tensor's DRAM for another's, the
-      // trade the search's MDP moves make one decision at a time.
-      std::vector<std::pair<double, uint32_t>> room_candidates;
-      for (uint32_t t = 0; t < w.num_tensors(); ++t) {
-        const double ns = ledger.slow_penalty_ns[t] + ledger.copy_ns[t];
-        if (ns > 0 && !w.tensors[t].pinned_dram) room_candidates.push_back({ns, t});
-      }
-      SortCostliestFirst(room_candidates);
-      if (room_candidates.size() > static_cast<size_t>(std::max(options.room_tensors, 0)))
-        room_candidates.resize(static_cast<size_t>(std::max(options.room_tensors, 0)));
-      bool room_kept = false;
-      KernelLedger chain_kernels;
-      for (const auto& [ns, t] : room_candidates) {
-        if (out_of_time()) break;
-        // t in DRAM all iteration; while that overfills DRAM, the room edits
-        // at the first kernel over the limit, each priced; one that fits is a
-        // candidate, and of those that still overfill but by fewer bytes, the
-        // one that frees them cheapest (ns added per byte of overflow removed)
-        // is the chain's next step: several small tensors can make the room
-        // one large one needs. Every edit adds slow-tier time, so a chain
-        // already dearer than the plan stops.
-        BestEdit best;
-        PlacementPlan chain = InOneTier(result.plan, t, Tier::kDram);
-        CostReport chain_cost = consider(best, chain, &chain_kernels);
-        uint64_t chain_overflow = DramOverflowBytes(chain_kernels, chain.dram_limit_bytes);
-        uint64_t chain_excess = ExcessAt(chain_kernels, chain_cost.oom_kernel, chain.dram_limit_bytes);
-        for (int depth = 0; depth < std::max(options.room_depth, 1) && chain_cost.oom && chain_cost.oom_kernel >= 0 &&
-                            chain_overflow > 0 && chain_cost.total_ns < result.cost.total_ns;
-             ++depth) {
-          const auto oom_kernel = static_cast<uint32_t>(chain_cost.oom_kernel);
-          std::optional<PlacementPlan> next;
-          CostReport next_cost;
-          uint64_t next_overflow = 0, next_excess = 0;
-          double next_ns_per_byte = 0;
-          auto step = [&](PlacementPlan edited) {
-            const CostReport& c = consider(best, edited, &chain_kernels);
-            if (!c.oom) return;
-            const uint64_t overflow = DramOverflowBytes(chain_kernels, edited.dram_limit_bytes);
-            if (overflow >= chain_overflow) return;
-            const double ns_per_byte =
-                (c.total_ns - chain_cost.total_ns) / static_cast<double>(chain_overflow - overflow);
-            if (next && next_ns_per_byte <= ns_per_byte) return;
-            next_cost = c;
-            next_overflow = overflow;
-            next_excess = ExcessAt(chain_kernels, c.oom_kernel, edited.dram_limit_bytes);
-            next_ns_per_byte = ns_per_byte;
-            next = std::move(edited);
-          };
-          if (options.gap_edits)
-            if (auto gap = OutOfDramAround(w, chain, t, oom_kernel)) step(std::move(*gap));
-          // The largest tensors DRAM holds there, and the smallest of those
-          // that alone free the kernel's excess: the last bytes of a chain are
-          // often cheapest to free with a tensor no larger than they are.
-          const std::vector<uint32_t> held = InDramAt(w, chain, oom_kernel);
-          const auto blockers = static_cast<size_t>(std::max(options.room_blockers, 0));
-          std::vector<uint32_t> tried;
-          size_t largest_end = 0;
-          for (; largest_end < held.size() && tried.size() < blockers; ++largest_end)
-            if (held[largest_end] != t) tried.push_back(held[largest_end]);
-          size_t enough = largest_end;  // held[i] alone frees the excess for i < enough
-          while (enough < held.size() && w.tensors[held[enough]].size_bytes >= chain_excess) ++enough;
-          for (size_t i = enough; i > largest_end && tried.size() < 2 * blockers;)
-            if (held[--i] != t) tried.push_back(held[i]);
-          for (uint32_t b : tried) {
-            step(InOneTier(chain, b, Tier::kSlow));
-            if (options.gap_edits)
-              if (auto gap = OutOfDramAround(w, chain, b, oom_kernel)) step(std::move(*gap));
-          }
-          if (!next) break;
-          chain = std::move(*next);
-          chain_cost = std::move(next_cost);
-          chain_overflow = next_overflow;
-          chain_excess = next_excess;
-        }
-        if (keep(best)) kept_any = room_kept = true;
-      }
-      if (room_kept) EvaluateValidPlan(w, result.plan, result.cost, nullptr, &ledger);
+    SortCostliestFirst(copied);
+    for (const auto& [ns, t] : copied) {
+      if (out_of_time()) break;
+      BestEdit best;
+      for (Tier tier : {Tier::kSlow, Tier::kDram}) consider(best, InOneTier(result.plan, t, tier));
+      if (keep(best)) kept_any = true;
     }
-    // After the edits, not before each pass: there it changed which edits paid, and on synthetic
-    // ResNet-like graphs the polish ended slower. Where it moved copies, the edits get another pass.
-    if (!reschedule() || result.passes >= options.max_passes || out_of_time()) break;
-    EvaluateValidPlan(w, result.plan, result.cost, nullptr, &ledger);
-    kept_any = true;
+    if (kept_any) EvaluateValidPlan(w, result.plan, result.cost, nullptr, &ledger);
+    // Room: the tensors read from the slow tier or copied, the costliest
+    // first, in DRAM all iteration; where that overfills DRAM, room made at
+    // the first kernel over the limit: one of the largest tensors DRAM holds
+    // there in the slow tier all iteration or only around it, or the tensor
+    // itself out of DRAM around it. One tensor's DRAM for another's, the
+    // trade the search's MDP moves make one decision at a time.
+    std::vector<std::pair<double, uint32_t>> room_candidates;
+    for (uint32_t t = 0; t < w.num_tensors(); ++t) {
+      const double ns = ledger.slow_penalty_ns[t] + ledger.copy_ns[t];
+      if (ns > 0 && !w.tensors[t].pinned_dram) room_candidates.push_back({ns, t});
+    }
+    SortCostliestFirst(room_candidates);
+    if (room_candidates.size() > static_cast<size_t>(std::max(options.room_tensors, 0)))
+      room_candidates.resize(static_cast<size_t>(std::max(options.room_tensors, 0)));
+    bool room_kept = false;
+    KernelLedger chain_kernels;
+    for (const auto& [ns, t] : room_candidates) {
+      if (out_of_time()) break;
+      // t in DRAM all iteration; while that overfills DRAM, the room edits
+      // at the first kernel over the limit, each priced; one that fits is a
+      // candidate, and of those that still overfill but by fewer bytes, the
+      // one that frees them cheapest (ns added per byte of overflow removed)
+      // is the chain's next step: several small tensors can make the room
+      // one large one needs. Every edit adds slow-tier time, so a chain
+      // already dearer than the plan stops.
+      BestEdit best;
+      PlacementPlan chain = InOneTier(result.plan, t, Tier::kDram);
+      CostReport chain_cost = consider(best, chain, &chain_kernels);
+      uint64_t chain_overflow = DramOverflowBytes(chain_kernels, chain.dram_limit_bytes);
+      uint64_t chain_excess = ExcessAt(chain_kernels, chain_cost.oom_kernel, chain.dram_limit_bytes);
+      for (int depth = 0; depth < std::max(options.room_depth, 1) && chain_cost.oom && chain_cost.oom_kernel >= 0 &&
+                          chain_overflow > 0 && chain_cost.total_ns < result.cost.total_ns;
+           ++depth) {
+        const auto oom_kernel = static_cast<uint32_t>(chain_cost.oom_kernel);
+        std::optional<PlacementPlan> next;
+        CostReport next_cost;
+        uint64_t next_overflow = 0, next_excess = 0;
+        double next_ns_per_byte = 0;
+        auto step = [&](PlacementPlan edited) {
+          const CostReport& c = consider(best, edited, &chain_kernels);
+          if (!c.oom) return;
+          const uint64_t overflow = DramOverflowBytes(chain_kernels, edited.dram_limit_bytes);
+          if (overflow >= chain_overflow) return;
+          const double ns_per_byte =
+              (c.total_ns - chain_cost.total_ns) / static_cast<double>(chain_overflow - overflow);
+          if (next && next_ns_per_byte <= ns_per_byte) return;
+          next_cost = c;
+          next_overflow = overflow;
+          next_excess = ExcessAt(chain_kernels, c.oom_kernel, edited.dram_limit_bytes);
+          next_ns_per_byte = ns_per_byte;
+          next = std::move(edited);
+        };
+        if (options.gap_edits)
+          if (auto gap = OutOfDramAround(w, chain, t, oom_kernel)) step(std::move(*gap));
+        // The largest tensors DRAM holds there, and the smallest of those
+        // that alone free the kernel's excess: the last bytes of a chain are
+        // often cheapest to free with a tensor no larger than they are.
+        const std::vector<uint32_t> held = InDramAt(w, chain, oom_kernel);
+        const auto blockers = static_cast<size_t>(std::max(options.room_blockers, 0));
+        std::vector<uint32_t> tried;
+        size_t largest_end = 0;
+        for (; largest_end < held.size() && tried.size() < blockers; ++largest_end)
+          if (held[largest_end] != t) tried.push_back(held[largest_end]);
+        size_t enough = largest_end;  // held[i] alone frees the excess for i < enough
+        while (enough < held.size() && w.tensors[held[enough]].size_bytes >= chain_excess) ++enough;
+        for (size_t i = enough; i > largest_end && tried.size() < 2 * blockers;)
+          if (held[--i] != t) tried.push_back(held[i]);
+        for (uint32_t b : tried) {
+          step(InOneTier(chain, b, Tier::kSlow));
+          if (options.gap_edits)
+            if (auto gap = OutOfDramAround(w, chain, b, oom_kernel)) step(std::move(*gap));
+        }
+        if (!next) break;
+        chain = std::move(*next);
+        chain_cost = std::move(next_cost);
+        chain_overflow = next_overflow;
+        chain_excess = next_excess;
+      }
+      if (keep(best)) kept_any = room_kept = true;
+    }
+    if (room_kept) EvaluateValidPlan(w, result.plan, result.cost, nullptr, &ledger);
+    // Once the edits stop, not before each pass: there it changed which edits paid, and on
+    // synthetic ResNet-like graphs the polish ended slower. Where it moved copies, the edits get
+    // another pass.
+    if (!kept_any && reschedule()) {
+      EvaluateValidPlan(w, result.plan, result.cost, nullptr, &ledger);
+      kept_any = true;
+    }
   }
+  reschedule();  // where the passes ran out with edits still paying
   respond();
   result.saved_ns = before_ns - result.cost.total_ns;
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
