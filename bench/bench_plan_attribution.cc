@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 
@@ -123,11 +124,8 @@ int main(int argc, char** argv) {
     ctx.mode = migration;
     ctx.solver_time_limit_seconds = ilp_seconds;
     for (const std::string& p : policies) plans.push_back(Attribute(w, p, MakePolicy(p)->Plan(w, ctx)));
-    for (const std::string& f : plan_files) {
-      std::string name = f.substr(f.find_last_of('/') + 1);
-      if (name.size() > 7 && name.compare(name.size() - 7, 7, ".ttplan") == 0) name.resize(name.size() - 7);
-      plans.push_back(Attribute(w, name, ReadPlanFile(f)));
-    }
+    for (const std::string& f : plan_files)
+      plans.push_back(Attribute(w, std::filesystem::path(f).stem().string(), ReadPlanFile(f)));
     if (plans.empty()) throw std::invalid_argument("no plans: give --checkpoint or --policies");
     auto named = [&](const std::string& flag, const std::string& name) {
       const auto it = std::find_if(plans.begin(), plans.end(), [&](const Attributed& a) { return a.name == name; });
