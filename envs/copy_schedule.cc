@@ -39,12 +39,6 @@ CopyScheduleResult ScheduleValidAsyncCopies(const Workload& w, const PlacementPl
 
   PlacementPlan plan = result.plan;
   const int64_t K = static_cast<int64_t>(w.num_kernels());
-  // The kernels that touch each tensor, ascending: a copy may not cross one
-  // (the tier that kernel sees would change).
-  std::vector<std::vector<int64_t>> touched(w.num_tensors());
-  for (int64_t k = 0; k < K; ++k)
-    for (uint32_t i : w.accesses_of_kernel(static_cast<size_t>(k)))
-      touched[w.accesses[i].tensor].push_back(k);
   const uint64_t dram_cap = plan.dram_limit_bytes > 0 ? plan.dram_limit_bytes : kNoLimit;
   const uint64_t slow_cap = w.device.slow_capacity_bytes > 0 ? w.device.slow_capacity_bytes : kNoLimit;
   auto occupancy = [&](Tier tier) -> std::vector<uint64_t>& {
@@ -59,32 +53,46 @@ CopyScheduleResult ScheduleValidAsyncCopies(const Workload& w, const PlacementPl
 
   for (int pass = 0; pass < std::max(options.max_passes, 0); ++pass) {
     ++result.passes;
-    // Each tensor's copies in order; a move keeps a copy between its
-    // neighbours, so the order holds through the pass.
-    std::vector<std::vector<size_t>> copies_of(w.num_tensors());
-    for (size_t i = 0; i < plan.migrations.size(); ++i) copies_of[plan.migrations[i].tensor].push_back(i);
+    // Each copy's neighbours among its tensor's copies (kNone: none); a move
+    // keeps a copy between them, so they hold through the pass. (Flat: the
+    // search prices every candidate so, and per-tensor lists were a tenth
+    // of its time.)
+    constexpr size_t kNone = std::numeric_limits<size_t>::max();
+    const size_t M = plan.migrations.size();
+    std::vector<size_t> previous_copy(M, kNone), next_copy(M, kNone), last_copy(w.num_tensors(), kNone);
+    for (size_t i = 0; i < M; ++i) {
+      size_t& last = last_copy[plan.migrations[i].tensor];
+      if (last != kNone) {
+        previous_copy[i] = last;
+        next_copy[last] = i;
+      }
+      last = i;
+    }
     int moved = 0;
     for (size_t i = 0; i < plan.migrations.size(); ++i) {
       Migration& m = plan.migrations[i];
       const Tensor& tensor = w.tensors[m.tensor];
       if (tensor.pinned_dram) continue;
-      const std::vector<size_t>& own = copies_of[m.tensor];
-      const size_t j = static_cast<size_t>(std::find(own.begin(), own.end(), i) - own.begin());
       const int64_t a = m.after_kernel;
-      int64_t lo = std::max<int64_t>(tensor.alloc_kernel, j > 0 ? plan.migrations[own[j - 1]].after_kernel + 1 : 0);
+      int64_t lo = std::max<int64_t>(tensor.alloc_kernel,
+                                     previous_copy[i] != kNone ? plan.migrations[previous_copy[i]].after_kernel + 1 : 0);
       int64_t hi = std::min<int64_t>(static_cast<int64_t>(tensor.free_kernel) - 1,
-                                     j + 1 < own.size() ? plan.migrations[own[j + 1]].after_kernel - 1 : K - 1);
+                                     next_copy[i] != kNone ? plan.migrations[next_copy[i]].after_kernel - 1 : K - 1);
       const bool blocking = w.KernelWrites(static_cast<size_t>(a + 1), m.tensor);
       // The first kernel that sees the new tier: a + 2 under an async copy,
       // a + 1 under a blocking one. The moved copy (async) sees it at a' + 2,
       // which must not pass a kernel that touches the tensor.
       const int64_t sees = blocking ? a + 1 : a + 2;
-      const std::vector<int64_t>& uses = touched[m.tensor];
-      auto first_at_or_after = std::lower_bound(uses.begin(), uses.end(), sees);
-      if (first_at_or_after != uses.end()) hi = std::min(hi, *first_at_or_after - 2);
+      // The kernels that touch the tensor, ascending: a copy may not cross
+      // one (the tier that kernel sees would change).
+      const std::vector<uint32_t>& uses = w.kernels_of_tensor(m.tensor);
+      auto first_at_or_after = std::lower_bound(uses.begin(), uses.end(), sees,
+                                                [](uint32_t k, int64_t v) { return static_cast<int64_t>(k) < v; });
+      if (first_at_or_after != uses.end()) hi = std::min(hi, static_cast<int64_t>(*first_at_or_after) - 2);
       // Only that last kernel before may touch the tensor under the moved
       // copy (it reads the source); one that writes it would block.
-      const int64_t touched_before = first_at_or_after != uses.begin() ? *std::prev(first_at_or_after) : -2;
+      const int64_t touched_before =
+          first_at_or_after != uses.begin() ? static_cast<int64_t>(*std::prev(first_at_or_after)) : -2;
       lo = std::max(lo, touched_before - 1);
       if (lo > hi) continue;
 

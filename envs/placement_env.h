@@ -348,6 +348,12 @@ class PlacementEnv {
   // kAccessGaps, per tensor: 1 + the index in uses_ of the next access of
   // the gap whose keep-or-evict decision was made (0: none yet).
   std::vector<uint32_t> gap_decided_;
+  // kAccessGaps, per tensor: 1 + the kernel of the access that ends its
+  // decided gap (UINT32_MAX: the gap runs to the tensor's end; 0: none),
+  // derived from gap_decided_. HeldThroughGap asks it of every slot of every
+  // bottleneck kernel: one load where gap_decided_ needs three.
+  std::vector<uint32_t> gap_held_through_;
+  void SetGapDecided(uint32_t t, uint32_t value);
   // kAccessGaps: bytes held in DRAM at each kernel by tensors kept through
   // their gaps (kObsGapHeld), range add and range max.
   class HeldBytes {
