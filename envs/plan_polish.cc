@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "envs/async_response.h"
 #include "envs/copy_schedule.h"
 #include "envs/plan_relaxation.h"
 
@@ -167,8 +168,14 @@ PlanPolishResult PolishValidPlan(const Workload& w, const PlacementPlan& input, 
   };
   // Best responses in place; true where they paid.
   auto respond = [&] {
-    if (!options.best_responses || result.plan.mode != MigrationMode::kSync || result.cost.oom) return false;
-    BestResponseResult responded = RespondPerTensor(w, result.plan);
+    if (!options.best_responses || result.cost.oom) return false;
+    AsyncResponseOptions async_options;
+    if (options.max_seconds > 0)
+      async_options.max_seconds =
+          std::max(options.max_seconds - std::chrono::duration<double>(Clock::now() - start).count(), 1e-3);
+    BestResponseResult responded = result.plan.mode == MigrationMode::kSync
+                                       ? RespondPerTensor(w, result.plan)
+                                       : RespondPerTensorAsync(w, result.plan, async_options);
     if (!(responded.cost.total_ns < result.cost.total_ns)) return false;
     result.plan = std::move(responded.plan);
     result.cost = std::move(responded.cost);

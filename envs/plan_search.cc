@@ -967,18 +967,41 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
   // MobileNetV2 async: 84.12% of all-DRAM from the guided ILP's plan, which
   // was the faster start, 84.63% from the greedy one; learning.md, session
   // thirty). With a tenth of the time or less left, there is no time to search.
-  if (from_start.starting_plan < 0 || options.max_rollouts <= 1) return from_start;
-  PlanSearchOptions rest = options;
-  if (options.max_seconds > 0) {
-    rest.max_seconds = options.max_seconds - from_start.seconds;
-    if (rest.max_seconds <= 0.1 * options.max_seconds) return from_start;
+  if (options.max_rollouts <= 1) return from_start;
+  double seconds = from_start.seconds;
+  // The time left, or 0 where a tenth of max_seconds or less is left.
+  auto time_left = [&] {
+    if (options.max_seconds <= 0) return std::numeric_limits<double>::infinity();
+    const double left = options.max_seconds - seconds;
+    return left > 0.1 * options.max_seconds ? left : 0.0;
+  };
+  PlanSearchResult kept = std::move(from_start);
+  if (kept.starting_plan >= 0 && time_left() > 0) {
+    PlanSearchOptions rest = options;
+    rest.max_seconds = options.max_seconds > 0 ? time_left() : 0;
+    PlanSearchResult own = SearchOnce(env, scores, rest, {});
+    seconds += own.seconds;
+    if (FasterEpisode(own.best, kept.best)) kept = std::move(own);
+    kept.restarted = true;
   }
-  PlanSearchResult own = SearchOnce(env, scores, rest, {});
-  const double seconds = from_start.seconds + own.seconds;
-  PlanSearchResult& kept = FasterEpisode(own.best, from_start.best) ? own : from_start;
-  kept.restarted = true;
+  // The polish changes a plan where the MDP's moves cannot (the tensors'
+  // copy timing, their best responses), and the MDP's moves where the
+  // polish cannot: in the time left, the search again from the polished
+  // plan, while that pays.
+  for (int round = 0; round < options.max_polished_restarts && time_left() > 0; ++round) {
+    PlanSearchOptions rest = options;
+    rest.max_seconds = options.max_seconds > 0 ? time_left() : 0;
+    PlanSearchResult again = SearchOnce(env, scores, rest, {kept.best.plan});
+    seconds += again.seconds;
+    ++kept.polished_restarts;
+    if (!FasterEpisode(again.best, kept.best)) break;
+    again.polished_restarts = kept.polished_restarts;
+    again.restarted = kept.restarted;
+    again.greedy = kept.greedy;
+    kept = std::move(again);
+  }
   kept.seconds = seconds;
-  return std::move(kept);
+  return kept;
 }
 
 }  // namespace tensortier

@@ -139,6 +139,11 @@ struct PlanSearchOptions {
   // max_rollouts 1 (the greedy plan alone).
   // False: the search's plan as it ends.
   bool polish_plan = true;
+  // When the search and its polish end with more than a tenth of
+  // max_seconds left: the search again from the polished plan (a starting
+  // plan, FollowPlan), up to this many times while each is faster.
+  // 0 = none.
+  int max_polished_restarts = 8;
 };
 
 struct PlanSearchResult {
@@ -164,6 +169,9 @@ struct PlanSearchResult {
   // the search from the policy's own episodes ran too (starting_plan says
   // which of the two was kept; seconds is both).
   bool restarted = false;
+  // Searches again from the polished plan (PlanSearchOptions::
+  // max_polished_restarts), the last one included when it was not faster.
+  int polished_restarts = 0;
   int rollouts = 0;
   int deviations = 0;           // decisions where best differs from what the policy would pick
   int replays = 0;              // single-flip episodes played after the rollouts

@@ -133,6 +133,7 @@ void LogSearch(const PlanSearchResult& searched, const std::string& name, const 
       .kv("greedy_runtime_ns", searched.greedy.cost.total_ns)
       .kv("starting_plan", searched.starting_plan)
       .kv("restarted", searched.restarted)
+      .kv("polished_restarts", searched.polished_restarts)
       .kv("runtime_ns", searched.best.cost.total_ns)
       .kv("rollouts", searched.rollouts)
       .kv("replays", searched.replays)

@@ -40,6 +40,7 @@ PlanSearchOptions OnePhase() {
   o.max_room_replays = 0;
   o.max_window_replays = 0;
   o.polish_plan = false;  // a phase's plan as it found it
+  o.max_polished_restarts = 0;  // one search
   return o;
 }
 
