@@ -48,9 +48,20 @@ PlacementPlan FetchedAndEvicted(const Workload& w, uint64_t dram_limit_bytes) {
   return p;
 }
 
+// A synthetic graph of eight layers.
+Workload Synthetic(SyntheticShape shape) {
+  SyntheticOptions so;
+  so.shape = shape;
+  so.layers = 8;
+  Workload w = GenerateSynthetic(so);
+  w.Finalize();
+  return w;
+}
+
 // The edits alone, without the best responses that reach most of them
-// first (tests/core/test_plan_relaxation.cc tests those), and without the
-// async copy schedule (tests/core/test_copy_schedule.cc; below, with them).
+// first (tests/core/test_plan_relaxation.cc and test_async_response.cc test
+// those), and without the async copy schedule (tests/core/
+// test_copy_schedule.cc; below, with them).
 PlanPolishOptions Edits() {
   PlanPolishOptions o;
   o.best_responses = false;
@@ -255,11 +266,7 @@ TEST(PlanPolish, SeveralSmallTensorsMakeTheRoomOneLargeOneNeeds) {
 TEST(PlanPolish, AsyncPlansEndWithTheirCopiesRescheduled) {
   int rescheduled = 0;
   for (SyntheticShape shape : {SyntheticShape::kResnetLike, SyntheticShape::kMobilenetLike, SyntheticShape::kVggLike}) {
-    SyntheticOptions so;
-    so.shape = shape;
-    so.layers = 8;
-    Workload w = GenerateSynthetic(so);
-    w.Finalize();
+    const Workload w = Synthetic(shape);
     for (MigrationMode mode : {MigrationMode::kAsync, MigrationMode::kSync}) {
       SCOPED_TRACE(std::string(SyntheticShapeName(shape)) + " " + MigrationModeName(mode));
       EnvConfig c;
@@ -295,11 +302,7 @@ TEST(PlanPolish, TheSearchReturnsThePolishedPlanAndKeepsTheEpisodesOwn) {
   int polished_plans = 0;
   for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync})
   for (SyntheticShape shape : {SyntheticShape::kResnetLike, SyntheticShape::kVggLike}) {
-    SyntheticOptions so;
-    so.shape = shape;
-    so.layers = 8;
-    Workload w = GenerateSynthetic(so);
-    w.Finalize();
+    const Workload w = Synthetic(shape);
     EnvConfig c;
     c.dram_limit_bytes = static_cast<uint64_t>(0.2 * static_cast<double>(w.peak_live_bytes()));
     c.mode = mode;
@@ -339,11 +342,7 @@ TEST(PlanPolish, TheSearchGoesOnFromItsPolishedPlan) {
   for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync})
     for (SyntheticShape shape : {SyntheticShape::kResnetLike, SyntheticShape::kMobilenetLike, SyntheticShape::kVggLike}) {
       SCOPED_TRACE(std::string(SyntheticShapeName(shape)) + " " + MigrationModeName(mode));
-      SyntheticOptions so;
-      so.shape = shape;
-      so.layers = 8;
-      Workload w = GenerateSynthetic(so);
-      w.Finalize();
+      const Workload w = Synthetic(shape);
       EnvConfig c;
       c.dram_limit_bytes = static_cast<uint64_t>(0.2 * static_cast<double>(w.peak_live_bytes()));
       c.mode = mode;
