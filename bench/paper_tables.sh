@@ -51,6 +51,8 @@
 # time): fig14-paper 2,756 s, fig14-paper-async 4,245 s, fig14 3,063 s; --scale outside alone: 247 s
 # sync, 1,028 s async. With the networks trained before (--only, --checkpoint; 2026-12-07, two at a
 # time): fig14-paper-async 3,562 s, outside-zoo-async 789 s, Fig. 17 (--only fig17) about 32 min.
+# With the async best responses in the polish (2026-12-07, --only fig14 --checkpoint, two at a time):
+# fig14-paper-async 3,766 s, fig14-async 4,092 s, outside-zoo-async 832 s.
 set -euo pipefail
 build=build
 measure=--cost-model-only
