@@ -12,6 +12,7 @@
 #include "envs/placement_env.h"
 #include "envs/plan_search.h"
 #include "envs/synthetic.h"
+#include "tests/core/synthetic_graph.h"
 
 namespace tensortier {
 namespace {
@@ -68,14 +69,7 @@ std::vector<std::vector<Tier>> SeenTiers(const Workload& w, const PlacementPlan&
   return seen;
 }
 
-Workload Synthetic(SyntheticShape shape) {
-  SyntheticOptions so;
-  so.shape = shape;
-  so.layers = 8;
-  Workload w = GenerateSynthetic(so);
-  w.Finalize();
-  return w;
-}
+using testing::Synthetic;
 
 // The async MDP at `fraction` of the workload's peak.
 EnvConfig AsyncAt(const Workload& w, double fraction) {

@@ -14,6 +14,7 @@
 #include "envs/plan_polish.h"
 #include "envs/plan_search.h"
 #include "envs/synthetic.h"
+#include "tests/core/synthetic_graph.h"
 
 namespace tensortier {
 namespace {
@@ -48,15 +49,7 @@ PlacementPlan FetchedAndEvicted(const Workload& w, uint64_t dram_limit_bytes) {
   return p;
 }
 
-// A synthetic graph of eight layers.
-Workload Synthetic(SyntheticShape shape) {
-  SyntheticOptions so;
-  so.shape = shape;
-  so.layers = 8;
-  Workload w = GenerateSynthetic(so);
-  w.Finalize();
-  return w;
-}
+using testing::Synthetic;
 
 // The edits alone, without the best responses that reach most of them
 // first (tests/core/test_plan_relaxation.cc and test_async_response.cc test
