@@ -896,6 +896,11 @@ int Main(int argc, char** argv) {
                            "every *+search policy: play every window replay, in order, instead of pricing each "
                            "first (the tensor's own reads and copies, the clipped requests where it frees DRAM) and "
                            "skipping those priced at no gain");
+  bench->add_option("--search-polished-restarts", bench_opts.search.max_polished_restarts,
+                    "every *+search policy: where the search ends with more than a tenth of --search-seconds left, "
+                    "search again from the polished plan, up to this many times while each is faster (0: none)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
   bench->add_option("--search-move-turn-share", bench_opts.search.move_turn_share,
                     "every *+search policy: each pass of single flips, room, tensor or window replays is a turn of at "
                     "most this share of --search-seconds; one cut short goes on at its next turn (0: a pass runs to "

@@ -285,6 +285,11 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
                   "first (0 = none)")
       ->check(CLI::Range(0, 100000000))
       ->capture_default_str();
+  cmd->add_option("--search-polished-restarts", c.plan_search.max_polished_restarts,
+                  "Plan-time search: where it ends with more than a tenth of its time left, search again from the "
+                  "polished plan, up to this many times while each is faster (0 = none)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
   cmd->add_option("--search-move-turn-share", c.plan_search.move_turn_share,
                   "Plan-time search: each pass of single flips, room, tensor or window replays is a turn of at most "
                   "this share of its time limit; one cut short goes on at its next turn (0 = a pass runs to its end)")
@@ -322,7 +327,7 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
        {"--eval-every", "--converge-window", "--converge-tolerance", "--search-rollouts",
         "--search-replays", "--search-replays-per-improvement", "--search-cyclic-replays",
         "--search-blocker-replays", "--search-pair-replays", "--search-room-replays", "--search-tensor-replays",
-        "--search-window-replays", "--no-window-pricing", "--search-move-turn-share",
+        "--search-window-replays", "--no-window-pricing", "--search-move-turn-share", "--search-polished-restarts",
         "--no-copy-schedule", "--no-plan-polish", "--ilp-seconds", "--ilp-fixed-shares"}},
       {"Fleet and metrics", {"--heartbeat-ms", "--metrics-address"}},
   });
