@@ -69,7 +69,7 @@ class Responder {
         const Migration& m = migrations[next];
         if (tier == m.to) continue;
         const double ns = CopyTimeNs(w_, tensor.size_bytes, m.to);
-        if (plan_.mode == MigrationMode::kSync || writes_[t][i]) {
+        if (writes_[t][i]) {  // async mode: blocking only before a kernel that writes it
           own.blocking_ns[i] += ns;
           tier = m.to;
         } else {

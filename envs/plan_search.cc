@@ -975,12 +975,17 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
     const double left = options.max_seconds - seconds;
     return left > 0.1 * options.max_seconds ? left : 0.0;
   };
-  PlanSearchResult kept = std::move(from_start);
-  if (kept.starting_plan >= 0 && time_left() > 0) {
+  // A search in the time left, counted in `seconds`.
+  auto search_again = [&](const std::vector<PlacementPlan>& starts) {
     PlanSearchOptions rest = options;
     rest.max_seconds = options.max_seconds > 0 ? time_left() : 0;
-    PlanSearchResult own = SearchOnce(env, scores, rest, {});
-    seconds += own.seconds;
+    PlanSearchResult again = SearchOnce(env, scores, rest, starts);
+    seconds += again.seconds;
+    return again;
+  };
+  PlanSearchResult kept = std::move(from_start);
+  if (kept.starting_plan >= 0 && time_left() > 0) {
+    PlanSearchResult own = search_again({});
     if (FasterEpisode(own.best, kept.best)) kept = std::move(own);
     kept.restarted = true;
   }
@@ -989,10 +994,7 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
   // polish cannot: in the time left, the search again from the polished
   // plan, while that pays.
   for (int round = 0; round < options.max_polished_restarts && time_left() > 0; ++round) {
-    PlanSearchOptions rest = options;
-    rest.max_seconds = options.max_seconds > 0 ? time_left() : 0;
-    PlanSearchResult again = SearchOnce(env, scores, rest, {kept.best.plan});
-    seconds += again.seconds;
+    PlanSearchResult again = search_again({kept.best.plan});
     ++kept.polished_restarts;
     if (!FasterEpisode(again.best, kept.best)) break;
     again.polished_restarts = kept.polished_restarts;
