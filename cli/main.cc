@@ -901,6 +901,22 @@ int Main(int argc, char** argv) {
                     "search again from the polished plan, up to this many times while each is faster (0: none)")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
+  bench->add_option("--search-kicks", bench_opts.search.max_kicks,
+                    "every *+search policy: in the time still left after the polished restarts, up to this many "
+                    "kicks: --search-kick-tensors tensors of the best plan, drawn at random from the "
+                    "--search-kick-pool the policy was least sure of, moved wholly to the other tier and held there "
+                    "while the search goes on from that plan; the faster plan kept (0: none)")
+      ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  bench->add_option("--search-kick-tensors", bench_opts.search.kick_tensors,
+                    "every *+search policy: tensors one kick moves (--search-kicks)")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  bench->add_option("--search-kick-pool", bench_opts.search.kick_pool,
+                    "every *+search policy: kicks draw from this many tensors the policy was least sure of (0: every "
+                    "tensor)")
+      ->check(CLI::Range(0, 100000000))
+      ->capture_default_str();
   bench->add_option("--search-move-turn-share", bench_opts.search.move_turn_share,
                     "every *+search policy: each pass of single flips, room, tensor or window replays is a turn of at "
                     "most this share of --search-seconds; one cut short goes on at its next turn (0: a pass runs to "

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <random>
 #include <stdexcept>
 #include <tuple>
 #include <unordered_map>
@@ -606,7 +607,7 @@ namespace {
 
 // The search from the fastest of the policy's episodes and `starting_plans`.
 PlanSearchResult SearchOnce(PlacementEnv& env, const ActionScores& scores, const PlanSearchOptions& options,
-                            const std::vector<PlacementPlan>& starting_plans) {
+                            const std::vector<PlacementPlan>& starting_plans, bool force_start = false) {
   if (!scores) throw std::invalid_argument("SearchPlan: no action scores");
   if (options.max_rollouts < 1) throw std::invalid_argument("SearchPlan: max_rollouts must be at least 1");
   using Clock = std::chrono::steady_clock;
@@ -647,7 +648,7 @@ PlanSearchResult SearchOnce(PlacementEnv& env, const ActionScores& scores, const
   for (size_t i = 0; i < starting_plans.size(); ++i) {
     Episode started = Play(env, FollowPlan(env, starting_plans[i], scores), Episode{}, 0, 0.0f);
     ++result.rollouts;
-    if (faster(started, incumbent)) {
+    if ((force_start && i == 0) || faster(started, incumbent)) {
       incumbent = std::move(started);
       result.bias = 0;
       result.starting_plan = static_cast<int>(i);
@@ -952,11 +953,54 @@ PlanSearchResult SearchOnce(PlacementEnv& env, const ActionScores& scores, const
     }
   }
   for (uint8_t d : incumbent.deviates) result.deviations += d;
+  {
+    std::unordered_map<uint32_t, float> least_gap;
+    for (size_t i = 0; i < incumbent.keys.size(); ++i) {
+      if (!std::isfinite(incumbent.gaps[i])) continue;
+      auto [it, fresh] = least_gap.emplace(static_cast<uint32_t>(incumbent.keys[i]), incumbent.gaps[i]);
+      if (!fresh) it->second = std::min(it->second, incumbent.gaps[i]);
+    }
+    std::vector<std::pair<float, uint32_t>> by_gap;
+    by_gap.reserve(least_gap.size());
+    for (const auto& [tensor, gap] : least_gap) by_gap.push_back({gap, tensor});
+    std::sort(by_gap.begin(), by_gap.end());
+    for (const auto& g : by_gap) result.doubtful_tensors.push_back(g.second);
+  }
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;
 }
 
 }  // namespace
+
+PlacementPlan KickedPlan(const Workload& w, const PlacementPlan& plan, int count, const std::vector<uint32_t>& pool,
+                         std::mt19937_64& rng, std::vector<uint8_t>* moved) {
+  std::vector<uint32_t> movable;
+  if (pool.empty()) {
+    for (uint32_t t = 0; t < w.tensors.size() && t < plan.initial_tiers.size(); ++t)
+      if (!w.tensors[t].pinned_dram) movable.push_back(t);
+  } else {
+    for (uint32_t t : pool)
+      if (t < w.tensors.size() && t < plan.initial_tiers.size() && !w.tensors[t].pinned_dram) movable.push_back(t);
+  }
+  std::vector<uint8_t> migrates(plan.initial_tiers.size(), 0);
+  for (const Migration& m : plan.migrations)
+    if (m.tensor < migrates.size()) migrates[m.tensor] = 1;
+  PlacementPlan kicked = plan;
+  std::vector<uint8_t> drawn(plan.initial_tiers.size(), 0);
+  const size_t n = std::min<size_t>(static_cast<size_t>(std::max(count, 0)), movable.size());
+  for (size_t i = 0; i < n; ++i) {
+    std::uniform_int_distribution<size_t> pick(i, movable.size() - 1);
+    std::swap(movable[i], movable[pick(rng)]);
+    const uint32_t t = movable[i];
+    drawn[t] = 1;
+    kicked.initial_tiers[t] = plan.initial_tiers[t] == Tier::kDram && !migrates[t] ? Tier::kSlow : Tier::kDram;
+  }
+  kicked.migrations.erase(std::remove_if(kicked.migrations.begin(), kicked.migrations.end(),
+                                         [&](const Migration& m) { return m.tensor < drawn.size() && drawn[m.tensor]; }),
+                          kicked.migrations.end());
+  if (moved) *moved = std::move(drawn);
+  return kicked;
+}
 
 PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const PlanSearchOptions& options,
                             const std::vector<PlacementPlan>& starting_plans) {
@@ -976,10 +1020,11 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
     return left > 0.1 * options.max_seconds ? left : 0.0;
   };
   // A search in the time left, counted in `seconds`.
-  auto search_again = [&](const std::vector<PlacementPlan>& starts) {
+  auto search_again = [&](const std::vector<PlacementPlan>& starts, bool force_start = false,
+                          const ActionScores* with = nullptr) {
     PlanSearchOptions rest = options;
     rest.max_seconds = options.max_seconds > 0 ? time_left() : 0;
-    PlanSearchResult again = SearchOnce(env, scores, rest, starts);
+    PlanSearchResult again = SearchOnce(env, with ? *with : scores, rest, starts, force_start);
     seconds += again.seconds;
     return again;
   };
@@ -1001,6 +1046,36 @@ PlanSearchResult SearchPlan(PlacementEnv& env, const ActionScores& scores, const
     again.restarted = kept.restarted;
     again.greedy = kept.greedy;
     kept = std::move(again);
+  }
+  // Iterated local search in the time still left (PlanSearchOptions::max_kicks).
+  std::mt19937_64 rng(options.kick_seed);
+  for (int kick = 0; kick < options.max_kicks && time_left() > 0; ++kick) {
+    const size_t pool_size = options.kick_pool > 0 ? std::min<size_t>(kept.doubtful_tensors.size(), options.kick_pool) : 0;
+    const std::vector<uint32_t> pool(kept.doubtful_tensors.begin(),
+                                     kept.doubtful_tensors.begin() + static_cast<std::ptrdiff_t>(pool_size));
+    std::vector<uint8_t> moved;
+    PlacementPlan kicked = KickedPlan(env.workload(), kept.best.plan, options.kick_tensors, pool, rng, &moved);
+    // The kicked tensors held as kicked: the policy's scores replaced there
+    // by the kicked plan's tiers, surely.
+    auto labels = std::make_shared<const PlanLabels>(env.workload(), kicked);
+    auto held_tensors = std::make_shared<const std::vector<uint8_t>>(std::move(moved));
+    const ActionScores held = [&env, labels, held_tensors, &scores](const Observation& obs) -> std::pair<float, float> {
+      const uint32_t t = env.current_tensor();
+      if (t >= held_tensors->size() || !(*held_tensors)[t]) return scores(obs);
+      constexpr float kSure = 1e6f;
+      return labels->At(t, env.current_kernel(), env.decision_holds_until()) == 0 ? std::make_pair(kSure, 0.0f)
+                                                                                 : std::make_pair(0.0f, kSure);
+    };
+    PlanSearchResult again = search_again({kicked}, /*force_start=*/true, &held);
+    if (FasterEpisode(again.best, kept.best)) {
+      again.polished_restarts = kept.polished_restarts;
+      again.restarted = kept.restarted;
+      again.greedy = kept.greedy;
+      again.kicks = kept.kicks;
+      again.kick_improvements = kept.kick_improvements + 1;
+      kept = std::move(again);
+    }
+    ++kept.kicks;
   }
   kept.seconds = seconds;
   return kept;

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -144,6 +145,23 @@ struct PlanSearchOptions {
   // plan, FollowPlan), up to this many times while each is faster.
   // 0 = none.
   int max_polished_restarts = 8;
+  // Then iterated local search: up to max_kicks kicks, while time is left
+  // (with max_seconds). A kick moves `kick_tensors` tensors of the best
+  // plan wholly to the other tier (one in DRAM all its life to the slow
+  // tier; any other to DRAM), drawn at random (kick_seed) from the
+  // `kick_pool` tensors the policy was least sure of in the best episode (0:
+  // from every tensor); the search goes on from that plan with the kicked
+  // tensors held as kicked (otherwise its first single flips undo the
+  // kick), and the faster plan is kept. The search and its polish end at a
+  // local optimum of their moves; a kick of several tensors at once leaves
+  // it. Paper-scale AlexNet async, 120 s: heat order's search 30.98 ->
+  // 39.67% of all-DRAM, the network's 37.54 -> 38.25%; VGG19 nothing; the
+  // larger models leave no time for a kick (docs/results/learning.md,
+  // session fifty). 0 = none.
+  int max_kicks = 0;
+  int kick_tensors = 8;
+  int kick_pool = 24;
+  uint64_t kick_seed = 1;
 };
 
 struct PlanSearchResult {
@@ -172,6 +190,11 @@ struct PlanSearchResult {
   // Searches again from the polished plan (PlanSearchOptions::
   // max_polished_restarts), the last one included when it was not faster.
   int polished_restarts = 0;
+  int kicks = 0;                // searches from a kicked best plan (PlanSearchOptions::max_kicks)
+  int kick_improvements = 0;    // of them, those that were faster
+  // The best episode's tensors the policy decided, the least sure first
+  // (the smallest finite gap at any of their decisions).
+  std::vector<uint32_t> doubtful_tensors;
   int rollouts = 0;
   int deviations = 0;           // decisions where best differs from what the policy would pick
   int replays = 0;              // single-flip episodes played after the rollouts
@@ -212,6 +235,15 @@ struct PolicyDecision {
   Tier tier = Tier::kDram;
   float gap = 0;
 };
+
+// A kick of the iterated local search (PlanSearchOptions::max_kicks):
+// `plan` with `count` tensors drawn at random from `pool` (empty: from
+// every tensor; pinned ones never) each moved wholly to one tier: one in
+// DRAM all its life to the slow tier, any other to DRAM. The DRAM limit is
+// the episode's to keep (FollowPlan's episode clips what does not fit).
+// `moved`, when given, marks the drawn tensors by index.
+PlacementPlan KickedPlan(const Workload& w, const PlacementPlan& plan, int count, const std::vector<uint32_t>& pool,
+                         std::mt19937_64& rng, std::vector<uint8_t>* moved = nullptr);
 
 struct GreedyEpisode {
   EpisodeSummary summary;

@@ -134,6 +134,8 @@ void LogSearch(const PlanSearchResult& searched, const std::string& name, const 
       .kv("starting_plan", searched.starting_plan)
       .kv("restarted", searched.restarted)
       .kv("polished_restarts", searched.polished_restarts)
+      .kv("kicks", searched.kicks)
+      .kv("kick_improvements", searched.kick_improvements)
       .kv("runtime_ns", searched.best.cost.total_ns)
       .kv("rollouts", searched.rollouts)
       .kv("replays", searched.replays)
