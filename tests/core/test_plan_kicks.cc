@@ -17,16 +17,10 @@
 namespace tensortier {
 namespace {
 
+using testing::FifthOfPeak;
+using testing::HeatScores;
+using testing::SmallSearch;
 using testing::Synthetic;
-
-EnvConfig AtFifth(const Workload& w, MigrationMode mode) {
-  EnvConfig c;
-  c.dram_limit_bytes = static_cast<uint64_t>(0.2 * static_cast<double>(w.peak_live_bytes()));
-  c.mode = mode;
-  return c;
-}
-
-const ActionScores kHeat = [](const Observation& x) { return std::make_pair(x[kObsHeat], 0.3f); };
 
 std::vector<Migration> MigrationsOf(const PlacementPlan& plan, uint32_t tensor) {
   std::vector<Migration> of;
@@ -45,8 +39,8 @@ TEST(PlanKicks, AKickMovesTheDrawnTensorsWhollyToOneTier) {
   w.tensors.push_back({"buffer", 64, TensorKind::kParameter, 0, static_cast<uint32_t>(w.kernels.size() - 1),
                        /*persistent=*/true, /*pinned_dram=*/true});
   w.Finalize();
-  PlacementEnv env(w, AtFifth(w, MigrationMode::kSync));
-  const PlacementPlan plan = PlayGreedy(env, kHeat).summary.plan;
+  PlacementEnv env(w, FifthOfPeak(w, MigrationMode::kSync));
+  const PlacementPlan plan = PlayGreedy(env, HeatScores).summary.plan;
   size_t migrating = 0;
   for (uint32_t t = 0; t < w.tensors.size(); ++t) migrating += !MigrationsOf(plan, t).empty();
   ASSERT_GT(migrating, 0u);  // the premise: tensors that change tiers, to be put in one
@@ -94,17 +88,13 @@ TEST(PlanKicks, TheSearchKeepsAKickOnlyWhereItIsFaster) {
     for (SyntheticShape shape : {SyntheticShape::kResnetLike, SyntheticShape::kMobilenetLike, SyntheticShape::kVggLike}) {
       SCOPED_TRACE(std::string(SyntheticShapeName(shape)) + " " + MigrationModeName(mode));
       const Workload w = Synthetic(shape);
-      const EnvConfig c = AtFifth(w, mode);
+      const EnvConfig c = FifthOfPeak(w, mode);
       PlacementEnv env(w, c);
-      PlanSearchOptions o;
-      o.max_replays = 64;
-      o.max_tensor_replays = 64;
-      o.max_room_replays = 16;
-      o.max_window_replays = 64;
+      PlanSearchOptions o = SmallSearch();
       o.max_kicks = 0;
-      const PlanSearchResult without = SearchPlan(env, kHeat, o);
+      const PlanSearchResult without = SearchPlan(env, HeatScores, o);
       o.max_kicks = 6;
-      const PlanSearchResult with = SearchPlan(env, kHeat, o);
+      const PlanSearchResult with = SearchPlan(env, HeatScores, o);
       EXPECT_EQ(without.kicks, 0);
       EXPECT_EQ(with.kicks, 6);
       EXPECT_LE(with.kick_improvements, with.kicks);

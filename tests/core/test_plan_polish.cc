@@ -262,12 +262,9 @@ TEST(PlanPolish, AsyncPlansEndWithTheirCopiesRescheduled) {
     const Workload w = Synthetic(shape);
     for (MigrationMode mode : {MigrationMode::kAsync, MigrationMode::kSync}) {
       SCOPED_TRACE(std::string(SyntheticShapeName(shape)) + " " + MigrationModeName(mode));
-      EnvConfig c;
-      c.dram_limit_bytes = static_cast<uint64_t>(0.2 * static_cast<double>(w.peak_live_bytes()));
-      c.mode = mode;
+      const EnvConfig c = testing::FifthOfPeak(w, mode);
       PlacementEnv env(w, c);
-      const PlacementPlan plan =
-          PlayGreedy(env, [](const Observation& x) { return std::make_pair(x[kObsHeat], 0.3f); }).summary.plan;
+      const PlacementPlan plan = PlayGreedy(env, testing::HeatScores).summary.plan;
       PlanPolishOptions without = Edits();
       PlanPolishOptions with = without;
       with.reschedule_copies = true;
@@ -296,9 +293,7 @@ TEST(PlanPolish, TheSearchReturnsThePolishedPlanAndKeepsTheEpisodesOwn) {
   for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync})
   for (SyntheticShape shape : {SyntheticShape::kResnetLike, SyntheticShape::kVggLike}) {
     const Workload w = Synthetic(shape);
-    EnvConfig c;
-    c.dram_limit_bytes = static_cast<uint64_t>(0.2 * static_cast<double>(w.peak_live_bytes()));
-    c.mode = mode;
+    const EnvConfig c = testing::FifthOfPeak(w, mode);
     PlacementEnv env(w, c);
     // A policy that asks for DRAM everywhere but at every third tensor.
     const ActionScores scores = [](const Observation& o) {
@@ -336,16 +331,10 @@ TEST(PlanPolish, TheSearchGoesOnFromItsPolishedPlan) {
     for (SyntheticShape shape : {SyntheticShape::kResnetLike, SyntheticShape::kMobilenetLike, SyntheticShape::kVggLike}) {
       SCOPED_TRACE(std::string(SyntheticShapeName(shape)) + " " + MigrationModeName(mode));
       const Workload w = Synthetic(shape);
-      EnvConfig c;
-      c.dram_limit_bytes = static_cast<uint64_t>(0.2 * static_cast<double>(w.peak_live_bytes()));
-      c.mode = mode;
+      const EnvConfig c = testing::FifthOfPeak(w, mode);
       PlacementEnv env(w, c);
-      const ActionScores scores = [](const Observation& x) { return std::make_pair(x[kObsHeat], 0.3f); };
-      PlanSearchOptions o;
-      o.max_replays = 64;
-      o.max_tensor_replays = 64;
-      o.max_room_replays = 16;
-      o.max_window_replays = 64;
+      const ActionScores scores = testing::HeatScores;
+      PlanSearchOptions o = testing::SmallSearch();
       o.max_polished_restarts = 0;
       const PlanSearchResult once = SearchPlan(env, scores, o);
       o.max_polished_restarts = 4;
