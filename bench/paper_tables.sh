@@ -9,7 +9,7 @@
 # Usage: bench/paper_tables.sh [BUILD_DIR] [--scale default|paper|both|outside|all] [--mode sync|async|both]
 #                               [--models "vgg19 ..."] [--outside-models "densenet_like ..."] [--measure]
 #                               [--train EPISODES] [--agents "dqn"] [--checkpoint [MODEL=]FILE]...
-#                               [--only fig14|fig17|ilp]
+#                               [--only fig14|fig17|ilp] [--search-seconds S]
 #   --scale        default: batch 2, 32 px (minutes here); paper: batch 8, 128 px (hours with
 #                  --train); both (the default) runs both; outside: the modules that
 #                  bench/make_torchscript_models writes, profiled at batch 2, 32 px; all: the three.
@@ -29,6 +29,9 @@
 #   --agents       which agents --train trains and which AGENT+ilp rows are added (default "dqn")
 #   --checkpoint   include the learned agent of a learner checkpoint (repeatable, MODEL= for one
 #                  model; it must have been trained in the mode of the table)
+#   --search-seconds  every search row's time limit (the bench's default, 120 s, when not given);
+#                  the Fig. 14 tables then go to DIR-search${S}s (fig14-paper-async-search5s, ...):
+#                  what the network adds when a plan is wanted in seconds (learning.md, session fifty)
 #   --only         one kind of table: fig14 (the Fig. 14 and outside-zoo tables), fig17 or ilp.
 #                  With fig17, the learned rows come from --checkpoint, else from the networks an
 #                  earlier --train left in runs/paper/default-sync-MODEL-AGENT (none: no learned rows)
@@ -53,6 +56,8 @@
 # time): fig14-paper-async 3,562 s, outside-zoo-async 789 s, Fig. 17 (--only fig17) about 32 min.
 # With the async best responses in the polish (2026-12-07, --only fig14 --checkpoint, two at a time):
 # fig14-paper-async 3,766 s, fig14-async 4,092 s, outside-zoo-async 832 s.
+# With --search-seconds 5 (2026-12-07, --only fig14 --checkpoint, two at a time): fig14-paper-async-search5s
+# 1,282 s (the ILPs' and the relaxation's 60 s are most of it).
 set -euo pipefail
 build=build
 measure=--cost-model-only
@@ -60,6 +65,7 @@ checkpoint=()
 train_episodes=0
 agents="dqn"
 only=""
+search_seconds=()
 scales="default paper"
 modes="sync async"
 models=(vgg19 resnet152 inception_v3 mobilenet_v2 alexnet)
@@ -77,6 +83,7 @@ while [ $# -gt 0 ]; do
     --mode) case "$2" in sync|async) modes=$2 ;; both) modes="sync async" ;;
               *) echo "--mode: sync, async or both" >&2; exit 2 ;; esac; shift 2 ;;
     --checkpoint) checkpoint+=(--checkpoint "$2"); shift 2 ;;
+    --search-seconds) search_seconds=(--search-seconds "$2"); shift 2 ;;
     --only) case "$2" in fig14|fig17|ilp) only=$2 ;; *) echo "--only: fig14, fig17 or ilp" >&2; exit 2 ;; esac
             shift 2 ;;
     -h|--help) sed -n "2,/^set -euo/p" "$0" | sed "\$d"; exit 0 ;;
@@ -152,9 +159,10 @@ for scale in $scales; do
     [ "$scale" = paper ] && dir+=-paper
     [ "$mode" = async ] && dir+=-async
     [ "$scale" = outside ] && dir=outside-zoo-$mode
+    [ ${#search_seconds[@]} -gt 0 ] && dir+=-search${search_seconds[1]}s
     echo "== $dir ($scale scale, $mode): every policy at DRAM = 0.2 x peak"
     "$tt" bench "${specs[@]}" --mode "$mode" --policies "${policies[@]}" "${ckpts[@]}" --dram-fractions 0.2 \
-      --ilp-time-limit 60 $measure --out "$out/$dir"
+      --ilp-time-limit 60 "${search_seconds[@]}" $measure --out "$out/$dir"
     echo "== $dir took $SECONDS s"
     [ "$scale" = default ] && [ "$mode" = sync ] && default_sync_ckpts=("${ckpts[@]}")
   done
