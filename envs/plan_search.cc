@@ -605,7 +605,9 @@ ActionScores FollowPlan(const PlacementEnv& env, const PlacementPlan& plan, Acti
 
 namespace {
 
-// The search from the fastest of the policy's episodes and `starting_plans`.
+// The search from the fastest of the policy's episodes and `starting_plans`
+// (from the first starting plan whatever its speed with `force_start`: a
+// kicked plan is slower than the plan it was kicked from by design).
 PlanSearchResult SearchOnce(PlacementEnv& env, const ActionScores& scores, const PlanSearchOptions& options,
                             const std::vector<PlacementPlan>& starting_plans, bool force_start = false) {
   if (!scores) throw std::invalid_argument("SearchPlan: no action scores");
@@ -953,7 +955,7 @@ PlanSearchResult SearchOnce(PlacementEnv& env, const ActionScores& scores, const
     }
   }
   for (uint8_t d : incumbent.deviates) result.deviations += d;
-  {
+  {  // The tensors the kicks draw from (PlanSearchOptions::kick_pool).
     std::unordered_map<uint32_t, float> least_gap;
     for (size_t i = 0; i < incumbent.keys.size(); ++i) {
       if (!std::isfinite(incumbent.gaps[i])) continue;
