@@ -1,5 +1,6 @@
-// A finalized synthetic graph of eight layers, the size the polish and copy
-// schedule tests run on.
+// What the polish, copy schedule and search tests share: a finalized
+// synthetic graph of eight layers, their DRAM limit, heat order's scores and
+// a search's small budgets.
 #pragma once
 
 #include <utility>
