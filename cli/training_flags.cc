@@ -236,6 +236,11 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
                   "Plan-time search from the fastest evaluated policy's greedy plan, guided by its network (1 = none)")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
+  cmd->add_option("--search-seconds", c.plan_search.max_seconds,
+                  "Plan-time search: time limit (0: none; it also stops when no candidate improves). Seconds give the "
+                  "network's plan; minutes let a search find more without it")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--search-replays", c.plan_search.max_replays,
                   "Plan-time search, after the rollouts: episodes that flip one of the incumbent's least-sure decisions "
                   "and keep its others (about an environment episode each; 0 = none)")
@@ -324,7 +329,7 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
                                    "--polish-updates", "--self-imitation-rounds", "--init-search-starts", "--room-labels",
                                    "--lr-after-imitation"}},
       {"Evaluation, convergence and the final search",
-       {"--eval-every", "--converge-window", "--converge-tolerance", "--search-rollouts",
+       {"--eval-every", "--converge-window", "--converge-tolerance", "--search-rollouts", "--search-seconds",
         "--search-replays", "--search-replays-per-improvement", "--search-cyclic-replays",
         "--search-blocker-replays", "--search-pair-replays", "--search-room-replays", "--search-tensor-replays",
         "--search-window-replays", "--no-window-pricing", "--search-move-turn-share", "--search-polished-restarts",

@@ -164,6 +164,20 @@ struct PlanSearchOptions {
   uint64_t kick_seed = 1;
 };
 
+// The plan-time search of a trained policy (`bench`'s "+search" policies,
+// `train`'s final plan): a plan in seconds. With 5 s the network's search on
+// the paper-scale async zoo came within 0.7 points of its 120 s plan, while
+// the same search with heat order or an untrained network in the network's
+// place fell 5-33 points below it on three of five models and needed the
+// 120 s to come within 1.1-5.8 points (docs/results/learning.md, sessions
+// fifty and fifty-one). Where a plan may take minutes, raise max_seconds:
+// network-free searches catch up with time, the network's gains little.
+inline PlanSearchOptions PlanTimeSearch() {
+  PlanSearchOptions o;
+  o.max_seconds = 5;
+  return o;
+}
+
 struct PlanSearchResult {
   EpisodeSummary greedy;        // the policy's own episode
   // The best episode the search found (greedy when nothing beat it); in

@@ -94,7 +94,7 @@ struct BenchmarkOptions {
   // iterations at plan time (each with all-DRAM, `repeats` iterations a plan).
   int plan_time_rounds = 5;
   uint64_t seed = 1;
-  PlanSearchOptions search{64, 16, 120};  // of the "+search" policies
+  PlanSearchOptions search = PlanTimeSearch();  // of the "+search" policies
   GuidedIlpOptions guided_ilp;            // of the "+ilp" policies (its time limit: solver_time_limit_seconds)
   // The MDP a checkpoint's network and a generalised lookup are rolled out
   // in: the scope they were trained in (a network rolled out in another

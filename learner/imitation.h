@@ -205,6 +205,9 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
 // points below AutoTM-sync's.
 struct SelfImitationConfig {
   int rounds = 0;  // 0: none
+  // Not PlanTimeSearch(): the plan found here is a training target, and
+  // the fine-tuning results of docs/results/learning.md were measured with
+  // 120 s a round.
   PlanSearchOptions search{64, 16, 120};
   // With a portfolio to start from (train --init DIR): the first round's
   // search also starts from the best of the searches from this many of its

@@ -142,7 +142,7 @@ struct LearnerConfig {
   // After training and plan_ilp: a limited-discrepancy search guided by the
   // final network (envs/plan_search.h) from its greedy plan, and from
   // plan_ilp's plan when that ran, whichever is faster. max_rollouts 1 = none.
-  PlanSearchOptions plan_search{64, 16, 120};
+  PlanSearchOptions plan_search = PlanTimeSearch();
   // First AutoTM's ILP with the same network's surest decisions fixed, from
   // its greedy plan (policies/guided_ilp.h). time_limit_seconds 0 = none.
   GuidedIlpOptions plan_ilp;

@@ -69,6 +69,7 @@ TEST(TrainingFlags, TrainsWithTheLibrarysDefaults) {
   EXPECT_EQ(got.checkpoints_kept, want.checkpoints_kept);
   EXPECT_EQ(got.imitation.room_labels, want.imitation.room_labels);
   EXPECT_EQ(got.self_imitation.imitation.room_labels, want.self_imitation.imitation.room_labels);
+  EXPECT_EQ(got.plan_search.max_seconds, want.plan_search.max_seconds);
   // The one difference, on purpose: the service serves metrics ('off' turns
   // them off); an embedded learner serves none unless asked.
   EXPECT_EQ(got.metrics_address, "127.0.0.1:0");
@@ -102,8 +103,10 @@ TEST(TrainingFlags, EveryFlagLandsInItsField) {
                                  "--apex-alpha", "5", "--eval-every", "6", "--converge-window", "4",
                                  "--converge-tolerance", "0.02", "--workload", "synthetic:tiny", "--dram-fraction",
                                  "0.5", "--out", "run", "--polish-updates", "4500", "--self-imitation-rounds", "3",
-                                 "--init-search-starts", "2", "--room-labels", "true", "--init", "runs/other"});
+                                 "--init-search-starts", "2", "--room-labels", "true", "--init", "runs/other",
+                                 "--search-seconds", "30"});
   const LearnerConfig& c = f.learner;
+  EXPECT_EQ(c.plan_search.max_seconds, 30.0);
   EXPECT_EQ(c.imitation.polish_updates, 4500);
   EXPECT_EQ(c.self_imitation.rounds, 3);
   EXPECT_EQ(c.self_imitation.portfolio_search_starts, 2);
