@@ -23,15 +23,16 @@
 #                  peak, imitation of the baselines then N episodes; runs go to
 #                  runs/paper/SCALE-MODE-MODEL-AGENT) and include them as learned policies: the
 #                  greedy plan, the plan-time search and the guided ILP (AGENT+ilp), beside the
-#                  search's ablations heat+search, untrained-AGENT and untrained-AGENT+search, and
+#                  search's ablations heat, heat+search, untrained-AGENT and untrained-AGENT+search, and
 #                  the search from the guided ILP's plan too (AGENT+ilp+search) with its ablation
 #                  heat+ilp+search, and from the relaxation's (AGENT+relax+search, heat+relax+search)
 #   --agents       which agents --train trains and which AGENT+ilp rows are added (default "dqn")
 #   --checkpoint   include the learned agent of a learner checkpoint (repeatable, MODEL= for one
 #                  model; it must have been trained in the mode of the table)
-#   --search-seconds  every search row's time limit (the bench's default, 120 s, when not given);
-#                  the Fig. 14 tables then go to DIR-search${S}s (fig14-paper-async-search5s, ...):
-#                  what the network adds when a plan is wanted in seconds (learning.md, session fifty)
+#   --search-seconds  every search row's time limit (the product's default, 5 s, when not given);
+#                  the Fig. 14 tables then go to DIR-search${S}s (fig14-paper-async-search120s, ...):
+#                  the network-free searches catch up with the network's given minutes (learning.md,
+#                  sessions fifty and fifty-one)
 #   --only         one kind of table: fig14 (the Fig. 14 and outside-zoo tables), fig17 or ilp.
 #                  With fig17, the learned rows come from --checkpoint, else from the networks an
 #                  earlier --train left in runs/paper/default-sync-MODEL-AGENT (none: no learned rows)
@@ -147,7 +148,8 @@ for scale in $scales; do
     if [ ${#ckpts[@]} -gt 0 ]; then
       # The learned rows and, in the same run, the search pipeline's ablations (issue #15,
       # criterion 3): heat order in the network's place, and the network before training.
-      policies+=(learned heat+search)
+      # heat: the greedy pipeline with the constant DRAM action (heat order) in the network's place.
+      policies+=(learned heat heat+search)
       for a in $agents; do policies+=("$a+ilp" "untrained-$a" "untrained-$a+search"); done
       # The search from the guided ILP's plan too, and that pipeline with no network: the
       # network-free pipeline closest to the learned one (learning.md, session thirty).

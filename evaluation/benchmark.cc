@@ -50,6 +50,9 @@ constexpr const char* kHeatIlpMeasured = "heat+ilp+measured";
 // The plan-time search with heat order in the network's place (the constant
 // DRAM action, decisions in heat order): what the network adds to it.
 constexpr const char* kHeatSearch = "heat+search";
+// And the greedy pipeline so: the MDP's episode with the constant DRAM action
+// (heat order, clipped to fit), beside "dqn" and "untrained-dqn".
+constexpr const char* kHeat = "heat";
 constexpr const char* kHeatIlpSearch = "heat+ilp+search";
 constexpr const char* kHeatRelaxSearch = "heat+relax+search";
 // "dqn+portfolio": the fastest of the portfolio's greedy plans (its members
@@ -724,6 +727,13 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
                  : name == kHeatIlpSearch ? IlpSearchedPlan(placement, HeatOrderScores(), name, w, o)
                                           : RelaxSearchedPlan(placement, HeatOrderScores(), name, w, o, limit);
           row.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          row.plan_source = plan.produced_by;
+        } else if (name == kHeat) {
+          PlacementEnv placement(w, PlanningEnv(o, limit));
+          auto t0 = std::chrono::steady_clock::now();
+          plan = RunEpisode(placement, [](const Observation&) { return 0; }).plan;
+          row.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          plan.produced_by = name;
           row.plan_source = plan.produced_by;
         } else if (name == kHeatIlpMeasured) {
           PlacementEnv placement(w, PlanningEnv(o, limit));

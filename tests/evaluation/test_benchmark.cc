@@ -206,13 +206,13 @@ TEST(Benchmark, AblationsRunTheSamePipelineWithoutTheTrainedNetwork) {
   o.dram_fractions = {0.3};
   o.measure = false;
   o.search.max_seconds = 20;
-  o.policies = {"dqn", "untrained-dqn", "untrained-dqn+search", "heat+search"};
+  o.policies = {"dqn", "untrained-dqn", "untrained-dqn+search", "heat+search", "heat"};
   o.checkpoints = {trained_path};
   const std::vector<BenchmarkRow> rows = RunBenchmark(w, o);
   o.policies = {"dqn"};
   o.checkpoints = {fresh_path};
   const std::vector<BenchmarkRow> fresh = RunBenchmark(w, o);
-  ASSERT_EQ(rows.size(), 4u);
+  ASSERT_EQ(rows.size(), 5u);
   ASSERT_EQ(fresh.size(), 1u);
   for (const BenchmarkRow& r : rows) {
     EXPECT_TRUE(r.note.empty()) << r.policy << ": " << r.note;
@@ -229,6 +229,8 @@ TEST(Benchmark, AblationsRunTheSamePipelineWithoutTheTrainedNetwork) {
   PlacementEnv placement(w, env);
   const double heat_order_ns = RunEpisode(placement, [](const Observation&) { return 0; }).cost.total_ns;
   EXPECT_LE(rows[3].predicted_ns, heat_order_ns);
+  // heat is that plan itself: the greedy pipeline with the constant action in the network's place.
+  EXPECT_NEAR(rows[4].predicted_ns, heat_order_ns, 1e-9 * heat_order_ns);
 
   // No checkpoint: the untrained policies are refused as the trained ones are.
   o.policies = {"untrained-dqn+search"};
