@@ -59,6 +59,9 @@
 # fig14-paper-async 3,766 s, fig14-async 4,092 s, outside-zoo-async 832 s.
 # With --search-seconds 5 (2026-12-07, --only fig14 --checkpoint, two at a time): fig14-paper-async-search5s
 # 1,282 s (the ILPs' and the relaxation's 60 s are most of it).
+# At the default 5 s search (2026-12-07, --only fig14 --checkpoint, two at a time): fig14 529 s,
+# fig14-async 1,597 s, fig14-paper 569 s, fig14-paper-async 1,259 s, outside-zoo-sync 175 s,
+# outside-zoo-async 804 s.
 set -euo pipefail
 build=build
 measure=--cost-model-only
