@@ -165,12 +165,13 @@ struct PlanSearchOptions {
 };
 
 // The plan-time search of a trained policy (`bench`'s "+search" policies,
-// `train`'s final plan): a plan in seconds. With 5 s the network's search on
-// the paper-scale async zoo came within 0.7 points of its 120 s plan, while
-// the same search with heat order or an untrained network in the network's
-// place fell 5-33 points below it on three of five models and needed the
-// 120 s to come within 1.1-5.8 points (docs/results/learning.md, sessions
-// fifty and fifty-one). Where a plan may take minutes, raise max_seconds:
+// `train`'s final plan): a plan in seconds. With 5 s the best learned row of
+// the 26 cells of the Fig. 14 and outside-the-zoo tables came within 0.54
+// points of its 120 s plan (at or above every baseline on all 26), while the
+// same search with heat order in the network's place fell 16-22 points below
+// the network's on ResNet-152 and Inception-v3 async at both scales, where
+// with 120 s it came within 1.6-4.5 (docs/results/learning.md, sessions fifty
+// and fifty-one). Where a plan may take minutes, raise max_seconds: the
 // network-free searches catch up with time, the network's gains little.
 inline PlanSearchOptions PlanTimeSearch() {
   PlanSearchOptions o;
