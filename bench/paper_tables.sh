@@ -23,7 +23,8 @@
 #                  peak, imitation of the baselines then N episodes; runs go to
 #                  runs/paper/SCALE-MODE-MODEL-AGENT) and include them as learned policies: the
 #                  greedy plan, the plan-time search and the guided ILP (AGENT+ilp), beside the
-#                  search's ablations heat, heat+search, untrained-AGENT and untrained-AGENT+search, and
+#                  search's ablations heat, heat+search, untrained-AGENT and untrained-AGENT+search, the
+#                  greedy plan polished with no search move (AGENT+polish, heat+polish, untrained-AGENT+polish), and
 #                  the search from the guided ILP's plan too (AGENT+ilp+search) with its ablation
 #                  heat+ilp+search, and from the relaxation's (AGENT+relax+search, heat+relax+search)
 #   --agents       which agents --train trains and which AGENT+ilp rows are added (default "dqn")
@@ -154,6 +155,9 @@ for scale in $scales; do
       # heat: the greedy pipeline with the constant DRAM action (heat order) in the network's place.
       policies+=(learned heat heat+search)
       for a in $agents; do policies+=("$a+ilp" "untrained-$a" "untrained-$a+search"); done
+      # The greedy plan with no search move, only the polish, and its two ablations (session 51).
+      for a in $agents; do policies+=("$a+polish" "untrained-$a+polish"); done
+      policies+=(heat+polish)
       # The search from the guided ILP's plan too, and that pipeline with no network: the
       # network-free pipeline closest to the learned one (learning.md, session thirty).
       for a in $agents; do policies+=("$a+ilp+search" "$a+relax+search"); done

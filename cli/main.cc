@@ -766,8 +766,10 @@ int Main(int argc, char** argv) {
                    "(the plan-time search from the network's episodes and from that ILP's plan, the faster), "
                    "dqn+relax+search, sac+relax+search (the same from the relaxation's plan), "
                    "heat (the greedy episode with the constant DRAM action, heat order, in the network's place), "
+                   "dqn+polish, sac+polish, heat+polish (the greedy plan with no search move: its async copies "
+                   "scheduled and the polish, within --search-seconds), "
                    "heat+search, heat+ilp+search, heat+relax+search (the plan-time search "
-                   "with heat order in the network's place), untrained-dqn, untrained-sac and their +search, +ilp, +ilp+search "
+                   "with heat order in the network's place), untrained-dqn, untrained-sac and their +search, +polish, +ilp, +ilp+search "
                    "(the checkpoint's network with fresh weights: what training adds), dqn+portfolio, "
                    "sac+portfolio (the fastest of --portfolio's networks' greedy plans, chosen at plan time), "
                    "dqn+portfolio+search, sac+portfolio+search (the plan-time search from it), learned (every agent of "
@@ -778,7 +780,8 @@ int Main(int argc, char** argv) {
               static const std::vector<std::string> learned = {
                   "dqn",     "sac",     "dqn+search",       "sac+search",       "dqn+ilp",
                   "sac+ilp", "learned", "dqn+ilp+measured", "sac+ilp+measured", "heat+ilp+measured",
-                  "heat", "heat+search", "untrained-dqn", "untrained-sac", "untrained-dqn+search", "untrained-sac+search",
+                  "heat", "heat+search", "dqn+polish", "sac+polish", "heat+polish", "untrained-dqn+polish",
+                  "untrained-sac+polish", "untrained-dqn", "untrained-sac", "untrained-dqn+search", "untrained-sac+search",
                   "untrained-dqn+ilp", "untrained-sac+ilp", "dqn+ilp+search", "sac+ilp+search", "heat+ilp+search",
                   "untrained-dqn+ilp+search", "untrained-sac+ilp+search", "dqn+relax+search", "sac+relax+search",
                   "heat+relax+search", "untrained-dqn+relax+search", "untrained-sac+relax+search", "dqn+portfolio", "sac+portfolio",

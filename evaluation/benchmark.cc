@@ -15,8 +15,10 @@
 #include "common/stats.h"
 #include "common/files.h"
 #include "common/log.h"
+#include "envs/copy_schedule.h"
 #include "envs/cost_model.h"
 #include "envs/placement_env.h"
+#include "envs/plan_polish.h"
 #include "executor/executor.h"
 #include "hostrt/apply/plan_from_lookup.h"
 #include "hostrt/tensortier_lookup.hpp"
@@ -38,8 +40,12 @@ constexpr double kSlowPricePerGb = 7.85;
 // episodes and from that ILP's plan, whichever is faster; "dqn+relax+search"
 // the same search from the relaxation's plan (policies/relaxation.h) in the
 // ILP's place.
-enum class PlanTime { kGreedy, kSearch, kIlp, kIlpMeasured, kIlpSearch, kRelaxSearch };
+enum class PlanTime { kGreedy, kPolish, kSearch, kIlp, kIlpMeasured, kIlpSearch, kRelaxSearch };
 constexpr const char* kSearchSuffix = "+search";
+// The greedy plan with no search move: its async copies scheduled and the
+// polish (edits of the plan itself, best responses), within the search's
+// time limit. The network's part with nothing that searches through it.
+constexpr const char* kPolishSuffix = "+polish";
 constexpr const char* kIlpSuffix = "+ilp";
 constexpr const char* kIlpMeasuredSuffix = "+ilp+measured";
 constexpr const char* kIlpSearchSuffix = "+ilp+search";
@@ -53,6 +59,7 @@ constexpr const char* kHeatSearch = "heat+search";
 // And the greedy pipeline so: the MDP's episode with the constant DRAM action
 // (heat order, clipped to fit), beside "dqn" and "untrained-dqn".
 constexpr const char* kHeat = "heat";
+constexpr const char* kHeatPolish = "heat+polish";
 constexpr const char* kHeatIlpSearch = "heat+ilp+search";
 constexpr const char* kHeatRelaxSearch = "heat+relax+search";
 // "dqn+portfolio": the fastest of the portfolio's greedy plans (its members
@@ -74,6 +81,7 @@ PlanTime PlanTimeOf(const std::string& name) {
   if (HasSuffix(name, kRelaxSearchSuffix)) return PlanTime::kRelaxSearch;
   if (HasSuffix(name, kSearchSuffix)) return PlanTime::kSearch;
   if (HasSuffix(name, kIlpSuffix)) return PlanTime::kIlp;
+  if (HasSuffix(name, kPolishSuffix)) return PlanTime::kPolish;
   return PlanTime::kGreedy;
 }
 
@@ -81,6 +89,7 @@ PlanTime PlanTimeOf(const std::string& name) {
 std::string AgentKind(const std::string& name) {
   switch (PlanTimeOf(name)) {
     case PlanTime::kSearch: return name.substr(0, name.size() - std::string(kSearchSuffix).size());
+    case PlanTime::kPolish: return name.substr(0, name.size() - std::string(kPolishSuffix).size());
     case PlanTime::kIlp: return name.substr(0, name.size() - std::string(kIlpSuffix).size());
     case PlanTime::kIlpMeasured: return name.substr(0, name.size() - std::string(kIlpMeasuredSuffix).size());
     case PlanTime::kIlpSearch: return name.substr(0, name.size() - std::string(kIlpSearchSuffix).size());
@@ -174,6 +183,42 @@ PlacementPlan SearchedPlan(PlacementEnv& placement, const ActionScores& scores, 
   return plan;
 }
 
+// The "+polish" pipeline: the episode `act` plays (the greedy plan), its
+// async copies moved to where they are exposed least, then the polish, as
+// the search ends (envs/plan_search.h) but with the search's whole time
+// limit, since nothing else runs.
+PlacementPlan PolishedPlan(PlacementEnv& placement, const std::function<int(const Observation&)>& act,
+                           const std::string& name, const Workload& w, const BenchmarkOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  EpisodeSummary greedy = RunEpisode(placement, act);
+  PlacementPlan plan = std::move(greedy.plan);
+  int copies_moved = 0;
+  PlanPolishResult polished;
+  if (!greedy.oom) {
+    if (o.mode == MigrationMode::kAsync && o.search.schedule_async_copies) {
+      CopyScheduleResult scheduled = ScheduleValidAsyncCopies(w, plan);
+      copies_moved = scheduled.moved;
+      if (scheduled.moved > 0) plan = std::move(scheduled.plan);
+    }
+    if (o.search.polish_plan) {
+      PlanPolishOptions options;
+      options.max_seconds = o.search.max_seconds;
+      polished = PolishValidPlan(w, plan, options);
+      if (polished.changes() > 0) plan = std::move(polished.plan);
+    }
+  }
+  LogInfo("plan_polish")
+      .kv("workload", w.name)
+      .kv("policy", name)
+      .kv("greedy_runtime_ns", greedy.cost.total_ns)
+      .kv("copies_moved", copies_moved)
+      .kv("polish_edits", polished.changes())
+      .kv("polish_saved_ns", polished.saved_ns)
+      .kv("seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  plan.produced_by = name;
+  return plan;
+}
+
 // The ILP that `scores` guide, then the plan-time search they guide from
 // their own episodes and from the ILP's plan; both are decision time.
 PlacementPlan IlpSearchedPlan(PlacementEnv& placement, const ActionScores& scores, const std::string& name,
@@ -222,6 +267,9 @@ PlacementPlan LearnedPlan(const PlacementAgent& agent, const std::string& label,
     case PlanTime::kIlpSearch: return IlpSearchedPlan(placement, ScoresOf(agent), label + kIlpSearchSuffix, w, o);
     case PlanTime::kRelaxSearch:
       return RelaxSearchedPlan(placement, ScoresOf(agent), label + kRelaxSearchSuffix, w, o, dram_limit);
+    case PlanTime::kPolish:
+      return PolishedPlan(
+          placement, [&](const Observation& x) { return agent.Greedy(x.data()); }, label + kPolishSuffix, w, o);
     case PlanTime::kGreedy: break;
   }
   plan = RunEpisode(placement, [&](const Observation& x) { return agent.Greedy(x.data()); }).plan;
@@ -728,10 +776,11 @@ std::vector<BenchmarkRow> RunBenchmark(const Workload& w, const BenchmarkOptions
                                           : RelaxSearchedPlan(placement, HeatOrderScores(), name, w, o, limit);
           row.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           row.plan_source = plan.produced_by;
-        } else if (name == kHeat) {
+        } else if (name == kHeat || name == kHeatPolish) {
           PlacementEnv placement(w, PlanningEnv(o, limit));
           auto t0 = std::chrono::steady_clock::now();
-          plan = RunEpisode(placement, [](const Observation&) { return 0; }).plan;
+          const auto dram = [](const Observation&) { return 0; };
+          plan = name == kHeat ? RunEpisode(placement, dram).plan : PolishedPlan(placement, dram, name, w, o);
           row.decision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           plan.produced_by = name;
           row.plan_source = plan.produced_by;

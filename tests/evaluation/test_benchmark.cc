@@ -269,6 +269,39 @@ TEST(Benchmark, TheSearchFromTheGuidedIlpsPlanKeepsTheFasterStart) {
   EXPECT_GT(rows[2].decision_seconds, 0);
 }
 
+// dqn+polish: the greedy plan with no search move, its async copies
+// scheduled and the polish; its ablations heat+polish and untrained-dqn+polish.
+TEST(Benchmark, ThePolishedPipelineKeepsTheGreedyPlanUnlessTheCostModelPrefersAnEdit) {
+  const Workload w = LoadWorkloadSpec("synthetic:resnet:4");
+  DqnConfig config;
+  config.seed = 1;
+  config.device = "cpu";
+  const std::string path = TempPath("polish.ckpt");
+  MakeAgent("dqn", config.ToJson())->SaveCheckpoint(path);
+  for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
+    SCOPED_TRACE(mode == MigrationMode::kSync ? "sync" : "async");
+    BenchmarkOptions o;
+    o.mode = mode;
+    o.dram_fractions = {0.3};
+    o.measure = false;
+    o.search.max_seconds = 20;
+    o.policies = {"dqn", "dqn+polish", "heat", "heat+polish", "untrained-dqn", "untrained-dqn+polish"};
+    o.checkpoints = {path};
+    const std::vector<BenchmarkRow> rows = RunBenchmark(w, o);
+    ASSERT_EQ(rows.size(), 6u);
+    for (const BenchmarkRow& r : rows) {
+      EXPECT_TRUE(r.note.empty()) << r.policy << ": " << r.note;
+      EXPECT_EQ(r.plan_source, r.policy);
+      EXPECT_LE(r.dram_peak_bytes, r.dram_limit_bytes) << r.policy;
+    }
+    for (size_t greedy : {0u, 2u, 4u})
+      EXPECT_LE(rows[greedy + 1].predicted_ns, rows[greedy].predicted_ns * (1 + 1e-9)) << rows[greedy + 1].policy;
+    // Heat order's plan (DRAM while it fits, then the slow tier) leaves edits
+    // that pay: the polish is not a copy of its start.
+    EXPECT_LT(rows[3].predicted_ns, rows[2].predicted_ns * (1 - 1e-3));
+  }
+}
+
 // dqn+relax+search: the relaxation's plan (policies/relaxation.h) as a start
 // of the search, in sync and async mode; its ablation heat+relax+search.
 TEST(Benchmark, TheSearchFromTheRelaxationsPlanKeepsTheFasterStart) {
