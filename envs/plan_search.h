@@ -170,9 +170,11 @@ struct PlanSearchOptions {
 // points of its 120 s plan (at or above every baseline on all 26), while the
 // same search with heat order in the network's place fell 16-22 points below
 // the network's on ResNet-152 and Inception-v3 async at both scales, where
-// with 120 s it came within 1.6-4.5 (docs/results/learning.md, sessions fifty
-// and fifty-one). Where a plan may take minutes, raise max_seconds: the
-// network-free searches catch up with time, the network's gains little.
+// with 120 s it came within 1.6-4.5, and heat order's plan polished for the
+// whole 5 s with no search move within 4.3-8.1 (docs/results/learning.md,
+// sessions fifty and fifty-one). Where a plan may take minutes, raise
+// max_seconds: the network-free searches catch up with time, the network's
+// gains little.
 inline PlanSearchOptions PlanTimeSearch() {
   PlanSearchOptions o;
   o.max_seconds = 5;
