@@ -40,6 +40,17 @@ std::vector<std::string> SplitCsvLine(const std::string& line) {
   return cells;
 }
 
+// A fresh DQN network of seed 1 on the CPU, saved as `name`: the
+// checkpoint the plan-time pipelines' tests start from.
+std::string SaveSeededDqn(const std::string& name) {
+  DqnConfig config;
+  config.seed = 1;
+  config.device = "cpu";
+  const std::string path = TempPath(name);
+  MakeAgent("dqn", config.ToJson())->SaveCheckpoint(path);
+  return path;
+}
+
 // An untrained agent is still an agent: its greedy rollout is a plan.
 std::string SaveAgent(const std::string& kind) {
   const std::string path = TempPath(kind + ".ckpt");
@@ -242,11 +253,7 @@ TEST(Benchmark, AblationsRunTheSamePipelineWithoutTheTrainedNetwork) {
 // network's episodes and the ILP's plan; its ablation heat+ilp+search.
 TEST(Benchmark, TheSearchFromTheGuidedIlpsPlanKeepsTheFasterStart) {
   const Workload w = LoadWorkloadSpec("synthetic:resnet:3");
-  DqnConfig config;
-  config.seed = 1;
-  config.device = "cpu";
-  const std::string path = TempPath("ilp-search.ckpt");
-  MakeAgent("dqn", config.ToJson())->SaveCheckpoint(path);
+  const std::string path = SaveSeededDqn("ilp-search.ckpt");
   BenchmarkOptions o;
   o.dram_fractions = {0.3};
   o.measure = false;
@@ -273,11 +280,7 @@ TEST(Benchmark, TheSearchFromTheGuidedIlpsPlanKeepsTheFasterStart) {
 // scheduled and the polish; its ablations heat+polish and untrained-dqn+polish.
 TEST(Benchmark, ThePolishedPipelineKeepsTheGreedyPlanUnlessTheCostModelPrefersAnEdit) {
   const Workload w = LoadWorkloadSpec("synthetic:resnet:4");
-  DqnConfig config;
-  config.seed = 1;
-  config.device = "cpu";
-  const std::string path = TempPath("polish.ckpt");
-  MakeAgent("dqn", config.ToJson())->SaveCheckpoint(path);
+  const std::string path = SaveSeededDqn("polish.ckpt");
   for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
     SCOPED_TRACE(mode == MigrationMode::kSync ? "sync" : "async");
     BenchmarkOptions o;
@@ -306,11 +309,7 @@ TEST(Benchmark, ThePolishedPipelineKeepsTheGreedyPlanUnlessTheCostModelPrefersAn
 // of the search, in sync and async mode; its ablation heat+relax+search.
 TEST(Benchmark, TheSearchFromTheRelaxationsPlanKeepsTheFasterStart) {
   const Workload w = LoadWorkloadSpec("synthetic:resnet:3");
-  DqnConfig config;
-  config.seed = 1;
-  config.device = "cpu";
-  const std::string path = TempPath("relax-search.ckpt");
-  MakeAgent("dqn", config.ToJson())->SaveCheckpoint(path);
+  const std::string path = SaveSeededDqn("relax-search.ckpt");
   for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync}) {
     BenchmarkOptions o;
     o.mode = mode;
