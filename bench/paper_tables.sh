@@ -24,7 +24,8 @@
 #                  runs/paper/SCALE-MODE-MODEL-AGENT) and include them as learned policies: the
 #                  greedy plan, the plan-time search and the guided ILP (AGENT+ilp), beside the
 #                  search's ablations heat, heat+search, untrained-AGENT and untrained-AGENT+search, the
-#                  greedy plan polished with no search move (AGENT+polish, heat+polish, untrained-AGENT+polish), and
+#                  greedy plan polished with no search move (AGENT+polish, heat+polish, untrained-AGENT+polish)
+#                  and heat order's search from its plan so polished (heat+polish+search), and
 #                  the search from the guided ILP's plan too (AGENT+ilp+search) with its ablation
 #                  heat+ilp+search, and from the relaxation's (AGENT+relax+search, heat+relax+search)
 #   --agents       which agents --train trains and which AGENT+ilp rows are added (default "dqn")
@@ -157,7 +158,7 @@ for scale in $scales; do
       for a in $agents; do policies+=("$a+ilp" "untrained-$a" "untrained-$a+search"); done
       # The greedy plan with no search move, only the polish, and its two ablations (session 51).
       for a in $agents; do policies+=("$a+polish" "untrained-$a+polish"); done
-      policies+=(heat+polish)
+      policies+=(heat+polish heat+polish+search)
       # The search from the guided ILP's plan too, and that pipeline with no network: the
       # network-free pipeline closest to the learned one (learning.md, session thirty).
       for a in $agents; do policies+=("$a+ilp+search" "$a+relax+search"); done

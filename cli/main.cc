@@ -767,9 +767,10 @@ int Main(int argc, char** argv) {
                    "dqn+relax+search, sac+relax+search (the same from the relaxation's plan), "
                    "heat (the greedy episode with the constant DRAM action, heat order, in the network's place), "
                    "dqn+polish, sac+polish, heat+polish (the greedy plan with no search move: its async copies "
-                   "scheduled and the polish, within --search-seconds), "
+                   "scheduled and the polish, within --search-seconds), dqn+polish+search, sac+polish+search, "
+                   "heat+polish+search (that plan polished in half of --search-seconds, then the search from it), "
                    "heat+search, heat+ilp+search, heat+relax+search (the plan-time search "
-                   "with heat order in the network's place), untrained-dqn, untrained-sac and their +search, +polish, +ilp, +ilp+search "
+                   "with heat order in the network's place), untrained-dqn, untrained-sac and their +search, +polish, +polish+search, +ilp, +ilp+search "
                    "(the checkpoint's network with fresh weights: what training adds), dqn+portfolio, "
                    "sac+portfolio (the fastest of --portfolio's networks' greedy plans, chosen at plan time), "
                    "dqn+portfolio+search, sac+portfolio+search (the plan-time search from it), learned (every agent of "
@@ -781,7 +782,8 @@ int Main(int argc, char** argv) {
                   "dqn",     "sac",     "dqn+search",       "sac+search",       "dqn+ilp",
                   "sac+ilp", "learned", "dqn+ilp+measured", "sac+ilp+measured", "heat+ilp+measured",
                   "heat", "heat+search", "dqn+polish", "sac+polish", "heat+polish", "untrained-dqn+polish",
-                  "untrained-sac+polish", "untrained-dqn", "untrained-sac", "untrained-dqn+search", "untrained-sac+search",
+                  "untrained-sac+polish", "dqn+polish+search", "sac+polish+search", "heat+polish+search",
+                  "untrained-dqn+polish+search", "untrained-sac+polish+search", "untrained-dqn", "untrained-sac", "untrained-dqn+search", "untrained-sac+search",
                   "untrained-dqn+ilp", "untrained-sac+ilp", "dqn+ilp+search", "sac+ilp+search", "heat+ilp+search",
                   "untrained-dqn+ilp+search", "untrained-sac+ilp+search", "dqn+relax+search", "sac+relax+search",
                   "heat+relax+search", "untrained-dqn+relax+search", "untrained-sac+relax+search", "dqn+portfolio", "sac+portfolio",

@@ -288,10 +288,11 @@ TEST(Benchmark, ThePolishedPipelineKeepsTheGreedyPlanUnlessTheCostModelPrefersAn
     o.dram_fractions = {0.3};
     o.measure = false;
     o.search.max_seconds = 20;
-    o.policies = {"dqn", "dqn+polish", "heat", "heat+polish", "untrained-dqn", "untrained-dqn+polish"};
+    o.policies = {"dqn",           "dqn+polish",           "heat", "heat+polish", "untrained-dqn",
+                  "untrained-dqn+polish", "dqn+polish+search", "heat+polish+search"};
     o.checkpoints = {path};
     const std::vector<BenchmarkRow> rows = RunBenchmark(w, o);
-    ASSERT_EQ(rows.size(), 6u);
+    ASSERT_EQ(rows.size(), 8u);
     for (const BenchmarkRow& r : rows) {
       EXPECT_TRUE(r.note.empty()) << r.policy << ": " << r.note;
       EXPECT_EQ(r.plan_source, r.policy);
@@ -302,6 +303,11 @@ TEST(Benchmark, ThePolishedPipelineKeepsTheGreedyPlanUnlessTheCostModelPrefersAn
     // Heat order's plan (DRAM while it fits, then the slow tier) leaves edits
     // that pay: the polish is not a copy of its start.
     EXPECT_LT(rows[3].predicted_ns, rows[2].predicted_ns * (1 - 1e-3));
+    // +polish+search starts the search from that polished plan (here the
+    // polish ends long before its half of the limit), and the search keeps
+    // its start unless it finds better.
+    EXPECT_LE(rows[6].predicted_ns, rows[1].predicted_ns * (1 + 1e-9));
+    EXPECT_LE(rows[7].predicted_ns, rows[3].predicted_ns * (1 + 1e-9));
   }
 }
 
