@@ -227,6 +227,10 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
          "Imitation and self-imitation: DAgger labels that price the room (where the rollout's kept tensors crowd "
          "out a DRAM label, the cheapest of them to evict are labelled slow)")
       ->default_str(c.imitation.room_labels ? "true" : "false");
+  AddEnumOption(cmd, "--expert-choice", c.imitation.expert_choice, ParseExpertChoice, ExpertChoiceName,
+                "Imitation: of the --demonstrations, imitate the fastest as the MDP replays it (episode) or the "
+                "fastest once that replay's copies are scheduled and it is polished, as the plan-time pipelines "
+                "finish a greedy plan (finished)");
   cmd->add_option("--lr-after-imitation", c.imitation.learning_rate_after,
                   "Imitation: DQN's learning rate once it is over (0 keeps --lr); a smaller step keeps TD updates "
                   "from pulling the imitated policy off the expert")
@@ -327,7 +331,7 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
       {"Replay and exploration", {"--replay", "--samples-per-insert", "--exploration", "--apex-epsilon", "--apex-alpha"}},
       {"Baselines and imitation", {"--demonstrations", "--baselines", "--solver-seconds", "--dagger-rounds",
                                    "--polish-updates", "--self-imitation-rounds", "--init-search-starts", "--room-labels",
-                                   "--lr-after-imitation"}},
+                                   "--expert-choice", "--lr-after-imitation"}},
       {"Evaluation, convergence and the final search",
        {"--eval-every", "--converge-window", "--converge-tolerance", "--search-rollouts", "--search-seconds",
         "--search-replays", "--search-replays-per-improvement", "--search-cyclic-replays",

@@ -300,4 +300,36 @@ PlanPolishResult PolishValidPlan(const Workload& w, const PlacementPlan& input, 
   return result;
 }
 
+PlanPolishResult FinishEpisodePlan(const Workload& w, const PlacementPlan& plan, bool schedule_copies,
+                                   const PlanPolishOptions* polish) {
+  const auto start = std::chrono::steady_clock::now();
+  PlanPolishResult result;
+  result.plan = plan;
+  EvaluateValidPlan(w, result.plan, result.cost);
+  if (result.cost.oom) return result;
+  const double before_ns = result.cost.total_ns;
+  if (schedule_copies && plan.mode == MigrationMode::kAsync) {
+    CopyScheduleResult scheduled = ScheduleValidAsyncCopies(w, result.plan);
+    if (scheduled.moved > 0) {
+      result.plan = std::move(scheduled.plan);
+      result.cost = std::move(scheduled.cost);
+      result.copies_moved = scheduled.moved;
+    }
+  }
+  if (polish) {
+    const int scheduled_moves = result.copies_moved;
+    PlanPolishResult polished = PolishValidPlan(w, result.plan, *polish);
+    if (polished.changes() > 0) {
+      result = std::move(polished);
+      result.copies_moved += scheduled_moves;
+    } else {
+      result.edits_tried = polished.edits_tried;
+      result.passes = polished.passes;
+    }
+  }
+  result.saved_ns = before_ns - result.cost.total_ns;
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
 }  // namespace tensortier

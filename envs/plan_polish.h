@@ -87,4 +87,16 @@ struct PlanPolishResult {
 // returned as it is.
 PlanPolishResult PolishValidPlan(const Workload& w, const PlacementPlan& plan, const PlanPolishOptions& options = {});
 
+// An episode's plan finished as the plan-time pipelines finish one: in
+// async mode its copies moved to where they are exposed least
+// (ScheduleValidAsyncCopies; `schedule_copies`), then the polish (none
+// where `polish` is null). The "+polish" pipeline's plan (the greedy
+// episode's), and the price imitation chooses its expert by
+// (ImitationConfig::expert_choice): a demonstration's MDP replay loses the
+// copy timing the plan was made with, so what counts is where the product's
+// own finish takes it. saved_ns, copies_moved and seconds count both steps.
+// An episode that ran out of memory is returned as it is.
+PlanPolishResult FinishEpisodePlan(const Workload& w, const PlacementPlan& plan, bool schedule_copies,
+                                   const PlanPolishOptions* polish);
+
 }  // namespace tensortier

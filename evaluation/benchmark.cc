@@ -202,28 +202,17 @@ PlacementPlan PolishedPlan(PlacementEnv& placement, const std::function<int(cons
                            const std::string& name, const Workload& w, const BenchmarkOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   EpisodeSummary greedy = RunEpisode(placement, act);
-  PlacementPlan plan = std::move(greedy.plan);
-  int copies_moved = 0;
-  PlanPolishResult polished;
-  if (!greedy.oom) {
-    if (o.mode == MigrationMode::kAsync && o.search.schedule_async_copies) {
-      CopyScheduleResult scheduled = ScheduleValidAsyncCopies(w, plan);
-      copies_moved = scheduled.moved;
-      if (scheduled.moved > 0) plan = std::move(scheduled.plan);
-    }
-    if (o.search.polish_plan) {
-      PlanPolishOptions options;
-      options.max_seconds = o.search.max_seconds;
-      polished = PolishValidPlan(w, plan, options);
-      if (polished.changes() > 0) plan = std::move(polished.plan);
-    }
-  }
+  PlanPolishOptions options;
+  options.max_seconds = o.search.max_seconds;
+  PlanPolishResult polished = FinishEpisodePlan(w, greedy.plan, o.mode == MigrationMode::kAsync && o.search.schedule_async_copies,
+                                                o.search.polish_plan ? &options : nullptr);
+  PlacementPlan plan = std::move(polished.plan);
   LogInfo("plan_polish")
       .kv("workload", w.name)
       .kv("policy", name)
       .kv("greedy_runtime_ns", greedy.cost.total_ns)
-      .kv("copies_moved", copies_moved)
-      .kv("polish_edits", polished.changes())
+      .kv("copies_moved", polished.copies_moved)
+      .kv("polish_edits", polished.edits_kept + polished.tensors_responded)
       .kv("polish_saved_ns", polished.saved_ns)
       .kv("seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   plan.produced_by = name;

@@ -21,9 +21,19 @@
 #include "agents/agent.h"
 #include "envs/placement_env.h"
 #include "envs/placement_plan.h"
+#include "common/named_enum.h"
 #include "envs/plan_search.h"
 
 namespace tensortier {
+
+// Which of a task's demonstrations it imitates (ImitationConfig::expert_choice).
+enum class ExpertChoice { kEpisode, kFinished };
+inline constexpr EnumName<ExpertChoice> kExpertChoiceNames[] = {{ExpertChoice::kEpisode, "episode"},
+                                                                {ExpertChoice::kFinished, "finished"}};
+inline ExpertChoice ParseExpertChoice(const std::string& name) {
+  return ParseEnumName(kExpertChoiceNames, "expert choice", name);
+}
+inline std::string ExpertChoiceName(ExpertChoice choice) { return NameOfEnum(kExpertChoiceNames, choice); }
 
 struct ImitationConfig {
   int pretrain_updates = 3000;   // steps on the expert's own episode before the first DAgger round
@@ -102,6 +112,14 @@ struct ImitationConfig {
   // on its validation tasks, were 13 apart on a row GRU none saw
   // (docs/results/learning.md, session thirty-eight). 1: the best round alone.
   int portfolio_size = 8;
+  // Of a task's demonstrations, the one imitated: the fastest as the MDP
+  // replays it (kEpisode), or the fastest once that replay is finished as the
+  // plan-time pipelines finish the greedy plan (kFinished: FinishEpisodePlan,
+  // async copies scheduled and the polish, within expert_finish_seconds
+  // each). The replay loses the copy timing a plan was made with, and the
+  // polish gains back different amounts from different replays.
+  ExpertChoice expert_choice = ExpertChoice::kEpisode;
+  double expert_finish_seconds = 5;
 };
 
 struct ImitationRound {
@@ -125,6 +143,7 @@ struct ImitationRound {
 struct ImitationResult {
   std::string expert;            // produced_by of the plan demonstrated
   double expert_cost_ns = 0;     // the plan as the MDP replays it
+  double expert_finished_cost_ns = 0;  // that replay finished (ExpertChoice::kFinished; 0 with kEpisode)
   std::vector<ImitationRound> rounds;
   int best_round = 0;            // whose weights the agent holds at the end
   double best_cost_ns = 0;
@@ -159,7 +178,7 @@ struct ImitationTask {
   // (PlacementEnv::ReleaseDecisionSlots) has them built for each episode and
   // released after: a corpus's memory bounded, at the price of the builds.
   PlacementEnv* env = nullptr;
-  std::vector<PlacementPlan> experts;      // the cheapest (the MDP's replay) is imitated; none for validation
+  std::vector<PlacementPlan> experts;      // the cheapest (ImitationConfig::expert_choice) is imitated; none for validation
   std::string name;                        // for the log
   bool validation = false;
 };
@@ -181,6 +200,7 @@ struct CorpusImitationResult {
     int round = 0;
     double mean_relative = 0;        // the score it was ranked by
     double validation_relative = 0;  // 0 without validation tasks
+    double finished_relative = 0;    // ExpertChoice::kFinished: its greedy plans finished, the score it was ranked by last
     std::string weights;             // PlacementAgent::SerializeWeights
   };
   std::vector<PortfolioRound> portfolio;

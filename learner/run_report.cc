@@ -367,6 +367,7 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
                         {"weight_mean", r.weight_mean}, {"seconds", r.seconds}});
     summary["imitation"] = {{"expert", result.imitation.expert},
                             {"expert_runtime_ns", result.imitation.expert_cost_ns},
+                            {"expert_finished_runtime_ns", result.imitation.expert_finished_cost_ns},
                             {"best_round", result.imitation.best_round},
                             {"best_runtime_ns", result.imitation.best_cost_ns},
                             {"updates", result.imitation.updates}, {"seconds", result.imitation.seconds},

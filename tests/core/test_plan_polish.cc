@@ -252,40 +252,89 @@ TEST(PlanPolish, SeveralSmallTensorsMakeTheRoomOneLargeOneNeeds) {
 // On the plans the search makes of synthetic training iterations: the
 // polished plan never costs more than the MDP's, is priced as the cost model
 // prices it, fits, and the plan a network would imitate stays the MDP's.
-// In async mode the polish ends with the copies where the copy schedule
-// leaves them: an edit issues its copies where its tiers change, and the
-// schedule after the edits finds what one before them could not. It never
-// ends slower than the edits alone: it starts from where they end.
-TEST(PlanPolish, AsyncPlansEndWithTheirCopiesRescheduled) {
-  int rescheduled = 0;
+// Heat order's greedy plan on three synthetic shapes in both modes, a fifth
+// of the peak in DRAM: check(w, c, plan) for each.
+template <typename Check>
+void ForEachHeatOrderPlan(Check&& check) {
   for (SyntheticShape shape : {SyntheticShape::kResnetLike, SyntheticShape::kMobilenetLike, SyntheticShape::kVggLike}) {
     const Workload w = Synthetic(shape);
     for (MigrationMode mode : {MigrationMode::kAsync, MigrationMode::kSync}) {
       SCOPED_TRACE(std::string(SyntheticShapeName(shape)) + " " + MigrationModeName(mode));
       const EnvConfig c = testing::FifthOfPeak(w, mode);
       PlacementEnv env(w, c);
-      const PlacementPlan plan = PlayGreedy(env, testing::HeatScores).summary.plan;
-      PlanPolishOptions without = Edits();
-      PlanPolishOptions with = without;
-      with.reschedule_copies = true;
-      const PlanPolishResult a = PolishValidPlan(w, plan, without), b = PolishValidPlan(w, plan, with);
-      ASSERT_FALSE(b.cost.oom);
-      EXPECT_LE(b.cost.dram_peak_bytes, c.dram_limit_bytes);
-      EXPECT_DOUBLE_EQ(EvaluatePlan(w, b.plan).total_ns, b.cost.total_ns);
-      EXPECT_NEAR(b.saved_ns, EvaluatePlan(w, plan).total_ns - b.cost.total_ns, 1e-6 * b.cost.total_ns);
-      EXPECT_EQ(a.copies_moved, 0);
-      if (mode == MigrationMode::kSync) {
-        EXPECT_EQ(b.copies_moved, 0);
-        EXPECT_TRUE(b.plan == a.plan);
-        continue;
-      }
-      EXPECT_EQ(ScheduleAsyncCopies(w, b.plan).moved, 0);  // nothing left for the schedule
-      EXPECT_LE(b.cost.total_ns, a.cost.total_ns);
-      EXPECT_EQ(b.changes(), b.edits_kept + b.copies_moved);
-      rescheduled += b.copies_moved > 0 && b.cost.total_ns < a.cost.total_ns;
+      check(w, c, PlayGreedy(env, testing::HeatScores).summary.plan);
     }
   }
+}
+
+// In async mode the polish ends with the copies where the copy schedule
+// leaves them: an edit issues its copies where its tiers change, and the
+// schedule after the edits finds what one before them could not. It never
+// ends slower than the edits alone: it starts from where they end.
+TEST(PlanPolish, AsyncPlansEndWithTheirCopiesRescheduled) {
+  int rescheduled = 0;
+  ForEachHeatOrderPlan([&](const Workload& w, const EnvConfig& c, const PlacementPlan& plan) {
+    const MigrationMode mode = c.mode;
+    PlanPolishOptions without = Edits();
+    PlanPolishOptions with = without;
+    with.reschedule_copies = true;
+    const PlanPolishResult a = PolishValidPlan(w, plan, without), b = PolishValidPlan(w, plan, with);
+    ASSERT_FALSE(b.cost.oom);
+    EXPECT_LE(b.cost.dram_peak_bytes, c.dram_limit_bytes);
+    EXPECT_DOUBLE_EQ(EvaluatePlan(w, b.plan).total_ns, b.cost.total_ns);
+    EXPECT_NEAR(b.saved_ns, EvaluatePlan(w, plan).total_ns - b.cost.total_ns, 1e-6 * b.cost.total_ns);
+    EXPECT_EQ(a.copies_moved, 0);
+    if (mode == MigrationMode::kSync) {
+      EXPECT_EQ(b.copies_moved, 0);
+      EXPECT_TRUE(b.plan == a.plan);
+      return;
+    }
+    EXPECT_EQ(ScheduleAsyncCopies(w, b.plan).moved, 0);  // nothing left for the schedule
+    EXPECT_LE(b.cost.total_ns, a.cost.total_ns);
+    EXPECT_EQ(b.changes(), b.edits_kept + b.copies_moved);
+    rescheduled += b.copies_moved > 0 && b.cost.total_ns < a.cost.total_ns;
+  });
   EXPECT_GE(rescheduled, 2);  // the premise: the MDP crowds copies, and edits leave them so
+}
+
+// An episode's plan finished as the "+polish" pipeline and imitation's
+// expert choice finish it: in async mode the copy schedule, then the polish
+// from the scheduled plan; either step can be left out.
+TEST(PlanPolish, AnEpisodesPlanIsFinishedByTheCopyScheduleThenThePolish) {
+  int scheduled_first = 0;
+  ForEachHeatOrderPlan([&](const Workload& w, const EnvConfig& c, const PlacementPlan& plan) {
+    const MigrationMode mode = c.mode;
+    const double plan_ns = EvaluatePlan(w, plan).total_ns;
+    const PlanPolishOptions polish;
+    const PlanPolishResult finished = FinishEpisodePlan(w, plan, true, &polish);
+    // The same two steps by hand.
+    const CopyScheduleResult scheduled = ScheduleValidAsyncCopies(w, plan);
+    const PlacementPlan start = mode == MigrationMode::kAsync && scheduled.moved > 0 ? scheduled.plan : plan;
+    const PlanPolishResult by_hand = PolishValidPlan(w, start, polish);
+    EXPECT_DOUBLE_EQ(finished.cost.total_ns, by_hand.changes() > 0 ? by_hand.cost.total_ns
+                                                                    : EvaluatePlan(w, start).total_ns);
+    EXPECT_DOUBLE_EQ(EvaluatePlan(w, finished.plan).total_ns, finished.cost.total_ns);
+    EXPECT_LE(finished.cost.total_ns, plan_ns);
+    EXPECT_LE(finished.cost.dram_peak_bytes, c.dram_limit_bytes);
+    EXPECT_NEAR(finished.saved_ns, plan_ns - finished.cost.total_ns, 1e-6 * plan_ns);
+    // The schedule alone: no edit, no best response.
+    const PlanPolishResult copies_only = FinishEpisodePlan(w, plan, true, nullptr);
+    EXPECT_EQ(copies_only.edits_kept + copies_only.tensors_responded, 0);
+    if (mode == MigrationMode::kSync) {
+      EXPECT_EQ(copies_only.copies_moved, 0);
+      EXPECT_TRUE(copies_only.plan == plan);
+    } else {
+      EXPECT_EQ(copies_only.copies_moved, scheduled.moved);
+      EXPECT_DOUBLE_EQ(copies_only.cost.total_ns, scheduled.cost.total_ns);
+      scheduled_first += scheduled.moved > 0;
+    }
+    // Neither step: the plan as it is.
+    const PlanPolishResult neither = FinishEpisodePlan(w, plan, false, nullptr);
+    EXPECT_TRUE(neither.plan == plan);
+    EXPECT_EQ(neither.changes(), 0);
+    EXPECT_DOUBLE_EQ(neither.cost.total_ns, plan_ns);
+  });
+  EXPECT_GE(scheduled_first, 2);  // the premise: the MDP's async copies are crowded
 }
 
 TEST(PlanPolish, TheSearchReturnsThePolishedPlanAndKeepsTheEpisodesOwn) {
