@@ -64,6 +64,8 @@
 # At the default 5 s search (2026-12-07, --only fig14 --checkpoint, two at a time): fig14 529 s,
 # fig14-async 1,597 s, fig14-paper 569 s, fig14-paper-async 1,259 s, outside-zoo-sync 175 s,
 # outside-zoo-async 804 s.
+# With the +polish and heat+polish+search rows too (2026-12-07, the same way): fig14 657 s, fig14-async
+# 1,710 s, fig14-paper 629 s, fig14-paper-async 1,368 s, outside-zoo-sync 225 s, outside-zoo-async 790 s.
 set -euo pipefail
 build=build
 measure=--cost-model-only
