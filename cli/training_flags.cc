@@ -383,6 +383,10 @@ void AddPretrainOptions(CLI::App* cmd, CorpusPretrainingOptions& o) {
                   "DAgger labels that price the room: where the rollout's kept tensors crowd out a DRAM label, "
                   "the cheapest of them to evict are labelled slow")
       ->capture_default_str();
+  AddEnumOption(cmd, "--expert-choice", o.imitation.expert_choice, ParseExpertChoice, ExpertChoiceName,
+                "Of the --demonstrations, imitate on each workload the fastest as the MDP replays it (episode) or "
+                "the fastest once that replay's copies are scheduled and it is polished (finished); finished also "
+                "ranks the portfolio's rounds by their greedy plans finished so");
   cmd->add_option("--weight-mean-from-round", o.imitation.weight_mean_from_round,
                   "From this round on (DAgger rounds and polish chunks), average the network's weights; the mean "
                   "competes with the rounds' snapshots on the (validation) score (-1: off)")

@@ -104,10 +104,11 @@ TEST(TrainingFlags, EveryFlagLandsInItsField) {
                                  "--converge-tolerance", "0.02", "--workload", "synthetic:tiny", "--dram-fraction",
                                  "0.5", "--out", "run", "--polish-updates", "4500", "--self-imitation-rounds", "3",
                                  "--init-search-starts", "2", "--room-labels", "true", "--init", "runs/other",
-                                 "--search-seconds", "30"});
+                                 "--search-seconds", "30", "--expert-choice", "finished"});
   const LearnerConfig& c = f.learner;
   EXPECT_EQ(c.plan_search.max_seconds, 30.0);
   EXPECT_EQ(c.imitation.polish_updates, 4500);
+  EXPECT_EQ(c.imitation.expert_choice, ExpertChoice::kFinished);
   EXPECT_EQ(c.self_imitation.rounds, 3);
   EXPECT_EQ(c.self_imitation.portfolio_search_starts, 2);
   EXPECT_TRUE(c.imitation.room_labels);  // one flag, both phases' labels
@@ -158,7 +159,8 @@ TEST(TrainingFlags, AnUnknownNameIsRefusedWithTheChoices) {
            {"--replay", "replay must be uniform or prioritized, not 'ppo'"},
            {"--exploration", "exploration must be schedule or apex, not 'ppo'"},
            {"--mode", "mode must be sync or async, not 'ppo'"},
-           {"--decision-scope", "unknown decision scope 'ppo' (access-gaps, relevant or all-live)"}}) {
+           {"--decision-scope", "unknown decision scope 'ppo' (access-gaps, relevant or all-live)"},
+           {"--expert-choice", "expert choice must be episode or finished, not 'ppo'"}}) {
     try {
       Parse({flag, "ppo"});
       ADD_FAILURE() << flag << " ppo accepted";
@@ -214,6 +216,8 @@ TEST(TrainingFlags, PretrainBindsTheCorpusOptionsAndTheSlotBudgetTakesUnits) {
   EXPECT_EQ(parse({"--weight-mean-from-round", "10"}).imitation.weight_mean_from_round, 10);
   EXPECT_EQ(parse({"--weight-mean-from-round", "-1"}).imitation.weight_mean_from_round, -1);
   EXPECT_THROW(parse({"--weight-mean-from-round", "-2"}), CLI::ParseError);
+  EXPECT_EQ(plain.imitation.expert_choice, defaults.imitation.expert_choice);
+  EXPECT_EQ(parse({"--expert-choice", "finished"}).imitation.expert_choice, ExpertChoice::kFinished);
   EXPECT_EQ(plain.imitation.portfolio_size, defaults.imitation.portfolio_size);
   EXPECT_EQ(parse({"--portfolio-size", "3"}).imitation.portfolio_size, 3);
   EXPECT_EQ(parse({"--portfolio-size", "1"}).imitation.portfolio_size, 1);
