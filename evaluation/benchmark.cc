@@ -15,7 +15,6 @@
 #include "common/stats.h"
 #include "common/files.h"
 #include "common/log.h"
-#include "envs/copy_schedule.h"
 #include "envs/cost_model.h"
 #include "envs/placement_env.h"
 #include "envs/plan_polish.h"

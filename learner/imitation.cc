@@ -18,6 +18,15 @@ using Clock = std::chrono::steady_clock;
 
 double CostOf(const EpisodeSummary& s) { return s.cost.total_ns; }
 
+// An episode's plan as the plan-time pipelines finish it (FinishEpisodePlan:
+// async copies scheduled, the polish within `seconds`): what
+// ExpertChoice::kFinished ranks experts and rounds by.
+double FinishedCostNs(const Workload& w, const PlacementPlan& episode_plan, double seconds) {
+  PlanPolishOptions polish;
+  polish.max_seconds = seconds;
+  return FinishEpisodePlan(w, episode_plan, true, &polish).cost.total_ns;
+}
+
 // Adds `fresh` to `pool`, keeping at most `cap` by reservoir sampling over
 // everything ever offered (`seen` counts it).
 void Aggregate(std::vector<Transition>& pool, std::vector<Transition> fresh, size_t cap, uint64_t& seen,
@@ -150,9 +159,7 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
       double finished_ns = 0;
       bool faster = !expert[i];
       if (config.expert_choice == ExpertChoice::kFinished && !d.summary.oom) {
-        PlanPolishOptions polish;
-        polish.max_seconds = config.expert_finish_seconds;
-        finished_ns = FinishEpisodePlan(tasks[i].env->workload(), d.summary.plan, true, &polish).cost.total_ns;
+        finished_ns = FinishedCostNs(tasks[i].env->workload(), d.summary.plan, config.expert_finish_seconds);
         LogInfo("imitation_expert")
             .kv("workload", tasks[i].name)
             .kv("expert", plan.produced_by)
@@ -374,10 +381,8 @@ CorpusImitationResult LearnFromCorpus(PlacementAgent& agent, const std::vector<I
           ++score.oom;
           continue;
         }
-        PlanPolishOptions polish;
-        polish.max_seconds = config.expert_finish_seconds;
         const Workload& w = tasks[i].env->workload();
-        score.mean_relative += MinCostNs(w) / FinishEpisodePlan(w, played.plan, true, &polish).cost.total_ns;
+        score.mean_relative += MinCostNs(w) / FinishedCostNs(w, played.plan, config.expert_finish_seconds);
       }
       score.mean_relative /= static_cast<double>(std::max<size_t>(counted, 1));
       portfolio[k].second.finished_relative = score.mean_relative;

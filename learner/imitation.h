@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "agents/agent.h"
+#include "common/named_enum.h"
 #include "envs/placement_env.h"
 #include "envs/placement_plan.h"
-#include "common/named_enum.h"
 #include "envs/plan_search.h"
 
 namespace tensortier {

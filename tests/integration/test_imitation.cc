@@ -540,7 +540,9 @@ TEST(Imitation, TheFinishedChoiceImitatesTheExpertTheFinishTakesFurthestAndRanks
       auto member = SmallDqn();
       member->LoadWeights(r.portfolio[m].weights);
       EXPECT_NEAR(r.portfolio[m].finished_relative, MinCostNs(t.w) / finished_ns(Greedy(env, *member).plan), 1e-12) << m;
-      if (m > 0) EXPECT_LE(r.portfolio[m].finished_relative, r.portfolio[m - 1].finished_relative) << m;
+      if (m > 0) {
+        EXPECT_LE(r.portfolio[m].finished_relative, r.portfolio[m - 1].finished_relative) << m;
+      }
     }
   }
   c.expert_finish_seconds = -1;
