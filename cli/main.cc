@@ -204,7 +204,7 @@ std::vector<BaselinePlan> PrepareBaselines(const TrainingFlags& o, LearnerConfig
     demos.clear();
   }
   if (c.resume) demos.clear();  // the checkpoint has the imitated weights
-  std::vector<std::string> names = o.baselines;
+  std::vector<std::string> names = ComparisonBaselines(o, c.env.mode);
   names.erase(std::remove(names.begin(), names.end(), "none"), names.end());
   for (const std::string& d : demos)
     if (std::find(names.begin(), names.end(), d) == names.end()) names.push_back(d);

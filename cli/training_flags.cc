@@ -57,6 +57,12 @@ std::string MigrationModeString(MigrationMode mode) { return MigrationModeName(m
 
 }  // namespace
 
+std::vector<std::string> ComparisonBaselines(const TrainingFlags& flags, MigrationMode mode) {
+  std::vector<std::string> names = flags.baselines;
+  if (mode == MigrationMode::kAsync && names == TrainingFlags().baselines) names.push_back("autotm-async");
+  return names;
+}
+
 void PutInHelpGroups(CLI::App* cmd, const std::vector<std::pair<std::string, std::vector<std::string>>>& groups) {
   for (const auto& [group, names] : groups)
     for (const std::string& name : names) {
@@ -192,7 +198,8 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
                   "Baseline policies whose plans DQN imitates before training (DQfD + DAgger, the fastest plan "
                   "of them); 'none' to start from random weights [default: autotm-sync sentinel heat+ilp]");
   cmd->add_option("--baselines", f.baselines,
-                  "Baseline policies scored beside the learned plan at the end [default: sentinel autotm-sync ca-lm]");
+                  "Baseline policies scored beside the learned plan at the end; 'none' for none [default: sentinel "
+                  "autotm-sync ca-lm relaxation, and autotm-async in async mode]");
   cmd->add_option("--solver-seconds", f.solver_seconds, "Time limit of each ILP solve of the baselines (AutoTM)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

@@ -76,6 +76,23 @@ TEST(TrainingFlags, TrainsWithTheLibrarysDefaults) {
   EXPECT_EQ(want.metrics_address, "");
 }
 
+// The comparison holds the strongest network-free planners, so that the
+// verdict "the learned plan is the fastest" cannot come from leaving them
+// out; a list the user names is taken as it is.
+TEST(TrainingFlags, TheDefaultComparisonHasTheRelaxationAndInAsyncModeAutoTmsAsyncFormulation) {
+  const TrainingFlags defaults = Parse({});
+  const std::vector<std::string> sync = ComparisonBaselines(defaults, MigrationMode::kSync);
+  EXPECT_EQ(sync, (std::vector<std::string>{"sentinel", "autotm-sync", "ca-lm", "relaxation"}));
+  std::vector<std::string> async = sync;
+  async.push_back("autotm-async");
+  EXPECT_EQ(ComparisonBaselines(defaults, MigrationMode::kAsync), async);
+  const TrainingFlags named = Parse({"--baselines", "sentinel", "autotm-sync"});
+  for (MigrationMode mode : {MigrationMode::kSync, MigrationMode::kAsync})
+    EXPECT_EQ(ComparisonBaselines(named, mode), (std::vector<std::string>{"sentinel", "autotm-sync"}));
+  EXPECT_EQ(ComparisonBaselines(Parse({"--baselines", "none"}), MigrationMode::kAsync),
+            std::vector<std::string>{"none"});
+}
+
 // One flag sets what DQN and SAC share, so their defaults must agree.
 TEST(TrainingFlags, SharedSettingsHaveOneDefault) {
   const DqnConfig dqn;
