@@ -34,6 +34,9 @@ struct MipSolution {
   // What the solve added to the resident memory of the process that ran it
   // (its peak less its size when the solve began; 0 where unknown).
   uint64_t peak_added_bytes = 0;
+  // The first solve crashed and this is the second, without CBC's
+  // preprocessing (MipModel::Solve); `seconds` counts both.
+  bool retried_without_preprocess = false;
 };
 
 // (objective - bound) / |objective| in [0, 1]: a bound from a solve stopped
@@ -60,10 +63,16 @@ class MipModel {
 
   // In a forked child, so that a crash inside CBC is a solve with status
   // "crashed" and no solution rather than the end of the calling process.
+  // A child that crashes (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) with
+  // preprocessing on is solved once more without it, in the same time
+  // limit: CBC's crashes here were in CglPreProcess::postProcess.
   MipSolution Solve(const MipOptions& options) const;
 
  private:
   MipSolution SolveInThisProcess(const MipOptions& options) const;
+  // One forked solve; *crash_signal: the signal that ended the child where
+  // it was a crash, else 0.
+  MipSolution SolveInChild(const MipOptions& options, int* crash_signal) const;
   std::vector<double> lower_, upper_, objective_;
   std::vector<char> integer_;
   std::vector<int> row_start_{0};

@@ -89,5 +89,47 @@ TEST(Mip, ASolverThatDiesIsASolveWithoutASolution) {
   EXPECT_THROW(SolveAutoTmIlp(w, ilp), std::runtime_error);
 }
 
+// CBC crashed in its preprocessing's postProcess on the guided ILP's window
+// solves: a crash with preprocessing on is solved again without it, in the
+// same time limit, and the solution is the second solve's.
+TEST(Mip, ASolveThatCrashesInThePreprocessingIsSolvedAgainWithoutIt) {
+  MipOptions o;
+  o.relative_gap = 0;
+  o.time_limit_seconds = 30;
+  {
+    ScopedEnv die("TENSORTIER_CBC_DIE_FOR_TEST", "segv-preprocess");
+    const MipSolution s = SmallProgram().Solve(o);
+    EXPECT_TRUE(s.retried_without_preprocess);
+    ASSERT_EQ(s.status, "optimal");
+    ASSERT_EQ(s.values.size(), 3u);
+    EXPECT_NEAR(s.objective, -13, 1e-6);
+    EXPECT_NEAR(s.values[0], 2, 1e-6);
+    EXPECT_NEAR(s.values[2], 1, 1e-6);
+    // Without preprocessing from the start nothing crashes and nothing is retried.
+    MipOptions plain = o;
+    plain.preprocess = false;
+    const MipSolution p = SmallProgram().Solve(plain);
+    EXPECT_FALSE(p.retried_without_preprocess);
+    EXPECT_EQ(p.status, "optimal");
+  }
+  {
+    // A crash the retry meets again is a solve without a solution, once retried.
+    ScopedEnv die("TENSORTIER_CBC_DIE_FOR_TEST", "segv");
+    const MipSolution s = SmallProgram().Solve(o);
+    EXPECT_TRUE(s.retried_without_preprocess);
+    EXPECT_EQ(s.status, "crashed");
+    EXPECT_FALSE(s.has_solution);
+  }
+  {
+    // A killed child (the OOM killer) is not retried.
+    ScopedEnv die("TENSORTIER_CBC_DIE_FOR_TEST", "1");
+    const MipSolution s = SmallProgram().Solve(o);
+    EXPECT_FALSE(s.retried_without_preprocess);
+    EXPECT_EQ(s.status, "crashed");
+  }
+  // And a solve that does not crash is solved once.
+  EXPECT_FALSE(SmallProgram().Solve(o).retried_without_preprocess);
+}
+
 }  // namespace
 }  // namespace tensortier
