@@ -221,6 +221,9 @@ std::string ComparisonVerdict(const std::vector<PolicyScore>& scores) {
        << "% of all-DRAM) is the fastest of this comparison";
     return os.str();
   }
+  // Two decimals: a rival ahead by hundredths (a relaxation's plan beside
+  // the learned one) read "0.0 points" with one.
+  os << std::setprecision(2);
   os << "the learned plan is NOT the best: " << rival->policy << " (" << rival->source << ") reaches "
      << 100.0 * rival->relative_performance << "% of all-DRAM against the learned " << learned->source << "'s "
      << 100.0 * learned->relative_performance << "% (" << 100.0 * (rival->relative_performance - learned->relative_performance)

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <memory>
 #include <random>
+#include <regex>
 
 #include "agents/agent.h"
 #include "agents/dqn_agent.h"
@@ -581,6 +582,8 @@ TEST(RunReport, TheFinalPlanNamesItsSourceAndTheVerdictNamesWhatBeatsIt) {
   const std::string verdict = ComparisonVerdict(scores);
   EXPECT_NE(verdict.find("NOT the best"), std::string::npos) << verdict;
   EXPECT_NE(verdict.find("first-touch"), std::string::npos) << verdict;
+  // The gap in hundredths, so that a rival ahead by less than 0.05 does not read "0.0 points".
+  EXPECT_TRUE(std::regex_search(verdict, std::regex(R"(\(\d+\.\d\d points\)$)"))) << verdict;
   const std::string table = ComparisonMarkdown(scores);
   EXPECT_NE(table.find("| oracle (optimal) | baseline |"), std::string::npos) << table;
   EXPECT_NE(table.find("| dqn-greedy v9 | greedy policy |"), std::string::npos) << table;
