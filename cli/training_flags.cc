@@ -200,7 +200,8 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
   cmd->add_option("--baselines", f.baselines,
                   "Baseline policies scored beside the learned plan at the end; 'none' for none [default: sentinel "
                   "autotm-sync ca-lm relaxation, and autotm-async in async mode]");
-  cmd->add_option("--solver-seconds", f.solver_seconds, "Time limit of each ILP solve of the baselines (AutoTM)")
+  cmd->add_option("--solver-seconds", f.solver_seconds,
+                  "Time limit of each solve of the baselines (AutoTM's ILPs, heat+ilp, the relaxation)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--dagger-rounds", c.imitation.dagger_rounds,
