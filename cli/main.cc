@@ -902,6 +902,11 @@ int Main(int argc, char** argv) {
                            "every *+search policy: play every window replay, in order, instead of pricing each "
                            "first (the tensor's own reads and copies, the clipped requests where it frees DRAM) and "
                            "skipping those priced at no gain");
+  bench->add_option("--search-polish-share", bench_opts.search.polish_share,
+                    "every *+search policy: the polish of the searched plan gets at most this share of "
+                    "--search-seconds")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   bench->add_option("--search-polished-restarts", bench_opts.search.max_polished_restarts,
                     "every *+search policy: where the search ends with more than a tenth of --search-seconds left, "
                     "search again from the polished plan, up to this many times while each is faster (0: none)")

@@ -307,6 +307,10 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
                   "polished plan, up to this many times while each is faster (0 = none)")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
+  cmd->add_option("--search-polish-share", c.plan_search.polish_share,
+                  "Plan-time search: the polish of the searched plan gets at most this share of its time limit")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   cmd->add_option("--search-move-turn-share", c.plan_search.move_turn_share,
                   "Plan-time search: each pass of single flips, room, tensor or window replays is a turn of at most "
                   "this share of its time limit; one cut short goes on at its next turn (0 = a pass runs to its end)")
@@ -345,7 +349,7 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
         "--search-replays", "--search-replays-per-improvement", "--search-cyclic-replays",
         "--search-blocker-replays", "--search-pair-replays", "--search-room-replays", "--search-tensor-replays",
         "--search-window-replays", "--no-window-pricing", "--search-move-turn-share", "--search-polished-restarts",
-        "--no-copy-schedule", "--no-plan-polish", "--ilp-seconds", "--ilp-fixed-shares"}},
+        "--search-polish-share", "--no-copy-schedule", "--no-plan-polish", "--ilp-seconds", "--ilp-fixed-shares"}},
       {"Fleet and metrics", {"--heartbeat-ms", "--metrics-address"}},
   });
 }

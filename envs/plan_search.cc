@@ -939,10 +939,11 @@ PlanSearchResult SearchOnce(PlacementEnv& env, const ActionScores& scores, const
   // schedule 9 ms less to save than they saved themselves (1.6 ms).
   if (options.polish_plan && options.max_rollouts > 1 && !result.best.oom) {
     const Workload& w = env.workload();
-    // A tenth of the search's limit at most: on ResNet-152 the network's plan took 6.7 s of 120;
-    // heat order's, which needs hundreds of edits, meets it (sessions forty-four, forty-five).
+    // PlanSearchOptions::polish_share of the search's limit at most: on ResNet-152 the network's
+    // plan took 6.7 s of 120; heat order's, which needs hundreds of edits, meets it (sessions
+    // forty-four, forty-five).
     PlanPolishOptions polish;
-    polish.max_seconds = 0.1 * options.max_seconds;
+    polish.max_seconds = options.polish_share * options.max_seconds;
     PlanPolishResult polished = PolishValidPlan(w, result.best.plan, polish);
     result.polish_edits = polished.changes();
     result.polish_saved_ns = polished.saved_ns;

@@ -136,10 +136,17 @@ struct PlanSearchOptions {
   // The best plan's copied tensors each tried in one tier all iteration,
   // priced by the cost model on the plan itself, outside the MDP
   // (envs/plan_polish.h), after its copies are scheduled. best_episode_plan
-  // stays the MDP's. With max_seconds, for a tenth of it at most. Not with
+  // stays the MDP's. With max_seconds, for polish_share of it at most. Not with
   // max_rollouts 1 (the greedy plan alone).
   // False: the search's plan as it ends.
   bool polish_plan = true;
+  // The polish's limit within each search: this share of max_seconds. A
+  // tenth was set when the limit was 120 s (ResNet-152's polish took 6.7 s
+  // of it). At the 5 s default, 0.5 or 1 left the network's search the
+  // same plan on five zoo models (its polish ends sooner) and lifted the
+  // searches with heat order or an untrained network in its place by up to
+  // 22 points (docs/results/learning.md, session fifty-three).
+  double polish_share = 0.1;
   // When the search and its polish end with more than a tenth of
   // max_seconds left: the search again from the polished plan (a starting
   // plan, FollowPlan), up to this many times while each is faster.

@@ -121,9 +121,11 @@ TEST(TrainingFlags, EveryFlagLandsInItsField) {
                                  "--converge-tolerance", "0.02", "--workload", "synthetic:tiny", "--dram-fraction",
                                  "0.5", "--out", "run", "--polish-updates", "4500", "--self-imitation-rounds", "3",
                                  "--init-search-starts", "2", "--room-labels", "true", "--init", "runs/other",
-                                 "--search-seconds", "30", "--expert-choice", "finished"});
+                                 "--search-seconds", "30", "--expert-choice", "finished",
+                                 "--search-polish-share", "0.5"});
   const LearnerConfig& c = f.learner;
   EXPECT_EQ(c.plan_search.max_seconds, 30.0);
+  EXPECT_EQ(c.plan_search.polish_share, 0.5);
   EXPECT_EQ(c.imitation.polish_updates, 4500);
   EXPECT_EQ(c.imitation.expert_choice, ExpertChoice::kFinished);
   EXPECT_EQ(c.self_imitation.rounds, 3);
