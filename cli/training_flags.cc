@@ -59,7 +59,7 @@ std::string MigrationModeString(MigrationMode mode) { return MigrationModeName(m
 
 std::vector<std::string> ComparisonBaselines(const TrainingFlags& flags, MigrationMode mode) {
   std::vector<std::string> names = flags.baselines;
-  if (mode == MigrationMode::kAsync && names == TrainingFlags().baselines) names.push_back("autotm-async");
+  if (mode == MigrationMode::kAsync && names == TrainingFlags::DefaultBaselines()) names.push_back("autotm-async");
   return names;
 }
 

@@ -38,7 +38,8 @@ struct TrainingFlags {
   // without it would call the learned plan the fastest where it is not; in
   // async mode the default list adds AutoTM's asynchronous formulation
   // (ComparisonBaselines).
-  std::vector<std::string> baselines = {"sentinel", "autotm-sync", "ca-lm", "relaxation"};
+  std::vector<std::string> baselines = DefaultBaselines();
+  static std::vector<std::string> DefaultBaselines() { return {"sentinel", "autotm-sync", "ca-lm", "relaxation"}; }
   double solver_seconds = 60;     // each ILP solve of those baselines
 };
 
