@@ -215,6 +215,13 @@ std::vector<BaselinePlan> PrepareBaselines(const TrainingFlags& o, LearnerConfig
       });
   for (const BaselinePlan& b : baselines)
     if (std::find(demos.begin(), demos.end(), b.policy) != demos.end()) c.expert_plans.push_back(b.plan);
+  if (o.search_from_baseline) {
+    const BaselinePlan* fastest = FastestBaseline(c.workload, baselines);
+    if (fastest) {
+      c.search_starts.push_back(fastest->plan);
+      c.search_starts.back().produced_by = fastest->policy;
+    }
+  }
   if (!c.expert_plans.empty())
     std::printf("imitating the fastest plan of: %s (DQfD, %d DAgger rounds, %d polish steps) ...\n",
                 JoinNames(demos).c_str(), c.imitation.dagger_rounds, c.imitation.polish_updates);
@@ -328,7 +335,8 @@ std::string AfterTraining(const LearnerConfig& c, bool measure_final_plan = fals
            std::to_string(static_cast<int>(c.plan_ilp.time_limit_seconds)) + " s)";
   if (c.plan_search.max_rollouts > 1)
     text += std::string(text.empty() ? "" : ", then ") + "plan-time search from the fastest policy" +
-            (c.plan_ilp.time_limit_seconds > 0 ? " and the ILP's plan" : "") +
+            (c.plan_ilp.time_limit_seconds > 0 ? ", the ILP's plan" : "") +
+            (c.search_starts.empty() ? "" : ", " + c.search_starts.front().produced_by + "'s plan") +
             (c.plan_search.max_seconds > 0
                  ? " (up to " + std::to_string(static_cast<int>(c.plan_search.max_seconds)) + " s)"
                  : std::string());

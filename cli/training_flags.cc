@@ -307,6 +307,10 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
                   "polished plan, up to this many times while each is faster (0 = none)")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
+  cmd->add_flag_callback("--no-search-from-baseline", [&f] { f.search_from_baseline = false; },
+                         "Plan-time search: start only from the network's plans (and the ILP it guides), not also "
+                         "from the comparison's fastest baseline plan (the final plan's source names where the "
+                         "search went on from)");
   cmd->add_option("--search-polish-share", c.plan_search.polish_share,
                   "Plan-time search: the polish of the searched plan gets at most this share of its time limit")
       ->check(CLI::Range(0.0, 1.0))
@@ -349,7 +353,8 @@ void AddTrainingOptions(CLI::App* cmd, TrainingFlags& f) {
         "--search-replays", "--search-replays-per-improvement", "--search-cyclic-replays",
         "--search-blocker-replays", "--search-pair-replays", "--search-room-replays", "--search-tensor-replays",
         "--search-window-replays", "--no-window-pricing", "--search-move-turn-share", "--search-polished-restarts",
-        "--search-polish-share", "--no-copy-schedule", "--no-plan-polish", "--ilp-seconds", "--ilp-fixed-shares"}},
+        "--search-polish-share", "--no-search-from-baseline", "--no-copy-schedule", "--no-plan-polish", "--ilp-seconds",
+        "--ilp-fixed-shares"}},
       {"Fleet and metrics", {"--heartbeat-ms", "--metrics-address"}},
   });
 }

@@ -41,6 +41,9 @@ struct TrainingFlags {
   std::vector<std::string> baselines = DefaultBaselines();
   static std::vector<std::string> DefaultBaselines() { return {"sentinel", "autotm-sync", "ca-lm", "relaxation"}; }
   double solver_seconds = 60;     // each ILP solve of those baselines
+  // The final search also starts from the comparison's fastest baseline plan
+  // (LearnerConfig::search_starts; --no-search-from-baseline: false).
+  bool search_from_baseline = true;
 };
 
 // The baselines a run compares with: flags.baselines, and where that is the

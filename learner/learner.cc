@@ -653,8 +653,8 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
   m.result.greedy_summary = m.Evaluate();
   m.result.greedy_plan = m.result.greedy_summary.plan;
   // The ILP the fastest evaluated policy's network guides, then the search
-  // from that policy's greedy plan and from the ILP's plan, whichever is
-  // faster (not when told to stop).
+  // from that policy's greedy plan, from the ILP's plan and from the
+  // configured starts, whichever is faster (not when told to stop).
   if (m.config.plan_ilp.time_limit_seconds > 0 && !m.fastest.empty() && !stop_.load()) {
     m.result.ilp = m.fastest.SolveIlp(m.config.workload, m.config.env, m.agent->name(), m.agent->config_json(),
                                       m.config.plan_ilp);
@@ -663,9 +663,13 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
   if (m.config.plan_search.max_rollouts > 1 && !m.fastest.empty() && !stop_.load()) {
     std::vector<PlacementPlan> starting_plans;
     if (m.result.ran_ilp) starting_plans.push_back(m.result.ilp.plan);
+    starting_plans.insert(starting_plans.end(), m.config.search_starts.begin(), m.config.search_starts.end());
     m.result.search = m.fastest.Search(m.config.workload, m.config.env, m.agent->name(), m.agent->config_json(),
                                        m.config.plan_search, starting_plans);
     m.result.searched = true;
+    const int start = m.result.search.starting_plan;
+    if (start >= 0 && start < static_cast<int>(starting_plans.size()))
+      m.result.search_started_from = starting_plans[start].produced_by;
   }
   m.result.updates = m.agent->updates();
   m.result.agent = m.agent->name();

@@ -140,9 +140,20 @@ struct LearnerConfig {
   // repeated on a resume.
   SelfImitationConfig self_imitation;
   // After training and plan_ilp: a limited-discrepancy search guided by the
-  // final network (envs/plan_search.h) from its greedy plan, and from
-  // plan_ilp's plan when that ran, whichever is faster. max_rollouts 1 = none.
+  // final network (envs/plan_search.h) from its greedy plan, from plan_ilp's
+  // plan when that ran, and from search_starts, whichever is faster.
+  // max_rollouts 1 = none.
   PlanSearchOptions plan_search = PlanTimeSearch();
+  // Other planners' plans the final search may start from (`train`: its
+  // comparison's fastest baseline plan, --no-search-from-baseline for none),
+  // each named by its produced_by. On another machine's profiles the search
+  // from the network's own plans ended 0.04-0.36 points below the relaxation
+  // on eight of fourteen cells, and from the relaxation's plan at or above
+  // it on all (docs/results/learning.md, sessions fifty-three and
+  // fifty-four): a user's final plan should not be slower than a plan the
+  // run computed. LearnerResult::search_started_from says where it went on
+  // from.
+  std::vector<PlacementPlan> search_starts;
   // First AutoTM's ILP with the same network's surest decisions fixed, from
   // its greedy plan (policies/guided_ilp.h). time_limit_seconds 0 = none.
   GuidedIlpOptions plan_ilp;
@@ -244,6 +255,9 @@ struct LearnerResult {
   // best equals greedy_summary when nothing beat it).
   bool searched = false;
   PlanSearchResult search;
+  // The produced_by of the plan the search went on from: plan_ilp's or one
+  // of LearnerConfig::search_starts; "" for the policy's own episodes.
+  std::string search_started_from;
   // The guided ILP from the same policy (LearnerConfig::plan_ilp); its plan
   // is the greedy one when no solve beat it.
   bool ran_ilp = false;

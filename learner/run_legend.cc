@@ -14,8 +14,14 @@ std::string FinalPlanMeaning(const std::string& source) {
   if (source == "greedy policy")
     return "the trained network's own plan: each tensor placed by the action it values most";
   if (source == "plan-time search")
-    return "the network's greedy plan or the plan-time ILP's, whichever was faster, improved after training "
-           "by a search the network guides (summary.json: plan_search.starting_plan, -1 the greedy plan, 0 the ILP's)";
+    return "the network's greedy plan improved after training by a search the network guides (summary.json: "
+           "plan_search; it also started from the plan-time ILP's plan and the fastest baseline's, when given, "
+           "and went on from the network's own)";
+  const std::string from = "plan-time search from ";
+  if (source.rfind(from, 0) == 0)
+    return "another planner's plan, " + source.substr(from.size()) +
+           ", faster than the network's own plans, improved after training where the search the network guides "
+           "found better, else kept as it is (summary.json: plan_search.started_from)";
   if (source == "plan-time ILP")
     return "AutoTM's ILP with the network's surest decisions fixed, solved by CBC from its greedy plan";
   if (source == "best episode seen in training")

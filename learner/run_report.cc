@@ -79,6 +79,13 @@ nlohmann::json MeasuredReferencesJson(const std::vector<CachedMeasurement>& meas
   return out;
 }
 
+// The search's source: where it went on from when that was another
+// planner's plan.
+std::string SearchSource(const LearnerResult& result) {
+  if (result.search_started_from.empty()) return kSearch;
+  return std::string(kSearch) + " from " + result.search_started_from + "'s plan";
+}
+
 bool IsLearned(const PolicyScore& s) {
   return s.source.rfind(kGreedy, 0) == 0 || s.source.rfind(kSearch, 0) == 0 || s.source.rfind(kIlp, 0) == 0;
 }
@@ -98,7 +105,7 @@ std::vector<PolicyScore> ComparePlans(const Workload& w, const EnvConfig& env, c
     out.push_back(Score(w, env, b.plan, b.status.empty() ? b.policy : b.policy + " (" + b.status + ")", "baseline"));
   }
   bool marked = false;
-  auto mark = [&](const PlacementPlan& plan, const std::string& name, const char* source) {
+  auto mark = [&](const PlacementPlan& plan, const std::string& name, const std::string& source) {
     PolicyScore s = Score(w, env, plan, name, source);
     if (!marked && s.source == final_plan.source && plan.Hash() == final_plan.plan.Hash()) {
       s.source += kFinalMark;
@@ -109,7 +116,7 @@ std::vector<PolicyScore> ComparePlans(const Workload& w, const EnvConfig& env, c
   mark(result.greedy_plan, result.greedy_plan.produced_by, kGreedy);
   if (result.searched && !(result.search.greedy.plan == result.greedy_plan))
     mark(result.search.greedy.plan, result.search.greedy.plan.produced_by, kGreedy);
-  if (result.searched) mark(result.search.best.plan, result.search.best.plan.produced_by, kSearch);
+  if (result.searched) mark(result.search.best.plan, result.search.best.plan.produced_by, SearchSource(result));
   if (result.ran_ilp) mark(result.ilp.plan, result.ilp.plan.produced_by, kIlp);
   if (result.has_best_plan) {
     const PlacementPlan explored = BestTrainingPlan(result);
@@ -216,6 +223,14 @@ std::string ComparisonVerdict(const std::vector<PolicyScore>& scores) {
   std::ostringstream os;
   os << std::fixed << std::setprecision(1);
   if (!learned) return "no learned plan fits the DRAM limit";
+  // Half a hundredth of a point: the verdict's precision below.
+  constexpr double kTie = 5e-5;
+  if (rival && std::abs(learned->relative_performance - rival->relative_performance) < kTie) {
+    os << std::setprecision(2) << "the learned plan (" << learned->source << ", "
+       << 100.0 * learned->relative_performance << "% of all-DRAM) ties " << rival->policy << " (" << rival->source
+       << "), the fastest other plan of this comparison";
+    return os.str();
+  }
   if (!rival || learned->relative_performance >= rival->relative_performance) {
     os << "the learned plan (" << learned->source << ", " << 100.0 * learned->relative_performance
        << "% of all-DRAM) is the fastest of this comparison";
@@ -231,17 +246,27 @@ std::string ComparisonVerdict(const std::vector<PolicyScore>& scores) {
   return os.str();
 }
 
+const BaselinePlan* FastestBaseline(const Workload& w, const std::vector<BaselinePlan>& baselines) {
+  const BaselinePlan* fastest = nullptr;
+  double fastest_ns = std::numeric_limits<double>::infinity();
+  for (const BaselinePlan& b : baselines) {
+    const CostReport c = EvaluatePlan(w, b.plan);
+    if (!c.oom && c.total_ns < fastest_ns) fastest = &b, fastest_ns = c.total_ns;
+  }
+  return fastest;
+}
+
 FinalPlanChoice ChooseFinalPlan(const Workload& w, const LearnerResult& result) {
   FinalPlanChoice best{result.greedy_plan, kGreedy};
   double best_ns = result.greedy_summary.oom || result.greedy_summary.cost.oom
                        ? std::numeric_limits<double>::infinity()
                        : EvaluatePlan(w, result.greedy_plan).total_ns;
-  auto consider = [&](const PlacementPlan& plan, const char* source) {
+  auto consider = [&](const PlacementPlan& plan, const std::string& source) {
     CostReport c = EvaluatePlan(w, plan);
     if (!c.oom && c.total_ns < best_ns) best = {plan, source}, best_ns = c.total_ns;
   };
   if (result.searched) consider(result.search.greedy.plan, kGreedy);
-  if (result.searched) consider(result.search.best.plan, kSearch);
+  if (result.searched) consider(result.search.best.plan, SearchSource(result));
   if (result.ran_ilp) consider(result.ilp.plan, kIlp);
   if (result.has_best_plan) {
     consider(BestTrainingPlan(result), kExplored);
@@ -336,6 +361,7 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
   if (result.searched)
     summary["plan_search"] = {{"rollouts", result.search.rollouts}, {"improvements", result.search.improvements},
                               {"starting_plan", result.search.starting_plan},
+                              {"started_from", result.search_started_from},
                               {"restarted", result.search.restarted},
                               {"cyclic_replays", result.search.cyclic_replays},
                               {"blocker_replays", result.search.blocker_replays},

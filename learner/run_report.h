@@ -40,9 +40,16 @@ struct BaselinePlan {
   std::string status;           // the solver's ("optimal", "time-limit", ...), "" for heuristics
 };
 
+// The fastest of `baselines` on the cost model among those within their
+// DRAM limit (the first of equals); nullptr when none is. What `train`'s
+// final search also starts from (LearnerConfig::search_starts).
+const BaselinePlan* FastestBaseline(const Workload& w, const std::vector<BaselinePlan>& baselines);
+
 // The plan a run recommends and where it comes from: "greedy policy",
 // "plan-time search" (the network's greedy plan improved by
-// envs/plan_search.h) or "best episode seen in training" (the fastest plan
+// envs/plan_search.h; "plan-time search from NAME's plan" where it went on
+// from another planner's: LearnerResult::search_started_from) or "best
+// episode seen in training" (the fastest plan
 // of any exploring worker's episode or periodic greedy evaluation: not what
 // the final policy does).
 struct FinalPlanChoice {
@@ -102,7 +109,9 @@ std::vector<MeasuredComparisonRow> MeasuredComparisonRows(const FinalPlanMeasure
 // all-slow and the final plan as measured (source "measured on BACKEND").
 std::string ComparisonMarkdown(const std::vector<PolicyScore>& scores, const FinalPlanMeasurement& measured = {});
 // One line: whether the learned plan (greedy policy or plan-time search) is
-// the fastest of the comparison, and if not, what beats it by how much.
+// the fastest of the comparison, ties the fastest other plan (within half a
+// hundredth of a point: a search from a baseline's plan that found nothing
+// better returns it), or what beats it by how much.
 std::string ComparisonVerdict(const std::vector<PolicyScore>& scores);
 
 // `config_toml` is stored as given.

@@ -122,7 +122,7 @@ TEST(TrainingFlags, EveryFlagLandsInItsField) {
                                  "0.5", "--out", "run", "--polish-updates", "4500", "--self-imitation-rounds", "3",
                                  "--init-search-starts", "2", "--room-labels", "true", "--init", "runs/other",
                                  "--search-seconds", "30", "--expert-choice", "finished",
-                                 "--search-polish-share", "0.5"});
+                                 "--search-polish-share", "0.5", "--no-search-from-baseline"});
   const LearnerConfig& c = f.learner;
   EXPECT_EQ(c.plan_search.max_seconds, 30.0);
   EXPECT_EQ(c.plan_search.polish_share, 0.5);
@@ -170,6 +170,8 @@ TEST(TrainingFlags, EveryFlagLandsInItsField) {
   EXPECT_EQ(f.workload, "synthetic:tiny");
   EXPECT_EQ(f.dram_fraction, 0.5);
   EXPECT_EQ(f.out, "run");
+  EXPECT_FALSE(f.search_from_baseline);
+  EXPECT_TRUE(Parse({}).search_from_baseline);
 }
 
 TEST(TrainingFlags, AnUnknownNameIsRefusedWithTheChoices) {

@@ -80,7 +80,9 @@ TEST(Fleet, LearnerAndTwoWorkerProcessesTrainEndToEnd) {
   int finals = 0;
   for (const auto& row : comparison) {
     const std::string source = row["source"];
-    sources.insert(source.substr(0, source.find(" (final plan)")));
+    // "plan-time search from relaxation's plan": where it went on from.
+    sources.insert(source.rfind("plan-time search", 0) == 0 ? "plan-time search"
+                                                             : source.substr(0, source.find(" (final plan)")));
     if (source.find("(final plan)") != std::string::npos) {
       ++finals;
       EXPECT_DOUBLE_EQ(row["runtime_ns"].get<double>(), learned.total_ns);
@@ -91,19 +93,28 @@ TEST(Fleet, LearnerAndTwoWorkerProcessesTrainEndToEnd) {
                                             "plan-time ILP", "best episode seen in training"}));
   ASSERT_TRUE(summary.contains("plan_ilp"));
   EXPECT_FALSE(summary["plan_ilp"]["solves"].empty());
-  // The search after training starts from the ILP's plan too (the MDP
-  // replays a sync ILP plan exactly), so it is never slower than that plan.
+  // The search after training starts from the ILP's plan and from the
+  // fastest baseline's too (the MDP replays a sync plan exactly), so it is
+  // never slower than either.
   ASSERT_TRUE(summary.contains("plan_search"));
   const int start = summary["plan_search"]["starting_plan"].get<int>();
-  EXPECT_TRUE(start == -1 || start == 0) << start;
-  double searched_ns = 0, ilp_ns = 0;
+  EXPECT_TRUE(start >= -1 && start <= 1) << start;
+  const std::string started_from = summary["plan_search"]["started_from"];
+  EXPECT_EQ(started_from.empty(), start == -1) << started_from;
+  double searched_ns = 0, ilp_ns = 0, fastest_baseline_ns = 1e300;
+  std::string searched_source;
   for (const auto& row : comparison) {
     const std::string source = row["source"];
-    if (source.rfind("plan-time search", 0) == 0) searched_ns = row["runtime_ns"].get<double>();
+    if (source.rfind("plan-time search", 0) == 0) searched_ns = row["runtime_ns"].get<double>(), searched_source = source;
     if (source.rfind("plan-time ILP", 0) == 0) ilp_ns = row["runtime_ns"].get<double>();
+    if (source == "baseline" && !row["oom"].get<bool>())
+      fastest_baseline_ns = std::min(fastest_baseline_ns, row["runtime_ns"].get<double>());
   }
+  if (!started_from.empty())
+    EXPECT_NE(searched_source.find("from " + started_from + "'s plan"), std::string::npos) << searched_source;
   ASSERT_GT(ilp_ns, 0);
   EXPECT_LE(searched_ns, ilp_ns * (1 + 1e-9));
+  EXPECT_LE(searched_ns, fastest_baseline_ns * (1 + 1e-9));
   EXPECT_EQ(summary["final_plan"]["source"].get<std::string>().empty(), false);
   EXPECT_TRUE(summary["imitation"].contains("expert"));
   fs::remove_all(dir);

@@ -588,13 +588,21 @@ TEST(RunReport, TheFinalPlanNamesItsSourceAndTheVerdictNamesWhatBeatsIt) {
   EXPECT_NE(table.find("| oracle (optimal) | baseline |"), std::string::npos) << table;
   EXPECT_NE(table.find("| dqn-greedy v9 | greedy policy |"), std::string::npos) << table;
 
-  // A greedy policy as fast as the best rival is the fastest of the comparison.
+  // A greedy policy as fast as the best rival ties it: it is not called
+  // the fastest.
   r.greedy_plan = first_touch;
   r.greedy_plan.produced_by = "dqn-greedy v10";
   r.greedy_summary.cost = EvaluatePlan(t.w, r.greedy_plan);
   r.has_best_plan = false;
   final_plan = ChooseFinalPlan(t.w, r);
   scores = ComparePlans(t.w, t.env, r, final_plan, {oracle});
+  EXPECT_NE(ComparisonVerdict(scores).find(") ties first-touch (reference)"), std::string::npos)
+      << ComparisonVerdict(scores);
+  EXPECT_EQ(ComparisonVerdict(scores).find("is the fastest"), std::string::npos) << ComparisonVerdict(scores);
+  // Faster than every rival: the fastest.
+  scores = ComparePlans(t.w, t.env, r, final_plan, {});
+  for (PolicyScore& s : scores)
+    if (s.policy == "first-touch") s.relative_performance -= 1e-3;
   EXPECT_NE(ComparisonVerdict(scores).find("is the fastest"), std::string::npos) << ComparisonVerdict(scores);
 
   // The ILP the network guides, faster than every other plan: the final
@@ -615,6 +623,40 @@ TEST(RunReport, TheFinalPlanNamesItsSourceAndTheVerdictNamesWhatBeatsIt) {
       << ComparisonMarkdown(scores);
   EXPECT_NE(ComparisonVerdict(scores).find("the learned plan (plan-time ILP (final plan)"), std::string::npos)
       << ComparisonVerdict(scores);
+
+  // The search that went on from a baseline's plan says so.
+  r.searched = true;
+  r.search.greedy.plan = r.greedy_plan;
+  r.search.best.plan = r.ilp.plan;
+  r.search.best.plan.produced_by = "dqn-greedy v11+search";
+  r.ran_ilp = false;
+  r.search_started_from = "oracle";
+  final_plan = ChooseFinalPlan(t.w, r);
+  EXPECT_EQ(final_plan.source, "plan-time search from oracle's plan");
+  scores = ComparePlans(t.w, t.env, r, final_plan, {oracle});
+  EXPECT_NE(ComparisonMarkdown(scores).find("| dqn-greedy v11+search | plan-time search from oracle's plan (final plan) |"),
+            std::string::npos)
+      << ComparisonMarkdown(scores);
+  EXPECT_NE(ComparisonVerdict(scores).find("the learned plan (plan-time search from oracle's plan (final plan)"),
+            std::string::npos)
+      << ComparisonVerdict(scores);
+}
+
+// The final search's extra start: the fastest baseline plan within the DRAM
+// limit, whatever the list's order.
+TEST(RunReport, TheFastestBaselineIsTheFastestPlanThatFits) {
+  Task t = ResnetTask();
+  const PlacementPlan slow = PlacementPlan::Uniform(t.w, Tier::kSlow, t.env.dram_limit_bytes);
+  const PlacementPlan first_touch = FirstTouchPlan(t.w, t.env.dram_limit_bytes);
+  const PlacementPlan dram = PlacementPlan::Uniform(t.w, Tier::kDram, t.env.dram_limit_bytes);
+  ASSERT_TRUE(EvaluatePlan(t.w, dram).oom);  // faster than any, and over the limit
+  const std::vector<BaselinePlan> baselines = {
+      {"all-slow", slow, 0, ""}, {"all-dram", dram, 0, ""}, {"first-touch", first_touch, 0, ""}};
+  const BaselinePlan* fastest = FastestBaseline(t.w, baselines);
+  ASSERT_NE(fastest, nullptr);
+  EXPECT_EQ(fastest->policy, "first-touch");
+  EXPECT_EQ(FastestBaseline(t.w, {baselines[1]}), nullptr);
+  EXPECT_EQ(FastestBaseline(t.w, {}), nullptr);
 }
 
 }  // namespace

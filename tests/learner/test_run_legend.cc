@@ -34,9 +34,14 @@ TEST(RunLegend, MakeRunsTermsEachGetOneLine) {
   EXPECT_NE(LineOf(legend, "vs all-DRAM").find("all-DRAM time / this plan's time"), std::string::npos) << legend;
   EXPECT_NE(LineOf(legend, "normalised cost").find("0 is all-DRAM's speed, 1 all-slow's"), std::string::npos)
       << legend;
-  EXPECT_NE(LineOf(legend, "final plan").find("from the plan-time search: the network's greedy plan or the plan-time ILP's"),
+  EXPECT_NE(LineOf(legend, "final plan").find("from the plan-time search: the network's greedy plan improved"),
             std::string::npos)
       << legend;
+  // A search that went on from another planner's plan says whose.
+  EXPECT_NE(LineOf(ComparisonLegend({"cost-model"}, "plan-time search from relaxation's plan"), "final plan")
+                .find("from the plan-time search from relaxation's plan: another planner's plan, relaxation's plan,"),
+            std::string::npos)
+      << ComparisonLegend({"cost-model"}, "plan-time search from relaxation's plan");
   EXPECT_EQ(LineOf(legend, "pmem,"), "") << legend;  // no real slow memory here
 }
 
