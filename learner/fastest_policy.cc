@@ -1,10 +1,12 @@
 #include "learner/fastest_policy.h"
 
+#include <limits>
 #include <stdexcept>
 #include <utility>
 
 #include "agents/agent.h"
 #include "common/log.h"
+#include "envs/cost_model.h"
 
 namespace tensortier {
 
@@ -48,6 +50,25 @@ PlanSearchResult FastestPolicy::Search(const Workload& workload, const EnvConfig
       .kv("greedy_runtime_ns", r.greedy.cost.total_ns)
       .kv("searched_runtime_ns", r.best.cost.total_ns).kv("seconds", r.seconds);
   return r;
+}
+
+int KeepFasterStart(const Workload& workload, const std::vector<PlacementPlan>& starting_plans, PlanSearchResult& r) {
+  int kept = -1;
+  double best_ns = r.best.oom || r.best.cost.oom ? std::numeric_limits<double>::infinity()
+                                                 : EvaluatePlan(workload, r.best.plan).total_ns;
+  CostReport kept_cost;
+  for (size_t i = 0; i < starting_plans.size(); ++i) {
+    CostReport c = EvaluatePlan(workload, starting_plans[i]);
+    if (!c.oom && c.total_ns < best_ns) kept = static_cast<int>(i), best_ns = c.total_ns, kept_cost = c;
+  }
+  if (kept < 0) return -1;
+  const std::string name = r.best.plan.produced_by;
+  r.best.plan = starting_plans[kept];
+  r.best.plan.produced_by = name;
+  r.best.cost = kept_cost;
+  r.best.oom = false;
+  r.starting_plan = kept;
+  return kept;
 }
 
 GuidedIlpResult FastestPolicy::SolveIlp(const Workload& workload, const EnvConfig& env, const std::string& agent_name,

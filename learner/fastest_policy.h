@@ -19,6 +19,16 @@ namespace tensortier {
 
 class PlacementAgent;
 
+// Where the search ended slower than one of its starting plans as given
+// (the fastest such), that plan becomes its best, under the best's name,
+// and the result's starting_plan its index; returns the index, or -1 when
+// the search's own best stands. In async mode the MDP's replay of another
+// planner's plan can lose a little of it (where its copies start): the
+// search from the relaxation's plan ended 0.014-0.017 points below it on
+// DenseNet-like and ResNet-152 (docs/results/learning.md, session
+// fifty-four). A plan over its DRAM limit is never kept.
+int KeepFasterStart(const Workload& workload, const std::vector<PlacementPlan>& starting_plans, PlanSearchResult& r);
+
 class FastestPolicy {
  public:
   // Keeps `weights` when `s` (their greedy episode, not OOM) is faster than

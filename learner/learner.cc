@@ -667,6 +667,9 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
     m.result.search = m.fastest.Search(m.config.workload, m.config.env, m.agent->name(), m.agent->config_json(),
                                        m.config.plan_search, starting_plans);
     m.result.searched = true;
+    m.result.search_kept_start = KeepFasterStart(m.config.workload, starting_plans, m.result.search) >= 0;
+    if (m.result.search_kept_start)
+      LogInfo("plan_search_kept_start").kv("plan", starting_plans[m.result.search.starting_plan].produced_by);
     const int start = m.result.search.starting_plan;
     if (start >= 0 && start < static_cast<int>(starting_plans.size()))
       m.result.search_started_from = starting_plans[start].produced_by;

@@ -146,13 +146,12 @@ struct LearnerConfig {
   PlanSearchOptions plan_search = PlanTimeSearch();
   // Other planners' plans the final search may start from (`train`: its
   // comparison's fastest baseline plan, --no-search-from-baseline for none),
-  // each named by its produced_by. On another machine's profiles the search
-  // from the network's own plans ended 0.04-0.36 points below the relaxation
-  // on eight of fourteen cells, and from the relaxation's plan at or above
-  // it on all (docs/results/learning.md, sessions fifty-three and
-  // fifty-four): a user's final plan should not be slower than a plan the
-  // run computed. LearnerResult::search_started_from says where it went on
-  // from.
+  // each named by its produced_by; one the search ends below is kept as
+  // given (KeepFasterStart). On another machine's profiles the search from
+  // the network's own plans ended 0.04-0.36 points below the relaxation on
+  // eight of fourteen cells (docs/results/learning.md, session fifty-three):
+  // a user's final plan should not be slower than a plan the run computed.
+  // LearnerResult::search_started_from says where it went on from.
   std::vector<PlacementPlan> search_starts;
   // First AutoTM's ILP with the same network's surest decisions fixed, from
   // its greedy plan (policies/guided_ilp.h). time_limit_seconds 0 = none.
@@ -258,6 +257,10 @@ struct LearnerResult {
   // The produced_by of the plan the search went on from: plan_ilp's or one
   // of LearnerConfig::search_starts; "" for the policy's own episodes.
   std::string search_started_from;
+  // The search ended slower than that plan as given, which was kept
+  // (KeepFasterStart, learner/fastest_policy.h): the final search's plan is
+  // then another planner's, unchanged.
+  bool search_kept_start = false;
   // The guided ILP from the same policy (LearnerConfig::plan_ilp); its plan
   // is the greedy one when no solve beat it.
   bool ran_ilp = false;

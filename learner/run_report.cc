@@ -83,7 +83,8 @@ nlohmann::json MeasuredReferencesJson(const std::vector<CachedMeasurement>& meas
 // planner's plan.
 std::string SearchSource(const LearnerResult& result) {
   if (result.search_started_from.empty()) return kSearch;
-  return std::string(kSearch) + " from " + result.search_started_from + "'s plan";
+  return std::string(kSearch) + " from " + result.search_started_from + "'s plan" +
+         (result.search_kept_start ? ", kept as given" : "");
 }
 
 bool IsLearned(const PolicyScore& s) {
@@ -232,8 +233,11 @@ std::string ComparisonVerdict(const std::vector<PolicyScore>& scores) {
     return os.str();
   }
   if (!rival || learned->relative_performance >= rival->relative_performance) {
-    os << "the learned plan (" << learned->source << ", " << 100.0 * learned->relative_performance
-       << "% of all-DRAM) is the fastest of this comparison";
+    os << std::setprecision(2) << "the learned plan (" << learned->source << ", "
+       << 100.0 * learned->relative_performance << "% of all-DRAM) is the fastest of this comparison";
+    if (rival)
+      os << ", " << 100.0 * (learned->relative_performance - rival->relative_performance) << " points above "
+         << rival->policy << " (" << rival->source << ")";
     return os.str();
   }
   // Two decimals: a rival ahead by hundredths (a relaxation's plan beside
@@ -362,6 +366,7 @@ void WriteRunDirectory(const std::string& dir, const std::string& config_toml, c
     summary["plan_search"] = {{"rollouts", result.search.rollouts}, {"improvements", result.search.improvements},
                               {"starting_plan", result.search.starting_plan},
                               {"started_from", result.search_started_from},
+                              {"kept_start", result.search_kept_start},
                               {"restarted", result.search.restarted},
                               {"cyclic_replays", result.search.cyclic_replays},
                               {"blocker_replays", result.search.blocker_replays},

@@ -48,7 +48,8 @@ const BaselinePlan* FastestBaseline(const Workload& w, const std::vector<Baselin
 // The plan a run recommends and where it comes from: "greedy policy",
 // "plan-time search" (the network's greedy plan improved by
 // envs/plan_search.h; "plan-time search from NAME's plan" where it went on
-// from another planner's: LearnerResult::search_started_from) or "best
+// from another planner's: LearnerResult::search_started_from; ", kept as
+// given" where it ended below that plan and kept it) or "best
 // episode seen in training" (the fastest plan
 // of any exploring worker's episode or periodic greedy evaluation: not what
 // the final policy does).

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "agents/agent.h"
+#include "envs/cost_model.h"
+#include "envs/first_touch.h"
 #include "learner/fastest_policy.h"
 #include "tests/learner/learner_parts.h"
 
@@ -68,6 +70,37 @@ TEST(FastestPolicy, KeepsTheWeightsOfTheFastestPlanThatFits) {
   EXPECT_EQ(loaded->SerializeWeights(), b->SerializeWeights());
   std::filesystem::remove(path);
   EXPECT_THROW(FastestPolicy().SaveCheckpoint(path, "dqn", ""), std::logic_error);
+}
+
+// A search that ended below one of its starting plans returns that plan as
+// given, under the search's name; one that ended above them, its own; a
+// start over the DRAM limit is never taken.
+TEST(FastestPolicy, ASearchThatEndsBelowItsStartKeepsTheStart) {
+  const Workload w = SmallWorkload();
+  const EnvConfig env = SmallEnv(w);
+  const PlacementPlan slow = PlacementPlan::Uniform(w, Tier::kSlow, env.dram_limit_bytes);
+  const PlacementPlan first_touch = FirstTouchPlan(w, env.dram_limit_bytes);
+  PlacementPlan dram = PlacementPlan::Uniform(w, Tier::kDram, env.dram_limit_bytes);
+  ASSERT_LT(EvaluatePlan(w, first_touch).total_ns, EvaluatePlan(w, slow).total_ns);
+  ASSERT_TRUE(EvaluatePlan(w, dram).oom);
+  PlanSearchResult r;
+  r.best.plan = slow;
+  r.best.plan.produced_by = "dqn+search";
+  r.best.cost = EvaluatePlan(w, slow);
+  r.starting_plan = -1;
+  const std::vector<PlacementPlan> starts = {dram, slow, first_touch};
+  EXPECT_EQ(KeepFasterStart(w, starts, r), 2);
+  EXPECT_EQ(r.starting_plan, 2);
+  EXPECT_EQ(r.best.plan.produced_by, "dqn+search");
+  EXPECT_EQ(r.best.plan.initial_tiers, first_touch.initial_tiers);
+  EXPECT_EQ(r.best.plan.migrations.size(), first_touch.migrations.size());
+  EXPECT_DOUBLE_EQ(r.best.cost.total_ns, EvaluatePlan(w, first_touch).total_ns);
+  // Now at least as fast as every start: nothing changes.
+  const PlanSearchResult before = r;
+  EXPECT_EQ(KeepFasterStart(w, starts, r), -1);
+  EXPECT_EQ(KeepFasterStart(w, {}, r), -1);
+  EXPECT_EQ(r.starting_plan, before.starting_plan);
+  EXPECT_DOUBLE_EQ(r.best.cost.total_ns, before.best.cost.total_ns);
 }
 
 }  // namespace
