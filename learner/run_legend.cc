@@ -19,9 +19,9 @@ std::string FinalPlanMeaning(const std::string& source) {
            "and went on from the network's own)";
   const std::string from = "plan-time search from ";
   if (source.rfind(from, 0) == 0)
-    return "another planner's plan, " + source.substr(from.size()) +
-           ", faster than the network's own plans, improved after training where the search the network guides "
-           "found better, else kept as it is (summary.json: plan_search.started_from)";
+    return "the search the network guides, gone on from " + source.substr(from.size()) +
+           " (the guided ILP's or the fastest baseline's, a faster start than the network's own plans), improved "
+           "where it found better, else kept as it is (summary.json: plan_search.started_from, kept_start)";
   if (source == "plan-time ILP")
     return "AutoTM's ILP with the network's surest decisions fixed, solved by CBC from its greedy plan";
   if (source == "best episode seen in training")

@@ -39,7 +39,8 @@ TEST(RunLegend, MakeRunsTermsEachGetOneLine) {
       << legend;
   // A search that went on from another planner's plan says whose.
   EXPECT_NE(LineOf(ComparisonLegend({"cost-model"}, "plan-time search from relaxation's plan"), "final plan")
-                .find("from the plan-time search from relaxation's plan: another planner's plan, relaxation's plan,"),
+                .find("from the plan-time search from relaxation's plan: the search the network guides, gone on from "
+                      "relaxation's plan (the guided ILP's or the fastest baseline's"),
             std::string::npos)
       << ComparisonLegend({"cost-model"}, "plan-time search from relaxation's plan");
   EXPECT_EQ(LineOf(legend, "pmem,"), "") << legend;  // no real slow memory here
