@@ -71,6 +71,20 @@ int KeepFasterStart(const Workload& workload, const std::vector<PlacementPlan>& 
   return kept;
 }
 
+FastestPolicy::StartedSearch FastestPolicy::SearchKeepingStarts(const Workload& workload, const EnvConfig& env,
+                                                               const std::string& agent_name,
+                                                               const std::string& agent_json,
+                                                               const PlanSearchOptions& options,
+                                                               const std::vector<PlacementPlan>& starting_plans) const {
+  StartedSearch out;
+  out.search = Search(workload, env, agent_name, agent_json, options, starting_plans);
+  out.kept_start = KeepFasterStart(workload, starting_plans, out.search) >= 0;
+  const int start = out.search.starting_plan;
+  if (start >= 0 && start < static_cast<int>(starting_plans.size())) out.started_from = starting_plans[start].produced_by;
+  if (out.kept_start) LogInfo("plan_search_kept_start").kv("plan", out.started_from);
+  return out;
+}
+
 GuidedIlpResult FastestPolicy::SolveIlp(const Workload& workload, const EnvConfig& env, const std::string& agent_name,
                                        const std::string& agent_json, const GuidedIlpOptions& options) const {
   GuidedIlpResult r = FromKeptScores(workload, env, agent_name, agent_json,

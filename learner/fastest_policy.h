@@ -44,6 +44,18 @@ class FastestPolicy {
   PlanSearchResult Search(const Workload& workload, const EnvConfig& env, const std::string& agent_name,
                           const std::string& agent_json, const PlanSearchOptions& options,
                           const std::vector<PlacementPlan>& starting_plans = {}) const;
+  // The search after training: Search from this policy's greedy plan and
+  // `starting_plans`, a start it ended below kept as given
+  // (KeepFasterStart), and the produced_by of the start it went on from
+  // ("" for the policy's own episodes).
+  struct StartedSearch {
+    PlanSearchResult search;
+    std::string started_from;
+    bool kept_start = false;
+  };
+  StartedSearch SearchKeepingStarts(const Workload& workload, const EnvConfig& env, const std::string& agent_name,
+                                    const std::string& agent_json, const PlanSearchOptions& options,
+                                    const std::vector<PlacementPlan>& starting_plans) const;
   // The ILP this policy's network guides (policies/guided_ilp.h), from its
   // greedy plan, on a fresh CPU agent; the plan is named "<policy>+ilp".
   GuidedIlpResult SolveIlp(const Workload& workload, const EnvConfig& env, const std::string& agent_name,

@@ -664,15 +664,12 @@ LearnerResult Learner::Run(const std::function<void(const EpisodeRecord&)>& on_e
     std::vector<PlacementPlan> starting_plans;
     if (m.result.ran_ilp) starting_plans.push_back(m.result.ilp.plan);
     starting_plans.insert(starting_plans.end(), m.config.search_starts.begin(), m.config.search_starts.end());
-    m.result.search = m.fastest.Search(m.config.workload, m.config.env, m.agent->name(), m.agent->config_json(),
-                                       m.config.plan_search, starting_plans);
+    FastestPolicy::StartedSearch s = m.fastest.SearchKeepingStarts(
+        m.config.workload, m.config.env, m.agent->name(), m.agent->config_json(), m.config.plan_search, starting_plans);
+    m.result.search = std::move(s.search);
+    m.result.search_started_from = std::move(s.started_from);
+    m.result.search_kept_start = s.kept_start;
     m.result.searched = true;
-    m.result.search_kept_start = KeepFasterStart(m.config.workload, starting_plans, m.result.search) >= 0;
-    if (m.result.search_kept_start)
-      LogInfo("plan_search_kept_start").kv("plan", starting_plans[m.result.search.starting_plan].produced_by);
-    const int start = m.result.search.starting_plan;
-    if (start >= 0 && start < static_cast<int>(starting_plans.size()))
-      m.result.search_started_from = starting_plans[start].produced_by;
   }
   m.result.updates = m.agent->updates();
   m.result.agent = m.agent->name();
